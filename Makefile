@@ -1,0 +1,39 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+export NUMBA_CACHE_DIR := $(CURDIR)/.numba-cache
+export GX_ANALYTICS_ENABLED := false
+export POLARS_SKIP_CPU_CHECK := 1
+
+.PHONY: venv demo test lint bench clean lock
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check "uv>=0.9"
+	$(VENV)/bin/uv pip install -q --python $(PY) -c constraints.txt -e '.[dev,airflow]'
+	touch $(STAMP)
+
+# Regenerate the pinned constraints after changing dependencies in pyproject.toml.
+lock:
+	$(VENV)/bin/uv pip compile -q pyproject.toml --extra dev --extra airflow --python-version 3.11 -o constraints.txt
+
+demo: $(STAMP)
+	$(VENV)/bin/tiercast demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/ingest.py
+	$(PY) benchmarks/cache.py
+
+clean:
+	rm -rf $(VENV) .numba-cache tiercast-data tiercast.duckdb reports .pytest_cache

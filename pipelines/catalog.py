@@ -1,0 +1,87 @@
+"""The data directory: where ingested traces, rejects and manifests live, and how to find them.
+
+Layout (every path below ``data_dir``)::
+
+    traces/<trace_id>/manifest.json
+    traces/<trace_id>/validation.json
+    traces/<trace_id>/volume=<quoted volume>/part-<k>.parquet
+    traces/<trace_id>/rejects/part-<k>.parquet
+    traces/_sources.json        fast re-ingest check: (path, size, mtime, options) -> trace_id
+
+A trace directory appears only by an atomic rename of a finished temporary directory, so a
+directory with a manifest is always complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+DEFAULT_DATA_DIR = "tiercast-data"
+ENV_DATA_DIR = "TIERCAST_DATA_DIR"
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
+    return Path(data_dir or os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR)
+
+
+def traces_root(data_dir: Path) -> Path:
+    return Path(data_dir) / "traces"
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class TraceRef:
+    trace_id: str
+    path: Path
+    manifest: dict
+
+    @property
+    def volume_files(self) -> list[Path]:
+        return sorted(self.path.glob("volume=*/part-*.parquet"))
+
+    @property
+    def reject_files(self) -> list[Path]:
+        return sorted((self.path / "rejects").glob("part-*.parquet"))
+
+    def scan(self) -> pl.LazyFrame:
+        """All accepted requests, volume by volume (each volume in time order)."""
+        return pl.scan_parquet(self.volume_files, hive_partitioning=False)
+
+    def rejects(self) -> pl.DataFrame:
+        from schemas.trace import empty_rejects
+
+        files = self.reject_files
+        return pl.read_parquet(files) if files else empty_rejects()
+
+
+def list_traces(data_dir: Path) -> list[TraceRef]:
+    root = traces_root(data_dir)
+    out = []
+    if root.is_dir():
+        for d in sorted(root.iterdir()):
+            m = d / "manifest.json"
+            if d.is_dir() and not d.name.startswith(".") and m.is_file():
+                out.append(TraceRef(d.name, d, json.loads(m.read_text())))
+    return out
+
+
+def find_trace(data_dir: Path, ref: str) -> TraceRef:
+    """A trace by its id (or an unambiguous prefix of it)."""
+    matches = [t for t in list_traces(data_dir) if t.trace_id == ref] or [
+        t for t in list_traces(data_dir) if t.trace_id.startswith(ref)
+    ]
+    if not matches:
+        raise LookupError(f"no ingested trace {ref!r} in {traces_root(data_dir)} (see `tiercast traces`)")
+    if len(matches) > 1:
+        raise LookupError(f"trace id prefix {ref!r} is ambiguous: {', '.join(t.trace_id for t in matches)}")
+    return matches[0]

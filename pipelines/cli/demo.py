@@ -1,0 +1,24 @@
+"""``tiercast demo``: the main job on the embedded default, with bundled synthetic workloads."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from pipelines.cli.common import DataDirOpt, app, data_dir_of, out
+from pipelines.demo import run_demo
+
+
+@app.command()
+def demo(
+    data_dir: DataDirOpt = None,
+    requests: Annotated[int, typer.Option(help="Requests per synthetic workload.")] = 200_000,
+) -> None:
+    """Generate the seed articles' workloads, ingest them and print what was ingested."""
+    results = run_demo(data_dir_of(data_dir), requests=requests, log=out.print)
+    table = Table("workload", "trace_id", "requests", "rejected", "volumes")
+    for name, r in results.items():
+        table.add_row(name, r.trace_id, f"{r.rows_accepted:,}", f"{r.rows_rejected:,}", str(len(r.volumes)))
+    out.print(table)

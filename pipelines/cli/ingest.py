@@ -1,0 +1,110 @@
+"""``tiercast ingest`` and ``tiercast traces``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from pipelines.catalog import list_traces
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    byte_progress,
+    console,
+    data_dir_of,
+    out,
+    print_json,
+)
+from pipelines.ingest import ingest_file
+from traces.registry import READERS
+
+
+def _options(pairs: list[str]) -> dict:
+    opts = {}
+    for p in pairs:
+        k, sep, v = p.partition("=")
+        if not sep:
+            raise ValueError(f"--option expects KEY=VALUE, got {p!r}")
+        opts[k.strip().replace("-", "_")] = v.strip()
+    return opts
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd read transparently).")],
+    fmt: Annotated[
+        str | None, typer.Option("--format", "-f", help=f"Force a format: {', '.join(READERS)}.")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="Reader option KEY=VALUE (repeatable).")
+    ] = None,
+    order: Annotated[
+        str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.")
+    ] = "sort",
+    validate: Annotated[
+        str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.")
+    ] = "auto",
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Turn raw trace files into validated Parquet datasets (one trace per file)."""
+    dd = data_dir_of(data_dir)
+    opts = _options(option or [])
+    opts["order"] = order
+    failed = 0
+    for p in paths:
+        try:
+            with byte_progress(f"ingest {p.name}", enabled=not as_json) as cb:
+                r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate)
+        except Exception as e:
+            if len(paths) == 1:
+                raise
+            failed += 1
+            console.print(f"[bold red]error:[/] {e}", highlight=False)
+            continue
+        if as_json:
+            print_json(r.summary())
+        else:
+            state = "already ingested (no-op)" if r.already_ingested else "ingested"
+            out.print(
+                f"{p}: {state} as trace {r.trace_id} [{r.format}]: read {r.rows_read:,}, "
+                f"accepted {r.rows_accepted:,}, rejected {r.rows_rejected:,}, volumes {len(r.volumes)}"
+                + (f", sorted {r.sorted_rows:,} out-of-order rows" if r.sorted_rows else "")
+            )
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command()
+def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+    """List the ingested traces."""
+    rows = []
+    for t in list_traces(data_dir_of(data_dir)):
+        m = t.manifest
+        span = max((v["last_ts_ns"] for v in m["volumes"].values()), default=0)
+        rows.append(
+            {
+                "trace_id": t.trace_id,
+                "format": m["format"],
+                "source_path": m["source_path"],
+                "rows_accepted": m["rows_accepted"],
+                "rows_rejected": m["rows_rejected"],
+                "volumes": len(m["volumes"]),
+                "span_s": span / 1e9,
+                "start_time": m.get("start_time"),
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    table = Table("trace_id", "format", "requests", "rejected", "volumes", "span s", "source")
+    for r in rows:
+        table.add_row(
+            r["trace_id"], r["format"], f"{r['rows_accepted']:,}", f"{r['rows_rejected']:,}",
+            str(r["volumes"]), f"{r['span_s']:.1f}", Path(r["source_path"]).name,
+        )
+    out.print(table) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")

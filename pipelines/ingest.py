@@ -1,0 +1,375 @@
+"""Ingest step: one raw trace file -> validated Parquet dataset partitioned by volume + manifest.
+
+Guarantees (tested):
+- rows read = rows accepted + rows rejected; every rejected row is kept with its source line,
+  raw text and reason in ``rejects/``;
+- the dataset appears only complete (written to a temporary directory, renamed at the end);
+  a failed or interrupted ingest leaves no trace directory behind;
+- ingesting the same content with the same options again is a no-op that says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.catalog import traces_root, write_json_atomic
+from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA, REJECT_SCHEMA
+from traces.base import TraceReader
+from traces.errors import TraceFormatError
+from traces.registry import detect, reader_class
+from traces.source import Source
+
+FLUSH_ROWS_PER_VOLUME = 2_000_000
+FLUSH_ROWS_TOTAL = 8_000_000
+PARQUET_COMPRESSION = "zstd"
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class IngestResult:
+    trace_id: str
+    format: str
+    source_path: str
+    sha256: str
+    rows_read: int
+    rows_accepted: int
+    rows_rejected: int
+    volumes: dict[str, int]
+    already_ingested: bool = False
+    path: str = ""
+    lines_skipped: dict[str, int] = field(default_factory=dict)
+    sorted_rows: int = 0
+
+    def summary(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _VolumeStats:
+    requests: int = 0
+    reads: int = 0
+    writes: int = 0
+    bytes: int = 0
+    min_offset: int | None = None
+    max_end: int | None = None
+    first_ts_ns: int | None = None
+    last_ts_ns: int | None = None
+
+    def update(self, d: dict) -> None:
+        self.requests += d["requests"]
+        self.reads += d["reads"]
+        self.writes += d["writes"]
+        self.bytes += d["bytes"]
+        for k, pick in (("min_offset", min), ("max_end", max), ("first_ts_ns", min), ("last_ts_ns", max)):
+            cur = getattr(self, k)
+            setattr(self, k, d[k] if cur is None else pick(cur, d[k]))
+
+
+class _PartitionWriter:
+    """Buffers accepted rows per volume and writes Parquet parts of bounded memory."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.buffers: dict[str, list[pl.DataFrame]] = {}
+        self.rows: Counter = Counter()
+        self.parts: Counter = Counter()
+
+    def add(self, df: pl.DataFrame) -> None:
+        for (vol,), part in df.partition_by("volume", as_dict=True, maintain_order=True).items():
+            self.buffers.setdefault(vol, []).append(part)
+            self.rows[vol] += part.height
+            if self.rows[vol] >= FLUSH_ROWS_PER_VOLUME:
+                self._flush(vol)
+        while sum(self.rows.values()) > FLUSH_ROWS_TOTAL:
+            self._flush(self.rows.most_common(1)[0][0])
+
+    def _flush(self, vol: str) -> None:
+        frames = self.buffers.pop(vol, [])
+        self.rows.pop(vol, None)
+        if not frames:
+            return
+        d = volume_dir(self.root, vol)
+        d.mkdir(parents=True, exist_ok=True)
+        table = to_arrow(pl.concat(frames))
+        pq.write_table(table, d / f"part-{self.parts[vol]:05d}.parquet", compression=PARQUET_COMPRESSION)
+        self.parts[vol] += 1
+
+    def close(self) -> None:
+        for vol in list(self.buffers):
+            self._flush(vol)
+
+
+def volume_dir(root: Path, volume: str) -> Path:
+    return root / f"volume={quote(str(volume), safe='')}"
+
+
+def to_arrow(df: pl.DataFrame) -> pa.Table:
+    return df.select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items()).to_arrow().cast(ARROW_SCHEMA)
+
+
+def _stats_of(df: pl.DataFrame) -> dict[str, dict]:
+    agg = df.group_by("volume").agg(
+        requests=pl.len(),
+        reads=(pl.col("op") == "read").sum(),
+        writes=(pl.col("op") == "write").sum(),
+        bytes=pl.col("size").cast(pl.Int64).sum(),
+        min_offset=pl.col("offset").min(),
+        max_end=(pl.col("offset") + pl.col("size").cast(pl.Int64)).max(),
+        first_ts_ns=pl.col("ts_ns").min(),
+        last_ts_ns=pl.col("ts_ns").max(),
+    )
+    return {r.pop("volume"): r for r in agg.iter_rows(named=True)}
+
+
+def trace_id_of(sha256: str, identity: dict) -> str:
+    key = json.dumps({"sha256": sha256, **identity}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _source_key(path: Path, identity: dict) -> str:
+    st = path.stat()
+    return json.dumps([str(path.resolve()), st.st_size, st.st_mtime_ns, identity], sort_keys=True)
+
+
+def _load_index(data_dir: Path) -> dict:
+    p = traces_root(data_dir) / "_sources.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember(data_dir: Path, key: str, trace_id: str) -> None:
+    idx = _load_index(data_dir)
+    idx[key] = trace_id
+    write_json_atomic(traces_root(data_dir) / "_sources.json", idx)
+
+
+def _already(data_dir: Path, trace_id: str, source_path: Path) -> IngestResult | None:
+    d = traces_root(data_dir) / trace_id
+    m = d / "manifest.json"
+    if not m.is_file():
+        return None
+    man = json.loads(m.read_text())
+    return IngestResult(
+        trace_id=trace_id,
+        format=man["format"],
+        source_path=str(source_path),
+        sha256=man["sha256"],
+        rows_read=man["rows_read"],
+        rows_accepted=man["rows_accepted"],
+        rows_rejected=man["rows_rejected"],
+        volumes={v: s["requests"] for v, s in man["volumes"].items()},
+        already_ingested=True,
+        path=str(d),
+        lines_skipped=man.get("lines_skipped", {}),
+        sorted_rows=man.get("sorted_rows", 0),
+    )
+
+
+def make_reader(fmt: str, options: dict | None = None) -> TraceReader:
+    return reader_class(fmt)(**(options or {}))
+
+
+def ingest_file(
+    path: str | Path,
+    data_dir: str | Path,
+    fmt: str | None = None,
+    options: dict | None = None,
+    progress: Progress | None = None,
+    validate: str = "auto",
+) -> IngestResult:
+    """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring."""
+    path = Path(path)
+    data_dir = Path(data_dir)
+    source = Source(path)
+    fmt = fmt or detect(source)
+    reader = make_reader(fmt, options)
+    identity = reader.identity()
+    root = traces_root(data_dir)
+    root.mkdir(parents=True, exist_ok=True)
+
+    key = _source_key(path, identity)
+    known = _load_index(data_dir).get(key)
+    if known and (hit := _already(data_dir, known, path)):
+        return hit
+
+    tmp = root / f".tmp-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir()
+    try:
+        result = _ingest_into(tmp, source, reader, progress, validate)
+        final = root / result["trace_id"]
+        if (hit := _already(data_dir, result["trace_id"], path)) is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            _remember(data_dir, key, result["trace_id"])
+            return hit
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _remember(data_dir, key, result["trace_id"])
+    man = result
+    return IngestResult(
+        trace_id=man["trace_id"],
+        format=man["format"],
+        source_path=str(path),
+        sha256=man["sha256"],
+        rows_read=man["rows_read"],
+        rows_accepted=man["rows_accepted"],
+        rows_rejected=man["rows_rejected"],
+        volumes={v: s["requests"] for v, s in man["volumes"].items()},
+        path=str(final),
+        lines_skipped=man["lines_skipped"],
+        sorted_rows=man["sorted_rows"],
+    )
+
+
+def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> dict:
+    started = time.time()
+    total_bytes = source.path.stat().st_size
+    writer = _PartitionWriter(tmp)
+    rejects_dir = tmp / "rejects"
+    rejects_dir.mkdir()
+    rej_writer: pq.ParquetWriter | None = None
+    origin: int | None = None
+    read = accepted = rejected = out_of_order = 0
+    skipped: Counter = Counter()
+    stats: dict[str, _VolumeStats] = {}
+    first_reject: tuple[int, str] | None = None
+
+    for chunk in reader.chunks(source):
+        read += chunk.n_read
+        skipped.update(chunk.skipped)
+        out_of_order += chunk.out_of_order
+        if chunk.rejects.height:
+            rejected += chunk.rejects.height
+            if first_reject is None:
+                first_reject = (int(chunk.rejects["src_line"][0]), chunk.rejects["reason"][0])
+            t = chunk.rejects.select(pl.col(c).cast(d) for c, d in REJECT_SCHEMA.items()).to_arrow()
+            if rej_writer is None:
+                rej_writer = pq.ParquetWriter(rejects_dir / "part-00000.parquet", t.schema)
+            rej_writer.write_table(t)
+        rows = chunk.rows
+        if rows.height:
+            if origin is None:
+                origin = int(rows["ts_raw_ns"][0])
+            rows = rows.with_columns(ts_ns=pl.col("ts_raw_ns") - origin).drop("ts_raw_ns")
+            accepted += rows.height
+            for vol, d in _stats_of(rows).items():
+                stats.setdefault(vol, _VolumeStats()).update(d)
+            writer.add(rows)
+        if progress:
+            progress(source.raw_bytes_read, total_bytes)
+    writer.close()
+    if rej_writer is not None:
+        rej_writer.close()
+
+    if read == 0:
+        what = "has only a header" if skipped.get("header") else "contains no requests"
+        raise TraceFormatError(source.path, None, f"file {what} ({dict(skipped) or 'empty'})")
+    if accepted == 0:
+        line, reason = first_reject
+        raise TraceFormatError(
+            source.path, line, f"no line could be read as {reader.name}: {reason} (and {rejected - 1} more rejected)"
+        )
+    assert read == accepted + rejected
+
+    min_ts = min(s.first_ts_ns for s in stats.values())
+    sorted_rows = 0
+    if out_of_order or min_ts < 0:
+        sorted_rows = out_of_order
+        _sort_volumes(tmp, list(stats), shift_ns=-min_ts if min_ts < 0 else 0)
+        if min_ts < 0:
+            origin += min_ts
+            for s in stats.values():
+                s.first_ts_ns -= min_ts
+                s.last_ts_ns -= min_ts
+
+    identity = reader.identity()
+    trace_id = trace_id_of(source.sha256, identity)
+    manifest = {
+        "trace_id": trace_id,
+        "format": reader.name,
+        "kind": reader.kind,
+        "reader_options": identity,
+        "source_path": str(source.path.resolve()),
+        "source_bytes": total_bytes,
+        "compression": source.compression,
+        "sha256": source.sha256,
+        "ts_origin_raw_ns": origin,
+        "start_time": (
+            datetime.fromtimestamp(origin / 1e9, tz=UTC).isoformat() if reader.absolute_clock else None
+        ),
+        "rows_read": read,
+        "rows_accepted": accepted,
+        "rows_rejected": rejected,
+        "lines_skipped": dict(skipped),
+        "reader_metadata": reader.metadata,
+        "sorted_rows": sorted_rows,
+        "volumes": {
+            v: {**asdict(s), "span_ns": s.last_ts_ns - s.first_ts_ns, "capacity_bytes": reader.capacities.get(v)}
+            for v, s in sorted(stats.items())
+        },
+        "ingested_at": datetime.now(tz=UTC).isoformat(),
+        "ingest_seconds": round(time.time() - started, 3),
+        "tiercast_version": _version(),
+    }
+    if validate != "off":
+        from schemas.trace_suite import validate_trace_dir
+
+        report = validate_trace_dir(tmp, manifest, mode=validate)
+        write_json_atomic(tmp / "validation.json", report)
+        manifest["validation"] = {k: report[k] for k in ("success", "mode", "rows_validated", "expectations")}
+        if not report["success"]:
+            raise TraceFormatError(source.path, None, "accepted rows fail the trace contract: " + report["summary"])
+    write_json_atomic(tmp / "manifest.json", manifest)
+    return manifest
+
+
+def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
+    """Rewrite each volume's parts in (ts_ns, src_line) order; DuckDB sorts out of core."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = false")
+    for vol in volumes:
+        d = volume_dir(tmp, vol)
+        parts = sorted(d.glob("part-*.parquet"))
+        files = ", ".join(f"'{p}'" for p in parts)
+        rel = con.sql(
+            f"SELECT * REPLACE (ts_ns + {int(shift_ns)} AS ts_ns) FROM read_parquet([{files}]) ORDER BY ts_ns, src_line"
+        )
+        reader = rel.fetch_record_batch(1_000_000)
+        out = d / "sorted.parquet.tmp"
+        with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION) as w:
+            for batch in reader:
+                w.write_table(to_arrow(pl.from_arrow(batch)))
+        for p in parts:
+            p.unlink()
+        os.rename(out, d / "part-00000.parquet")
+    con.close()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tiercast")
+    except PackageNotFoundError:
+        return "0+unknown"

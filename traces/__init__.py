@@ -1,0 +1,1 @@
+"""Readers: every trace and log format -> canonical Arrow/Polars tables; synthetic workloads."""

@@ -1,0 +1,42 @@
+"""Every reader by format name, and format detection from a file's first bytes."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from traces.errors import TraceFormatError
+from traces.source import Source
+
+#: format name -> "module:Class". Detection tries them in this order (most specific first).
+READERS: dict[str, str] = {
+    "tiercast-parquet": "traces.parquet_canonical:CanonicalParquetReader",
+    "msr": "traces.msr:MsrReader",
+}
+
+
+def reader_class(name: str):
+    try:
+        target = READERS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}; known formats: {', '.join(READERS)}") from None
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def detect(source: Source) -> str:
+    """Name of the first format whose sniffer accepts the file's head."""
+    head = source.head()
+    if not head:
+        raise TraceFormatError(source.path, None, "file is empty (or its compressed stream is unreadable)")
+    for name in READERS:
+        cls = reader_class(name)
+        if getattr(cls, "auto_detect", True) and cls.sniff(head):
+            return name
+    first = head.split(b"\n", 1)[0][:80]
+    raise TraceFormatError(
+        Path(source.path),
+        1,
+        f"unknown format (first line {first!r} matches none of: {', '.join(READERS)}); "
+        "name it with --format",
+    )

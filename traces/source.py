@@ -1,0 +1,192 @@
+"""Raw input files: transparent gzip/zstd decompression, a running sha256 of the raw bytes,
+and line-aligned blocks of text with their first line number.
+
+Everything downstream reads through :class:`Source`, so every reader streams and every
+reader gets the same errors for truncated or corrupt compressed files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import zstandard
+
+from traces.errors import TraceFormatError
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+READ_BYTES = 8 << 20
+DEFAULT_BLOCK_BYTES = 48 << 20
+
+
+class _HashingReader(io.RawIOBase):
+    """Wraps a binary file; hashes every raw byte read so the sha256 costs no extra pass."""
+
+    def __init__(self, raw, digest):
+        self._raw = raw
+        self._digest = digest
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self._raw.readinto(b)
+        if n:
+            self._digest.update(memoryview(b)[:n])
+            self.bytes_read += n
+        return n or 0
+
+
+def compression_of(head: bytes) -> str:
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return "none"
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(READ_BYTES):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class Source:
+    """One raw input file, opened lazily; ``sha256`` is complete once the file was read to EOF."""
+
+    path: Path
+    compression: str = field(init=False)
+    _digest: object = field(init=False, repr=False)
+    _raw: _HashingReader | None = field(init=False, default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        if not self.path.is_file():
+            raise TraceFormatError(self.path, None, "no such file")
+        with open(self.path, "rb") as f:
+            self.compression = compression_of(f.read(4))
+        self._digest = hashlib.sha256()
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the raw file: from the streaming read when it reached EOF, else a new pass
+        (readers of binary containers such as Parquet do not read through ``iter_bytes``)."""
+        if self.raw_bytes_read != self.path.stat().st_size:
+            return file_sha256(self.path)
+        return self._digest.hexdigest()
+
+    @property
+    def raw_bytes_read(self) -> int:
+        return self._raw.bytes_read if self._raw else 0
+
+    def head(self, n: int = 64 << 10) -> bytes:
+        """First ``n`` decompressed bytes (does not advance the streaming read)."""
+        with open(self.path, "rb") as f:
+            if self.compression == "gzip":
+                stream = gzip.GzipFile(fileobj=f)
+            elif self.compression == "zstd":
+                stream = zstandard.ZstdDecompressor().stream_reader(f)
+            else:
+                stream = f
+            try:
+                return stream.read(n)
+            except (EOFError, OSError, zlib.error, zstandard.ZstdError):
+                return b""
+
+    def iter_bytes(self, size: int = READ_BYTES) -> Iterator[bytes]:
+        """Stream the decompressed content; every raw byte passes through the sha256."""
+        self._digest = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            self._raw = _HashingReader(f, self._digest)
+            buffered = io.BufferedReader(self._raw, READ_BYTES)
+            if self.compression == "gzip":
+                stream = gzip.GzipFile(fileobj=buffered)
+            elif self.compression == "zstd":
+                stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
+            else:
+                stream = buffered
+            while True:
+                try:
+                    data = stream.read(size)
+                except EOFError as e:
+                    raise TraceFormatError(self.path, None, f"truncated {self.compression} stream ({e})") from e
+                except (OSError, zlib.error, zstandard.ZstdError) as e:
+                    raise TraceFormatError(self.path, None, f"corrupt {self.compression} stream ({e})") from e
+                if not data:
+                    break
+                yield data
+            if self.compression == "zstd" and buffered.read(1):
+                raise TraceFormatError(self.path, None, "trailing bytes after the zstd stream")
+
+    def iter_line_blocks(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineBlock]:
+        """Blocks of whole lines (the last line of the file may lack its newline)."""
+        pending = b""
+        first_line = 1
+        for data in self.iter_bytes():
+            buf = pending + data if pending else data
+            if len(buf) < block_bytes:
+                pending = buf
+                continue
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                pending = buf
+                continue
+            block = LineBlock(buf[: cut + 1], first_line)
+            first_line += block.n_lines
+            pending = buf[cut + 1 :]
+            yield block
+        if pending:
+            yield LineBlock(pending, first_line)
+
+
+class LineBlock:
+    """A byte buffer of whole lines plus where each line starts and ends (newline excluded)."""
+
+    __slots__ = ("data", "first_line", "starts", "ends")
+
+    def __init__(self, data: bytes, first_line: int):
+        self.data = data
+        self.first_line = first_line
+        arr = np.frombuffer(data, dtype=np.uint8)
+        nl = np.flatnonzero(arr == 10)
+        n = len(nl) + (0 if data.endswith(b"\n") or not data else 1)
+        starts = np.empty(n, dtype=np.int64)
+        ends = np.empty(n, dtype=np.int64)
+        if n:
+            starts[0] = 0
+            starts[1:] = nl[: n - 1] + 1
+            ends[: len(nl)] = nl
+            if n > len(nl):
+                ends[-1] = len(data)
+        self.starts = starts
+        self.ends = ends
+
+    @property
+    def n_lines(self) -> int:
+        return len(self.starts)
+
+    def line_numbers(self) -> np.ndarray:
+        return np.arange(self.first_line, self.first_line + self.n_lines, dtype=np.int64)
+
+    def raw_lines(self, idx: np.ndarray, max_bytes: int = 4096) -> list[str]:
+        """Decoded text of the given 0-based lines (for rejects), CR stripped, long lines cut."""
+        out = []
+        for i in np.asarray(idx, dtype=np.int64).tolist():
+            s, e = int(self.starts[i]), int(self.ends[i])
+            raw = self.data[s:e].rstrip(b"\r")
+            text = raw[:max_bytes].decode("utf-8", errors="backslashreplace")
+            if len(raw) > max_bytes:
+                text += f"...[{len(raw) - max_bytes} more bytes]"
+            out.append(text)
+        return out
