@@ -57,6 +57,26 @@ class TraceRef:
         """All accepted requests, volume by volume (each volume in time order)."""
         return pl.scan_parquet(self.volume_files, hive_partitioning=False)
 
+    def iter_ordered(self, batch_rows: int = 1 << 20, columns: list[str] | None = None):
+        """All accepted requests in global time order (ts_ns, then volume, then src_line), as
+        Polars frames of at most ``batch_rows`` rows. DuckDB merges the volumes out of core, so
+        traces larger than memory stream."""
+        import duckdb
+
+        cols = ", ".join(columns) if columns else "*"
+        files = ", ".join(f"'{f}'" for f in self.volume_files)
+        con = duckdb.connect()
+        try:
+            rel = con.sql(
+                f"SELECT {cols} FROM read_parquet([{files}], hive_partitioning=false) "
+                "ORDER BY ts_ns, volume, src_line"
+            )
+            reader = rel.fetch_record_batch(batch_rows)
+            for batch in reader:
+                yield pl.from_arrow(batch)
+        finally:
+            con.close()
+
     def rejects(self) -> pl.DataFrame:
         from schemas.trace import empty_rejects
 
