@@ -10,12 +10,9 @@ Guarantees (tested):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -28,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.catalog import traces_root, write_json_atomic
-from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA, REJECT_SCHEMA
+from pipelines.dataset import RejectsWriter, SourceIndex, Staging, content_id
+from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
 from traces.registry import detect, reader_class
@@ -137,50 +135,12 @@ def _stats_of(df: pl.DataFrame) -> dict[str, dict]:
     return {r.pop("volume"): r for r in agg.iter_rows(named=True)}
 
 
-def trace_id_of(sha256: str, identity: dict) -> str:
-    key = json.dumps({"sha256": sha256, **identity}, sort_keys=True)
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def _source_key(path: Path, identity: dict) -> str:
-    st = path.stat()
-    return json.dumps([str(path.resolve()), st.st_size, st.st_mtime_ns, identity], sort_keys=True)
-
-
-def _load_index(data_dir: Path) -> dict:
-    p = traces_root(data_dir) / "_sources.json"
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _remember(data_dir: Path, key: str, trace_id: str) -> None:
-    idx = _load_index(data_dir)
-    idx[key] = trace_id
-    write_json_atomic(traces_root(data_dir) / "_sources.json", idx)
-
-
 def _already(data_dir: Path, trace_id: str, source_path: Path) -> IngestResult | None:
     d = traces_root(data_dir) / trace_id
     m = d / "manifest.json"
     if not m.is_file():
         return None
-    man = json.loads(m.read_text())
-    return IngestResult(
-        trace_id=trace_id,
-        format=man["format"],
-        source_path=str(source_path),
-        sha256=man["sha256"],
-        rows_read=man["rows_read"],
-        rows_accepted=man["rows_accepted"],
-        rows_rejected=man["rows_rejected"],
-        volumes={v: s["requests"] for v, s in man["volumes"].items()},
-        already_ingested=True,
-        path=str(d),
-        lines_skipped=man.get("lines_skipped", {}),
-        sorted_rows=man.get("sorted_rows", 0),
-    )
+    return _result(json.loads(m.read_text()), source_path, d, already=True)
 
 
 def make_reader(fmt: str, options: dict | None = None) -> TraceReader:
@@ -201,42 +161,36 @@ def ingest_file(
     source = Source(path)
     fmt = fmt or detect(source)
     reader = make_reader(fmt, options)
-    identity = reader.identity()
     root = traces_root(data_dir)
-    root.mkdir(parents=True, exist_ok=True)
-
-    key = _source_key(path, identity)
-    known = _load_index(data_dir).get(key)
+    index = SourceIndex(root)
+    key = SourceIndex.key(path, reader.identity())
+    known = index.get(key)
     if known and (hit := _already(data_dir, known, path)):
         return hit
 
-    tmp = root / f".tmp-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir()
-    try:
-        result = _ingest_into(tmp, source, reader, progress, validate)
-        final = root / result["trace_id"]
-        if (hit := _already(data_dir, result["trace_id"], path)) is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-            _remember(data_dir, key, result["trace_id"])
-            return hit
-        os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _remember(data_dir, key, result["trace_id"])
-    man = result
+    with Staging(root) as stage:
+        manifest = _ingest_into(stage.path, source, reader, progress, validate)
+        fresh = stage.publish(manifest["trace_id"])
+    index.put(key, manifest["trace_id"])
+    if not fresh:
+        return _already(data_dir, manifest["trace_id"], path)
+    return _result(manifest, path, stage.final)
+
+
+def _result(man: dict, source_path: Path, final: Path, already: bool = False) -> IngestResult:
     return IngestResult(
         trace_id=man["trace_id"],
         format=man["format"],
-        source_path=str(path),
+        source_path=str(source_path),
         sha256=man["sha256"],
         rows_read=man["rows_read"],
         rows_accepted=man["rows_accepted"],
         rows_rejected=man["rows_rejected"],
         volumes={v: s["requests"] for v, s in man["volumes"].items()},
+        already_ingested=already,
         path=str(final),
-        lines_skipped=man["lines_skipped"],
-        sorted_rows=man["sorted_rows"],
+        lines_skipped=man.get("lines_skipped", {}),
+        sorted_rows=man.get("sorted_rows", 0),
     )
 
 
@@ -244,27 +198,17 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
     started = time.time()
     total_bytes = source.path.stat().st_size
     writer = _PartitionWriter(tmp)
-    rejects_dir = tmp / "rejects"
-    rejects_dir.mkdir()
-    rej_writer: pq.ParquetWriter | None = None
+    rejects = RejectsWriter(tmp)
     origin: int | None = None
-    read = accepted = rejected = out_of_order = 0
+    read = accepted = out_of_order = 0
     skipped: Counter = Counter()
     stats: dict[str, _VolumeStats] = {}
-    first_reject: tuple[int, str] | None = None
 
     for chunk in reader.chunks(source):
         read += chunk.n_read
         skipped.update(chunk.skipped)
         out_of_order += chunk.out_of_order
-        if chunk.rejects.height:
-            rejected += chunk.rejects.height
-            if first_reject is None:
-                first_reject = (int(chunk.rejects["src_line"][0]), chunk.rejects["reason"][0])
-            t = chunk.rejects.select(pl.col(c).cast(d) for c, d in REJECT_SCHEMA.items()).to_arrow()
-            if rej_writer is None:
-                rej_writer = pq.ParquetWriter(rejects_dir / "part-00000.parquet", t.schema)
-            rej_writer.write_table(t)
+        rejects.write(chunk.rejects)
         rows = chunk.rows
         if rows.height:
             if origin is None:
@@ -277,14 +221,14 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         if progress:
             progress(source.raw_bytes_read, total_bytes)
     writer.close()
-    if rej_writer is not None:
-        rej_writer.close()
+    rejects.close()
+    rejected = rejects.count
 
     if read == 0:
         what = "has only a header" if skipped.get("header") else "contains no requests"
         raise TraceFormatError(source.path, None, f"file {what} ({dict(skipped) or 'empty'})")
     if accepted == 0:
-        line, reason = first_reject
+        line, reason = rejects.first
         raise TraceFormatError(
             source.path, line, f"no line could be read as {reader.name}: {reason} (and {rejected - 1} more rejected)"
         )
@@ -302,7 +246,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
                 s.last_ts_ns -= min_ts
 
     identity = reader.identity()
-    trace_id = trace_id_of(source.sha256, identity)
+    trace_id = content_id(source.sha256, identity)
     manifest = {
         "trace_id": trace_id,
         "format": reader.name,
