@@ -1,0 +1,1 @@
+"""Replay engine: page mapping, dense ids, compiled cache kernels, hit-ratio curves, array models."""
