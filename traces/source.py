@@ -131,36 +131,44 @@ class Source:
 
     def iter_line_blocks(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineBlock]:
         """Blocks of whole lines (the last line of the file may lack its newline)."""
-        pending = b""
+        pieces: list[bytes] = []
+        size = 0
         first_line = 1
         for data in self.iter_bytes():
-            buf = pending + data if pending else data
-            if len(buf) < block_bytes:
-                pending = buf
+            pieces.append(data)
+            size += len(data)
+            if size < block_bytes:
                 continue
+            buf = b"".join(pieces)
             cut = buf.rfind(b"\n")
             if cut < 0:
-                pending = buf
+                pieces, size = [buf], len(buf)
                 continue
             block = LineBlock(buf[: cut + 1], first_line)
             first_line += block.n_lines
-            pending = buf[cut + 1 :]
+            rest = buf[cut + 1 :]
+            pieces, size = ([rest] if rest else []), len(rest)
             yield block
-        if pending:
-            yield LineBlock(pending, first_line)
+        if size:
+            yield LineBlock(b"".join(pieces), first_line)
 
 
 class LineBlock:
-    """A byte buffer of whole lines plus where each line starts and ends (newline excluded)."""
+    """A byte buffer of whole lines; where each line starts and ends (newline excluded) is
+    computed only when asked for, since clean blocks go straight to the CSV parser."""
 
-    __slots__ = ("data", "first_line", "starts", "ends")
+    __slots__ = ("data", "first_line", "_n", "_starts", "_ends")
 
     def __init__(self, data: bytes, first_line: int):
         self.data = data
         self.first_line = first_line
-        arr = np.frombuffer(data, dtype=np.uint8)
-        nl = np.flatnonzero(arr == 10)
-        n = len(nl) + (0 if data.endswith(b"\n") or not data else 1)
+        self._n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        self._starts: np.ndarray | None = None
+        self._ends: np.ndarray | None = None
+
+    def _index(self) -> None:
+        data, n = self.data, self._n
+        nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
         starts = np.empty(n, dtype=np.int64)
         ends = np.empty(n, dtype=np.int64)
         if n:
@@ -169,12 +177,23 @@ class LineBlock:
             ends[: len(nl)] = nl
             if n > len(nl):
                 ends[-1] = len(data)
-        self.starts = starts
-        self.ends = ends
+        self._starts, self._ends = starts, ends
+
+    @property
+    def starts(self) -> np.ndarray:
+        if self._starts is None:
+            self._index()
+        return self._starts
+
+    @property
+    def ends(self) -> np.ndarray:
+        if self._ends is None:
+            self._index()
+        return self._ends
 
     @property
     def n_lines(self) -> int:
-        return len(self.starts)
+        return self._n
 
     def line_numbers(self) -> np.ndarray:
         return np.arange(self.first_line, self.first_line + self.n_lines, dtype=np.int64)
@@ -183,7 +202,11 @@ class LineBlock:
         """Decoded text of the given 0-based lines (for rejects), CR stripped, long lines cut."""
         out = []
         for i in np.asarray(idx, dtype=np.int64).tolist():
-            s, e = int(self.starts[i]), int(self.ends[i])
+            if i == 0 and self._starts is None:  # header checks: do not index the whole block
+                e = self.data.find(b"\n")
+                s, e = 0, (len(self.data) if e < 0 else e)
+            else:
+                s, e = int(self.starts[i]), int(self.ends[i])
             raw = self.data[s:e].rstrip(b"\r")
             text = raw[:max_bytes].decode("utf-8", errors="backslashreplace")
             if len(raw) > max_bytes:
