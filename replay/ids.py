@@ -1,0 +1,143 @@
+"""Dense integer ids for page keys, in first-appearance order, carried across chunks.
+
+Kernels keep their state in plain arrays indexed by dense id, so every page key (an int64
+packing volume id and page number, see ``replay.pages``) must become 0, 1, 2, ... in the order
+it first appears in the trace. ``polars rank("dense")`` does it in sorted order and costs
+~1.5 s per 10 M keys (PITFALLS.md); a hash join on a growing dictionary costs as much. This is
+an open-addressing table (linear probing, Fibonacci hashing) held in two numpy arrays and filled
+by a numba loop: one probe sequence per key, no Python objects. The table doubles when it would
+pass half full, so it serves traces of any size, chunk after chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+_EMPTY = np.int64(-1)  # keys are non-negative (volume id and page number packed, see replay.pages)
+_FIB = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Knuth's multiplicative hashing
+MAX_LOAD = 0.5  # grow before the table is half full: short probe runs with linear probing
+
+
+@numba.njit(cache=True, nogil=True)
+def _slot(key, shift, mask):
+    return np.int64((np.uint64(key) * _FIB) >> np.uint64(shift)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _assign(table, keys, out, start, count, limit, shift):
+    """Map keys[start:] into out; stop (returning the index reached) before the table would
+    hold more than ``limit`` keys. ``table`` interleaves (key, id) per slot so a probe touches
+    one cache line. Returns (next index, new count)."""
+    mask = (table.shape[0] >> 1) - 1
+    for i in range(start, keys.shape[0]):
+        k = keys[i]
+        s = _slot(k, shift, mask)
+        while True:
+            tk = table[2 * s]
+            if tk == k:
+                out[i] = table[2 * s + 1]
+                break
+            if tk == _EMPTY:
+                if count >= limit:
+                    return i, count
+                table[2 * s] = k
+                table[2 * s + 1] = count
+                out[i] = count
+                count += 1
+                break
+            s = (s + 1) & mask
+    return keys.shape[0], count
+
+
+@numba.njit(cache=True, nogil=True)
+def _rehash(old, new, shift):
+    mask = (new.shape[0] >> 1) - 1
+    for j in range(old.shape[0] >> 1):
+        k = old[2 * j]
+        if k != _EMPTY:
+            s = _slot(k, shift, mask)
+            while new[2 * s] != _EMPTY:
+                s = (s + 1) & mask
+            new[2 * s] = k
+            new[2 * s + 1] = old[2 * j + 1]
+
+
+@numba.njit(cache=True, nogil=True)
+def _lookup(table, keys, out, shift):
+    mask = (table.shape[0] >> 1) - 1
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        s = _slot(k, shift, mask)
+        out[i] = -1
+        while True:
+            tk = table[2 * s]
+            if tk == k:
+                out[i] = table[2 * s + 1]
+                break
+            if tk == _EMPTY:
+                break
+            s = (s + 1) & mask
+
+
+def _shift(slots: int) -> int:
+    """Right shift that keeps the top log2(slots) bits of the 64-bit product."""
+    return 64 - (slots.bit_length() - 1)
+
+
+@dataclass
+class IdMap:
+    """Page key -> dense id table; an explicit, picklable state object.
+
+    ``assign(keys)`` returns the ids of ``keys`` (int64), giving unseen keys the next free ids
+    in order of appearance; ``n_ids`` is how many distinct keys it has seen."""
+
+    initial_slots: int = 1 << 16
+    table: np.ndarray = field(init=False, repr=False)  # slot s: table[2s] key, table[2s+1] id
+    n_ids: int = 0
+
+    def __post_init__(self) -> None:
+        self.table = self._empty(1 << max(4, int(self.initial_slots - 1).bit_length()))
+
+    @staticmethod
+    def _empty(slots: int) -> np.ndarray:
+        table = np.empty(2 * slots, dtype=np.int64)
+        table[0::2] = _EMPTY
+        return table
+
+    @property
+    def slots(self) -> int:
+        return self.table.shape[0] >> 1
+
+    def reserve(self, n_keys: int) -> None:
+        """Grow so that ``n_keys`` distinct keys fit without another rehash."""
+        need = int(n_keys / MAX_LOAD) + 1
+        if need > self.slots:
+            self._grow(1 << (need - 1).bit_length())
+
+    def _grow(self, slots: int) -> None:
+        new = self._empty(slots)
+        _rehash(self.table, new, _shift(slots))
+        self.table = new
+
+    def assign(self, keys: np.ndarray) -> np.ndarray:
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        if keys.size and keys.min() < 0:
+            raise ValueError("page keys must be non-negative")
+        out = np.empty(keys.shape[0], dtype=np.int64)
+        start = 0
+        while True:
+            limit = int(self.slots * MAX_LOAD)
+            start, self.n_ids = _assign(self.table, keys, out, start, self.n_ids, limit, _shift(self.slots))
+            if start == keys.shape[0]:
+                return out
+            self._grow(self.slots * 2)
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of ``keys`` without assigning new ones (-1 where unseen)."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        out = np.empty(keys.shape[0], dtype=np.int64)
+        _lookup(self.table, keys, out, _shift(self.slots))
+        return out

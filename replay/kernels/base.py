@@ -1,0 +1,165 @@
+"""What every cache kernel shares: parameters, the state object, growth and the per-request tally.
+
+A policy module supplies one numba function ``access(page_ids, hit_out, <state arrays...>)`` that
+plays page ids through the policy in order, writing 1/0 per page into ``hit_out``, and a
+``CacheModel`` subclass that says which arrays it needs. Everything else lives here:
+
+* capacity is in pages: ``cache_bytes // page_size_bytes``;
+* reads and writes are accesses; trims and flushes are not (they are counted as
+  ``skipped_requests`` and touch no page; write-back and invalidation come with the array models);
+* hit ratio is per page access (what libCacheSim reports on a page-id sequence); byte hit ratio
+  weights each page access by the bytes of the request that fall inside that page, so a 6 KiB
+  read of two 4 KiB pages where only the first hits has 4 or 2 hit bytes depending on alignment,
+  never a whole page of bytes the host did not ask for.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numba
+import numpy as np
+
+from replay.model import Chunk, Model, Outcomes
+from replay.pages import check_page_size
+from schemas.trace import OP_READ, OP_WRITE
+
+MAX_IDS = (1 << 31) - 2  # id-indexed link arrays are int32 (half the memory traffic of int64)
+
+# Order of the cumulative counters in CacheState.totals.
+TOTALS = ("requests", "skipped_requests", "pages", "hits", "bytes", "hit_bytes",
+          "read_pages", "read_hits", "write_pages", "write_hits", "full_hit_requests")
+
+
+@dataclass
+class CacheState:
+    """State of one cache kernel: id-indexed arrays (grown as new pages appear), fixed-size
+    arrays (rings), integer and float scalars, and cumulative totals. Plain numpy, picklable."""
+
+    by_id: dict[str, np.ndarray]
+    fills: dict[str, int]
+    fixed: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: np.ndarray = field(default_factory=lambda: np.zeros(16, dtype=np.int64))
+    fmeta: np.ndarray = field(default_factory=lambda: np.zeros(4, dtype=np.float64))
+    totals: np.ndarray = field(default_factory=lambda: np.zeros(len(TOTALS), dtype=np.int64))
+
+    def ensure_ids(self, n_ids: int) -> None:
+        """Grow the id-indexed arrays to hold ids 0..n_ids-1 (doubling, so growth is amortized)."""
+        if n_ids > MAX_IDS:
+            raise ValueError(f"{n_ids} distinct pages: cache kernels hold at most {MAX_IDS}")
+        for name, arr in self.by_id.items():
+            if arr.shape[0] < n_ids:
+                new = np.full(min(max(n_ids, 2 * arr.shape[0]), MAX_IDS), self.fills[name], dtype=arr.dtype)
+                new[: arr.shape[0]] = arr
+                self.by_id[name] = new
+
+
+@numba.njit(cache=True, nogil=True)
+def _tally(page_req, page_bytes, page_hit, op, n_pages_req, hit_pages, hit_bytes, totals):
+    """Per-request hit pages/bytes and the chunk's contribution to the cumulative totals."""
+    for j in range(page_req.shape[0]):
+        r = page_req[j]
+        b = page_bytes[j]
+        h = page_hit[j]
+        o = op[r]
+        if o != OP_READ and o != OP_WRITE:
+            continue  # pages of trims/flushes: no access
+        n_pages_req[r] += 1
+        totals[2] += 1
+        totals[4] += b
+        if o == OP_READ:
+            totals[6] += 1
+        else:
+            totals[8] += 1
+        if h:
+            hit_pages[r] += 1
+            hit_bytes[r] += b
+            totals[3] += 1
+            totals[5] += b
+            if o == OP_READ:
+                totals[7] += 1
+            else:
+                totals[9] += 1
+    for r in range(op.shape[0]):
+        totals[0] += 1
+        if op[r] != OP_READ and op[r] != OP_WRITE:
+            totals[1] += 1
+        elif n_pages_req[r] > 0 and hit_pages[r] == n_pages_req[r]:
+            totals[10] += 1
+
+
+class CacheModel(Model):
+    """Base of the page-cache policies (LRU, FIFO, CLOCK, ARC, S3-FIFO): one level, capacity in
+    pages, every read/write page access is looked up and, on a miss, inserted."""
+
+    # id-indexed arrays the policy needs: name -> (dtype, fill value)
+    id_arrays: ClassVar[dict[str, tuple[type, int]]] = {}
+
+    def __init__(self, cache_bytes: int, page_size_bytes: int = 4096):
+        self.page_size_bytes = check_page_size(page_size_bytes)
+        self.cache_bytes = int(cache_bytes)
+        if self.cache_bytes < self.page_size_bytes:
+            raise ValueError(f"{self.name}: cache of {self.cache_bytes} B holds no {self.page_size_bytes} B page")
+        self.capacity_pages = self.cache_bytes // self.page_size_bytes
+        if self.capacity_pages > MAX_IDS:
+            raise ValueError(f"{self.name}: at most {MAX_IDS} pages of cache")
+
+    # -- what a policy implements -------------------------------------------------------
+    def _init_state(self, state: CacheState) -> None:
+        """Allocate fixed arrays and set scalars (policy specific)."""
+
+    @abstractmethod
+    def _access(self, state: CacheState, page_ids: np.ndarray, hit: np.ndarray) -> None:
+        """Play ``page_ids`` through the policy in order; 1 in ``hit`` where a page hit."""
+
+    @abstractmethod
+    def _resident(self, state: CacheState) -> int:
+        """Pages in the cache now."""
+
+    # -- the shared contract ------------------------------------------------------------
+    def new_state(self) -> CacheState:
+        state = CacheState(
+            by_id={k: np.full(0, fill, dtype=dt) for k, (dt, fill) in self.id_arrays.items()},
+            fills={k: fill for k, (_, fill) in self.id_arrays.items()},
+        )
+        self._init_state(state)
+        return state
+
+    def page_hits(self, state: CacheState, chunk: Chunk) -> np.ndarray:
+        """uint8 hit flag per page access of ``chunk`` (0 for pages of trims/flushes)."""
+        if chunk.page_size != self.page_size_bytes:
+            raise ValueError(f"{self.name}: chunk has {chunk.page_size} B pages, model expects "
+                             f"{self.page_size_bytes} B")
+        state.ensure_ids(chunk.n_ids)
+        hit = np.zeros(chunk.n_pages, dtype=np.uint8)
+        op = chunk.op
+        if op.size and op.max() > OP_WRITE:  # trims/flushes in this chunk: access the others only
+            access = op[chunk.page_req] <= OP_WRITE
+            sub = np.zeros(int(access.sum()), dtype=np.uint8)
+            self._access(state, np.ascontiguousarray(chunk.page_id[access]), sub)
+            hit[access] = sub
+        else:
+            self._access(state, chunk.page_id, hit)
+        return hit
+
+    def replay(self, state: CacheState, chunk: Chunk) -> Outcomes:
+        """Per-request ``hit`` (every page hit), ``pages``, ``hit_pages``, ``hit_bytes``."""
+        hit = self.page_hits(state, chunk)
+        n = chunk.n_requests
+        pages = np.zeros(n, dtype=np.int32)
+        hit_pages = np.zeros(n, dtype=np.int32)
+        hit_bytes = np.zeros(n, dtype=np.int64)
+        _tally(chunk.page_req, chunk.page_bytes, hit, chunk.op, pages, hit_pages, hit_bytes, state.totals)
+        return {"hit": (pages > 0) & (hit_pages == pages), "pages": pages,
+                "hit_pages": hit_pages, "hit_bytes": hit_bytes}
+
+    def counters(self, state: CacheState) -> dict[str, int | float]:
+        c: dict[str, int | float] = {k: int(v) for k, v in zip(TOTALS, state.totals, strict=True)}
+        c["misses"] = c["pages"] - c["hits"]
+        c["hit_ratio"] = c["hits"] / c["pages"] if c["pages"] else 0.0
+        c["byte_hit_ratio"] = c["hit_bytes"] / c["bytes"] if c["bytes"] else 0.0
+        c["resident_pages"] = self._resident(state)
+        c["capacity_pages"] = self.capacity_pages
+        return c

@@ -1,0 +1,140 @@
+"""Requests -> cache pages -> dense page ids: the preparation every replay model shares.
+
+A request ``[offset, offset + size)`` on a volume touches every page of ``page_size`` bytes it
+overlaps, in address order; each page access keeps the request's index (hence its op and time)
+and the number of the request's bytes that fall inside that page (``page_bytes``). Splitting is
+vectorized (``np.repeat`` over per-request page counts, a cumulative sum for the position inside
+the request), with a fast path when every request fits in one page. Requests of size 0 (flushes)
+touch no page.
+
+A page key packs (volume id, page number) into one non-negative int64:
+``volume_id << PAGE_BITS | page_no``; ``replay.ids.IdMap`` turns keys into dense ids.
+``ChunkBuilder`` carries the volume dictionary, the id map and the request counter across the
+frames of a trace, so chunks built one after another share one id space (chunked replay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from replay.ids import IdMap
+from replay.model import Chunk
+from schemas.trace import OPS
+
+MIN_PAGE_SIZE = 512
+MAX_PAGE_SIZE = 1 << 30
+PAGE_BITS = 44  # page numbers below 2^44: 8 PiB volumes at 512 B pages
+MAX_VOLUMES = 1 << (63 - PAGE_BITS)
+
+
+def check_page_size(page_size: int) -> int:
+    """The page size as an int; a power of two from 512 B to 1 GiB, else ValueError."""
+    page_size = int(page_size)
+    if page_size < MIN_PAGE_SIZE or page_size > MAX_PAGE_SIZE or page_size & (page_size - 1):
+        raise ValueError(f"page size {page_size} B must be a power of two from 512 B to 1 GiB")
+    return page_size
+
+
+@dataclass(frozen=True)
+class PageSplit:
+    """Page accesses of a batch of requests (all arrays have one entry per page access)."""
+
+    page_no: np.ndarray  # int64 page number within the volume
+    page_req: np.ndarray  # int64 index of the request in the batch
+    page_bytes: np.ndarray  # int64 bytes of the request inside this page
+
+
+def split_pages(offset: np.ndarray, size_bytes: np.ndarray, page_size: int) -> PageSplit:
+    """Split requests into the pages they touch (see module docstring); no per-request loop."""
+    shift = check_page_size(page_size).bit_length() - 1
+    offset = np.asarray(offset, dtype=np.int64)
+    size_bytes = np.asarray(size_bytes, dtype=np.int64)
+    if offset.size and (offset.min() < 0 or size_bytes.min() < 0):
+        raise ValueError("request offsets and sizes must be non-negative")
+    end = offset + size_bytes
+    first = offset >> shift
+    last = (end - 1) >> shift
+    n_pages = np.where(size_bytes > 0, last - first + 1, 0)
+    n = offset.shape[0]
+    if n and n_pages.min() == 1 and n_pages.max() == 1:  # fast path: every request in one page
+        return PageSplit(first, np.arange(n, dtype=np.int64), size_bytes)
+    total = int(n_pages.sum())
+    page_req = np.repeat(np.arange(n, dtype=np.int64), n_pages)
+    starts = np.cumsum(n_pages) - n_pages  # index of each request's first page access
+    within = np.arange(total, dtype=np.int64) - starts[page_req]
+    page_no = first[page_req] + within
+    lo = np.maximum(offset[page_req], page_no << shift)
+    hi = np.minimum(end[page_req], (page_no + 1) << shift)
+    return PageSplit(page_no, page_req, hi - lo)
+
+
+def _op_codes(op: pl.Series) -> np.ndarray:
+    """uint8 op codes (schemas.trace.OPS order) from an Enum, Categorical or String column."""
+    if op.dtype == pl.UInt8:
+        return op.to_numpy()
+    codes = op.cast(pl.String).cast(pl.Enum(list(OPS)), strict=False)
+    if codes.null_count() > op.null_count() or op.null_count():
+        bad = op.filter(codes.is_null()).unique().head(5).to_list()
+        raise ValueError(f"unknown op value(s) {bad}; expected one of {', '.join(OPS)}")
+    return codes.to_physical().cast(pl.UInt8).to_numpy()
+
+
+@dataclass
+class ChunkBuilder:
+    """Turns canonical request frames, in global time order, into ``Chunk`` objects sharing one
+    dense id space. Picklable state: the volume dictionary, the ``IdMap`` and the request count."""
+
+    page_size: int
+    volumes: dict[str, int] = field(default_factory=dict)
+    ids: IdMap = field(default_factory=IdMap)
+    n_requests: int = 0
+
+    def __post_init__(self) -> None:
+        self.page_size = check_page_size(self.page_size)
+
+    def _volume_ids(self, volume: pl.Series) -> np.ndarray:
+        uniq = volume.unique(maintain_order=True).cast(pl.String).to_list()
+        for v in uniq:
+            if v is None:
+                raise ValueError("request with a null volume")
+            if v not in self.volumes:
+                if len(self.volumes) >= MAX_VOLUMES:
+                    raise ValueError(f"more than {MAX_VOLUMES} volumes in one trace")
+                self.volumes[v] = len(self.volumes)
+        if len(uniq) == 1:
+            return np.full(volume.len(), self.volumes[uniq[0]], dtype=np.int32)
+        return volume.cast(pl.String).replace_strict(self.volumes, return_dtype=pl.Int32).to_numpy()
+
+    def build(self, df: pl.DataFrame) -> Chunk:
+        """One chunk from a frame with columns ts_ns, volume, op, offset, size (others ignored)."""
+        offset = df["offset"].cast(pl.Int64).to_numpy()
+        size_bytes = df["size"].cast(pl.Int64).to_numpy()
+        volume = self._volume_ids(df["volume"])
+        split = split_pages(offset, size_bytes, self.page_size)
+        if split.page_no.size and int(split.page_no.max()) >= 1 << PAGE_BITS:
+            raise ValueError(f"offset beyond {(1 << PAGE_BITS) * self.page_size} B: page numbers "
+                             f"must stay below 2^{PAGE_BITS}")
+        if len(self.volumes) == 1 and volume.size and volume[0] == 0:
+            keys = split.page_no  # volume id 0: the key is the page number
+        else:
+            keys = (volume[split.page_req].astype(np.int64) << PAGE_BITS) | split.page_no
+        page_id = self.ids.assign(keys)
+        chunk = Chunk(
+            ts_ns=df["ts_ns"].cast(pl.Int64).to_numpy(),
+            op=_op_codes(df["op"]),
+            volume=volume,
+            offset=offset,
+            size_bytes=size_bytes,
+            page_id=page_id,
+            page_no=split.page_no,
+            page_req=split.page_req,
+            page_bytes=split.page_bytes,
+            page_size=self.page_size,
+            first_request=self.n_requests,
+            n_ids=self.ids.n_ids,
+        )
+        self.n_requests += df.height
+        return chunk
