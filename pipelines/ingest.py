@@ -15,6 +15,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,10 +31,11 @@ from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
 from traces.registry import detect, reader_class
-from traces.source import Source
+from traces.source import Source, prefetch
 
-FLUSH_ROWS_PER_VOLUME = 2_000_000
-FLUSH_ROWS_TOTAL = 8_000_000
+FLUSH_ROWS_PER_VOLUME = 1_000_000
+FLUSH_ROWS_TOTAL = 3_000_000
+MAX_PENDING_WRITES = 2
 PARQUET_COMPRESSION = "zstd"
 
 Progress = Callable[[int, int], None]
@@ -80,13 +82,19 @@ class _VolumeStats:
 
 
 class _PartitionWriter:
-    """Buffers accepted rows per volume and writes Parquet parts of bounded memory."""
+    """Buffers accepted rows per volume and writes Parquet parts of bounded memory.
+
+    Parts are written by one background thread (Polars' writer releases the GIL), at most
+    ``MAX_PENDING_WRITES`` behind, so compression overlaps parsing of the next block.
+    """
 
     def __init__(self, root: Path):
         self.root = root
         self.buffers: dict[str, list[pl.DataFrame]] = {}
         self.rows: Counter = Counter()
         self.parts: Counter = Counter()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tiercast-parquet")
+        self._pending: list[Future] = []
 
     def add(self, df: pl.DataFrame) -> None:
         for (vol,), part in df.partition_by("volume", as_dict=True, maintain_order=True).items():
@@ -103,15 +111,27 @@ class _PartitionWriter:
         if not frames:
             return
         d = volume_dir(self.root, vol)
-        d.mkdir(parents=True, exist_ok=True)
-        # Polars' writer compresses columns in parallel (~1.6x pyarrow's write_table here)
-        frame = pl.concat(frames).select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items())
-        frame.write_parquet(d / f"part-{self.parts[vol]:05d}.parquet", compression=PARQUET_COMPRESSION)
+        path = d / f"part-{self.parts[vol]:05d}.parquet"
         self.parts[vol] += 1
+        while len(self._pending) >= MAX_PENDING_WRITES:
+            self._pending.pop(0).result()
+        self._pending.append(self._pool.submit(_write_part, frames, path))
 
     def close(self) -> None:
-        for vol in list(self.buffers):
-            self._flush(vol)
+        try:
+            for vol in list(self.buffers):
+                self._flush(vol)
+            for f in self._pending:
+                f.result()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _write_part(frames: list[pl.DataFrame], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Polars' writer compresses columns in parallel (~1.6x pyarrow's write_table here)
+    frame = pl.concat(frames).select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items())
+    frame.write_parquet(path, compression=PARQUET_COMPRESSION)
 
 
 def volume_dir(root: Path, volume: str) -> Path:
@@ -205,7 +225,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
     skipped: Counter = Counter()
     stats: dict[str, _VolumeStats] = {}
 
-    for chunk in reader.chunks(source):
+    for chunk in prefetch(reader.chunks(source), depth=1):
         read += chunk.n_read
         skipped.update(chunk.skipped)
         out_of_order += chunk.out_of_order

@@ -10,8 +10,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import queue
+import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +61,53 @@ def file_sha256(path: str | Path) -> str:
         while chunk := f.read(READ_BYTES):
             h.update(chunk)
     return h.hexdigest()
+
+
+_DONE = object()
+
+
+def prefetch(items: Iterable, depth: int = 2) -> Iterator:
+    """Run ``items`` in a background thread, ``depth`` results ahead of the consumer.
+
+    Reading, decompressing, hashing, parsing (Polars) and writing Parquet all release the
+    GIL, so a producer thread overlaps them with the consumer on a second core. Exceptions
+    from the producer are re-raised in the consumer; closing the consumer stops the producer.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((True, item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((True, _DONE))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer thread
+            q.put((False, e))
+
+    t = threading.Thread(target=run, name="tiercast-prefetch", daemon=True)
+    t.start()
+    try:
+        while True:
+            ok, item = q.get()
+            if not ok:
+                raise item
+            if item is _DONE:
+                return
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
 
 
 @dataclass
@@ -134,7 +183,7 @@ class Source:
         pieces: list[bytes] = []
         size = 0
         first_line = 1
-        for data in self.iter_bytes():
+        for data in prefetch(self.iter_bytes(), depth=4):
             pieces.append(data)
             size += len(data)
             if size < block_bytes:
