@@ -27,6 +27,8 @@ def _derived(lf: pl.LazyFrame, capacities: dict[str, int]) -> pl.LazyFrame:
     return lf.with_columns(
         ts_step_ns=(pl.col("ts_ns") - pl.col("ts_ns").shift(1).over("volume")).fill_null(0),
         beyond_capacity=((pl.col("offset") + pl.col("size").cast(pl.Int64)) > cap).fill_null(False),
+        # flushes carry no data (size 0); every other request moves at least one byte
+        data_size=pl.when(pl.col("op").cast(pl.String) != "flush").then(pl.col("size")),
     )
 
 
@@ -34,7 +36,8 @@ def expectations(gx) -> list:
     E = gx.expectations
     out = [E.ExpectColumnValuesToNotBeNull(column=c) for c in ("ts_ns", "volume", "op", "offset", "size", "src_line")]
     out += [
-        E.ExpectColumnValuesToBeBetween(column="size", min_value=1, max_value=2**31 - 1),
+        E.ExpectColumnValuesToBeBetween(column="size", min_value=0, max_value=2**31 - 1),
+        E.ExpectColumnValuesToBeBetween(column="data_size", min_value=1),
         E.ExpectColumnValuesToBeBetween(column="offset", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="ts_ns", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="latency_ns", min_value=0),
@@ -68,7 +71,7 @@ def exact_aggregates(path: Path, capacities: dict[str, int]) -> dict:
                     null_cells=pl.sum_horizontal(
                         pl.col(c).null_count() for c in ("ts_ns", "volume", "op", "offset", "size", "src_line")
                     ),
-                    size_not_positive=(pl.col("size") <= 0).sum(),
+                    size_not_positive=((pl.col("size") <= 0) & (pl.col("op").cast(pl.String) != "flush")).sum(),
                     offset_negative=(pl.col("offset") < 0).sum(),
                     ts_negative=(pl.col("ts_ns") < 0).sum(),
                     latency_negative=(pl.col("latency_ns") < 0).sum(),

@@ -104,6 +104,10 @@ class DelimitedReader(TraceReader):
         """Map the typed fields to the canonical columns (ts_raw_ns, volume, op, offset,
         size, latency_ns); may set ``_reason`` for values that are well-typed but invalid."""
 
+    def is_header(self, first_line: str) -> bool:
+        """Whether the file's first line is a header (skipped and counted, not a record)."""
+        return self.may_have_header and bool(first_line.strip()) and not re.match(r"\s*[-+]?\d", first_line)
+
     def skip_line(self) -> pl.Expr | None:
         """Lines that are not records and are counted, not rejected (beyond blank/comment)."""
         return None
@@ -122,11 +126,9 @@ class DelimitedReader(TraceReader):
         for block in source.iter_line_blocks(self.block_bytes):
             skipped: Counter = Counter()
             start = 0
-            if first and self.may_have_header and block.n_lines:
-                head = block.raw_lines(np.array([0]))[0]
-                if head.strip() and not re.match(r"\s*[-+]?\d", head):
-                    skipped["header"] += 1
-                    start = 1
+            if first and block.n_lines and self.is_header(block.raw_lines(np.array([0]))[0]):
+                skipped["header"] += 1
+                start = 1
             first = False
             df = self._parse(block, start, skipped)
             df = df.with_columns(src_line=pl.col("_idx") + block.first_line)
@@ -150,10 +152,9 @@ class DelimitedReader(TraceReader):
         return {f.name: f.dtype for f in self.fields}
 
     def _fast(self, block: LineBlock, start: int) -> pl.DataFrame | None:
-        if self.allow_extra_fields:
-            return None
         n = block.n_lines - start
-        if n <= 0:
+        if n <= 0 or b"\x00" in block.data:
+            # the CSV parser keeps NUL bytes inside text fields: the exact path rejects such lines
             return None
         try:
             df = pl.read_csv(
@@ -164,6 +165,7 @@ class DelimitedReader(TraceReader):
                 schema=self._typed_schema(),
                 quote_char=None,
                 comment_prefix=None,
+                truncate_ragged_lines=self.allow_extra_fields,
             )
         except Exception:  # noqa: BLE001 - any parse problem sends the block to the exact path
             return None

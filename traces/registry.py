@@ -11,7 +11,15 @@ from traces.source import Source
 #: format name -> "module:Class". Detection tries them in this order (most specific first).
 READERS: dict[str, str] = {
     "tiercast-parquet": "traces.parquet_canonical:CanonicalParquetReader",
+    "vscsi": "traces.vscsi:VscsiReader",
     "msr": "traces.msr:MsrReader",
+    "alibaba": "traces.alibaba:AlibabaReader",
+    "tencent": "traces.tencent:TencentReader",
+    "spc": "traces.spc:SpcReader",
+    "blkparse": "traces.blkparse:BlkparseReader",
+    "fiu": "traces.fiu:FiuReader",
+    "disksim": "traces.disksim:DiskSimReader",
+    "generic": "traces.generic:GenericReader",
 }
 
 
