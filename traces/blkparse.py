@@ -31,6 +31,7 @@ began before the trace, or the request was merged differently) keep latency null
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 
@@ -63,6 +64,7 @@ class BlkparseReader(TraceReader):
     }
 
     def __init__(self, events: str = "C", latency: str = "pair", **kw):
+        events = str(events).upper()
         opts = {}
         if events != "C":
             opts["events"] = events
@@ -77,15 +79,19 @@ class BlkparseReader(TraceReader):
         self.pair = latency == "pair" and events == "C"
         self._in_summary = False
         self._pending_d = pl.DataFrame(
-            schema={"volume": pl.String, "sector": pl.Int64, "nsectors": pl.Int64, "d_ts": pl.Int64}
+            schema={
+                "volume": pl.String,
+                "sector": pl.Int64,
+                "nsectors": pl.Int64,
+                "d_ts": pl.Int64,
+                "_used": pl.Boolean,
+            }
         )
         self._by_action: Counter = Counter()
         self.metadata.update(events=events, latency_pairing=self.pair)
 
     @classmethod
     def sniff(cls, head: bytes) -> bool:
-        import re
-
         text = head.decode("utf-8", errors="replace").splitlines()
         lines = [ln for ln in text[:-1] or text if ln.strip() and not re.match(BANNER_RE, ln)][:20]
         if not lines:
@@ -120,10 +126,10 @@ class BlkparseReader(TraceReader):
         act = pl.col("action")
         rwbs = pl.col("rwbs")
         kind = (
-            pl.when(line.str.strip_chars() == "")
-            .then(pl.lit("blank"))
-            .when(~is_event & pl.col("_summary"))
+            pl.when(~is_event & pl.col("_summary"))
             .then(pl.lit("summary"))
+            .when(line.str.strip_chars() == "")
+            .then(pl.lit("blank"))
             .when(~is_event & line.str.contains(BANNER_RE))
             .then(pl.lit("banner"))
             .when(~is_event)
@@ -222,34 +228,45 @@ class BlkparseReader(TraceReader):
         return self.finish(df, block.raw_lines, skipped)
 
     def _pair(self, dispatches: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
-        """latency_ns per completion ``_idx``: its time minus the time of its dispatch."""
-        d_all = pl.concat([self._pending_d, dispatches]).sort("d_ts").with_row_index("_d")
+        """latency_ns per completion ``_idx``: its time minus the time of its dispatch.
+
+        Carried to the next chunk: per (device, sector, length) only the latest dispatch of
+        the last 30 s and whether a completion already used it; an older one can never be the
+        latest earlier dispatch of a later completion, so nothing else is needed.
+        """
+        key = ["volume", "sector", "nsectors"]
+        d_all = (
+            pl.concat([self._pending_d, dispatches.with_columns(_used=pl.lit(False))])
+            .sort("d_ts")
+            .with_row_index("_d")
+        )
         c = (
             records.filter(
                 pl.col("_reason").is_null() & (pl.col("nsectors") > 0) & pl.col("sector").is_not_null()
             )
-            .select("_idx", "volume", "sector", "nsectors", "ts_raw_ns")
+            .select("_idx", *key, "ts_raw_ns")
             .sort("ts_raw_ns", "_idx")
         )
         j = c.join_asof(
             d_all,
             left_on="ts_raw_ns",
             right_on="d_ts",
-            by=["volume", "sector", "nsectors"],
+            by=key,
             strategy="backward",
             tolerance=PAIR_WINDOW_NS,
             check_sortedness=False,
         )
         # a dispatch completes once: only its earliest completion keeps the pair
-        j = j.with_columns(_first=pl.int_range(pl.len()).over("_d") == 0)
+        first = (pl.int_range(pl.len()).over("_d") == 0) & ~pl.col("_used")
         j = j.with_columns(
-            latency_ns=pl.when(pl.col("_d").is_not_null() & pl.col("_first")).then(
-                pl.col("ts_raw_ns") - pl.col("d_ts")
-            )
+            latency_ns=pl.when(pl.col("_d").is_not_null() & first).then(pl.col("ts_raw_ns") - pl.col("d_ts"))
         )
-        used = j.filter(pl.col("latency_ns").is_not_null())["_d"]
+        used = j.filter(pl.col("_d").is_not_null())["_d"].implode()
         newest = max(int(d_all["d_ts"].max() or 0), int(c["ts_raw_ns"].max() or 0) if c.height else 0)
-        self._pending_d = d_all.filter(
-            ~pl.col("_d").is_in(used.implode()) & (pl.col("d_ts") >= newest - PAIR_WINDOW_NS)
-        ).drop("_d")
+        self._pending_d = (
+            d_all.with_columns(_used=pl.col("_used") | pl.col("_d").is_in(used))
+            .filter(pl.col("d_ts") >= newest - PAIR_WINDOW_NS)
+            .unique(subset=key, keep="last", maintain_order=True)
+            .drop("_d")
+        )
         return j.select("_idx", "latency_ns")

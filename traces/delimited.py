@@ -62,7 +62,8 @@ def _lines_series(block: LineBlock, idx: np.ndarray | None) -> tuple[pl.Series, 
                 invalid.append(True)
         text = pa.array(decoded, pa.large_string())
         invalid = np.array(invalid)
-    s = pl.Series("line", text).str.strip_chars_end("\r")
+    # contiguous lines are sliced newline to newline: drop the "\n" (and a CRLF's "\r")
+    s = pl.Series("line", text).str.strip_chars_end("\r\n")
     if invalid is not None:
         s = pl.select(pl.when(pl.Series(invalid)).then(pl.lit("\x00INVALID")).otherwise(s)).to_series()
     return s, idx
