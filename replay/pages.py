@@ -22,7 +22,7 @@ import polars as pl
 
 from replay.ids import IdMap
 from replay.model import Chunk
-from schemas.trace import OPS
+from schemas.trace import OP_WRITE, OPS
 
 MIN_PAGE_SIZE = 512
 MAX_PAGE_SIZE = 1 << 30
@@ -75,6 +75,8 @@ def _op_codes(op: pl.Series) -> np.ndarray:
     """uint8 op codes (schemas.trace.OPS order) from an Enum, Categorical or String column."""
     if op.dtype == pl.UInt8:
         return op.to_numpy()
+    if isinstance(op.dtype, pl.Enum) and list(op.dtype.categories) == list(OPS) and not op.null_count():
+        return op.to_physical().cast(pl.UInt8).to_numpy()
     codes = op.cast(pl.String).cast(pl.Enum(list(OPS)), strict=False)
     if codes.null_count() > op.null_count() or op.null_count():
         bad = op.filter(codes.is_null()).unique().head(5).to_list()
@@ -108,8 +110,7 @@ class ChunkBuilder:
             return np.full(volume.len(), self.volumes[uniq[0]], dtype=np.int32)
         return volume.cast(pl.String).replace_strict(self.volumes, return_dtype=pl.Int32).to_numpy()
 
-    def build(self, df: pl.DataFrame) -> Chunk:
-        """One chunk from a frame with columns ts_ns, volume, op, offset, size (others ignored)."""
+    def _split(self, df: pl.DataFrame):
         offset = df["offset"].cast(pl.Int64).to_numpy()
         size_bytes = df["size"].cast(pl.Int64).to_numpy()
         volume = self._volume_ids(df["volume"])
@@ -121,6 +122,22 @@ class ChunkBuilder:
             keys = split.page_no  # volume id 0: the key is the page number
         else:
             keys = (volume[split.page_req].astype(np.int64) << PAGE_BITS) | split.page_no
+        return offset, size_bytes, volume, split, keys
+
+    def page_keys(self, df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(page keys, page bytes) of the read/write page accesses of ``df``, without dense ids
+        (for samplers that only need keys, such as SHARDS)."""
+        _, _, _, split, keys = self._split(df)
+        op = _op_codes(df["op"])
+        self.n_requests += df.height
+        if op.size and op.max() > OP_WRITE:
+            access = op[split.page_req] <= OP_WRITE
+            return keys[access], split.page_bytes[access]
+        return keys, split.page_bytes
+
+    def build(self, df: pl.DataFrame) -> Chunk:
+        """One chunk from a frame with columns ts_ns, volume, op, offset, size (others ignored)."""
+        offset, size_bytes, volume, split, keys = self._split(df)
         page_id = self.ids.assign(keys)
         chunk = Chunk(
             ts_ns=df["ts_ns"].cast(pl.Int64).to_numpy(),

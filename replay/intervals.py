@@ -1,0 +1,105 @@
+"""Per-interval metrics from per-request outcomes, with Polars ``group_by_dynamic``.
+
+Every model returns per-request numpy arrays; ``outcome_frame`` lines them up with the chunk's
+requests, and ``IntervalAggregator`` sums them per time interval (default 60 s, windows aligned
+to multiples of the interval since trace start) and optional keys (e.g. volume). Only additive
+columns (counts, sums) are aggregated per chunk, so partial intervals that straddle a chunk
+boundary are merged exactly; ratios are computed once at the end from the merged sums. The
+aggregations are parameters, so other models (write cache, SSD cache, tiering) reuse this with
+their own columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from replay.model import Chunk
+from schemas.trace import OP_READ, OP_WRITE
+from schemas.units import parse_duration_ns
+
+# Additive per-interval columns of a cache replay (name -> aggregation of outcome_frame columns).
+CACHE_SUMS: dict[str, pl.Expr] = {
+    "requests": pl.len().cast(pl.Int64),
+    "reads": (pl.col("op") == OP_READ).sum().cast(pl.Int64),
+    "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
+    "pages": pl.col("pages").cast(pl.Int64).sum(),
+    "hits": pl.col("hit_pages").cast(pl.Int64).sum(),
+    "hit_requests": pl.col("hit").cast(pl.Int64).sum(),
+    "bytes": pl.col("size_bytes").cast(pl.Int64).sum(),
+    "read_bytes": pl.when(pl.col("op") == OP_READ).then(pl.col("size_bytes")).otherwise(0).cast(pl.Int64).sum(),
+    "write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0).cast(pl.Int64).sum(),
+    "hit_bytes": pl.col("hit_bytes").cast(pl.Int64).sum(),
+}
+# Ratios computed from the merged sums: name -> (numerator, denominator); 0/0 gives null.
+CACHE_RATIOS: dict[str, tuple[str, str]] = {
+    "hit_ratio": ("hits", "pages"),
+    "byte_hit_ratio": ("hit_bytes", "bytes"),
+}
+
+
+def outcome_frame(chunk: Chunk, outcomes: Mapping[str, np.ndarray]) -> pl.DataFrame:
+    """One row per request of ``chunk``: ts_ns, volume (dense id), op (uint8), size_bytes, and
+    every outcome array of the model."""
+    cols = {"ts_ns": chunk.ts_ns, "volume": chunk.volume, "op": chunk.op, "size_bytes": chunk.size_bytes}
+    for name, arr in outcomes.items():
+        if len(arr) != chunk.n_requests:
+            raise ValueError(f"outcome {name!r} has {len(arr)} values for {chunk.n_requests} requests")
+        cols[name] = arr
+    return pl.DataFrame(cols)
+
+
+class IntervalAggregator:
+    """Accumulates per-interval sums chunk by chunk; ``result()`` merges them and adds ratios.
+
+    ``interval`` is a duration ('60s', '5min', or ns as int); ``by`` optional key columns;
+    ``sums`` additive aggregations (name -> Polars expression over the frames added); ``ratios``
+    name -> (numerator column, denominator column)."""
+
+    def __init__(self, interval: str | int = "60s", by: Sequence[str] = (),
+                 sums: Mapping[str, pl.Expr] | None = None, ratios: Mapping[str, tuple[str, str]] | None = None):
+        self.interval_ns = parse_duration_ns(interval) if isinstance(interval, str) else int(interval)
+        if self.interval_ns <= 0:
+            raise ValueError(f"interval must be positive, got {interval!r}")
+        self.by = list(by)
+        self.sums = dict(CACHE_SUMS if sums is None else sums)
+        self.ratios = dict(CACHE_RATIOS if ratios is None else ratios)
+        for name, (num, den) in self.ratios.items():
+            for c in (num, den):
+                if c not in self.sums:
+                    raise ValueError(f"ratio {name!r} uses {c!r}, which is not one of the sums")
+        self._parts: list[pl.DataFrame] = []
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Aggregate one chunk's rows (sorted by ts_ns) into partial interval sums."""
+        if frame.height == 0:
+            return
+        part = (
+            frame.with_columns(pl.col("ts_ns").cast(pl.Int64))
+            .group_by_dynamic("ts_ns", every=f"{self.interval_ns}i", closed="left", label="left",
+                              group_by=self.by or None)
+            .agg(**self.sums)
+            .rename({"ts_ns": "interval_start_ns"})
+        )
+        self._parts.append(part)
+        if len(self._parts) >= 64:  # keep the list short on long traces
+            self._parts = [self._merge(self._parts)]
+
+    def _merge(self, parts: list[pl.DataFrame]) -> pl.DataFrame:
+        keys = ["interval_start_ns", *self.by]
+        return (pl.concat(parts).group_by(keys, maintain_order=True)
+                .agg(pl.col(c).sum() for c in self.sums).sort(keys))
+
+    def result(self) -> pl.DataFrame:
+        """One row per (interval, keys): interval_start_ns, keys, the sums, the ratios."""
+        if not self._parts:
+            schema = {"interval_start_ns": pl.Int64, **{k: pl.Int64 for k in self.by},
+                      **{c: pl.Int64 for c in self.sums}, **{r: pl.Float64 for r in self.ratios}}
+            return pl.DataFrame(schema=schema)
+        merged = self._merge(self._parts)
+        return merged.with_columns(
+            pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(None).alias(name)
+            for name, (num, den) in self.ratios.items()
+        )

@@ -1,0 +1,421 @@
+"""Hit-ratio curves: exact LRU stack distances for every cache size at once, and SHARDS sampling.
+
+**Exact** (Mattson et al. 1970): an LRU cache of c pages hits an access exactly when the access's
+stack distance (distinct pages touched since the previous access to the same page, counting the
+page itself) is <= c. One pass computes every distance: each page keeps a marker at the position
+of its latest access in a Fenwick tree over access positions, and the distance is the number of
+markers after the previous position, a prefix sum: O(log n) per access (Bennett & Kruskal 1975;
+Olken 1981). Positions are compacted (live markers renumbered 0..D-1) whenever the position
+space fills up, so memory follows the number of distinct pages, not the trace length, and a
+trace replays in any number of chunks with identical histograms.
+
+**SHARDS** (Waldspurger et al., FAST'15): only pages whose key hash falls below a threshold T
+are tracked (spatial sampling at rate R = T / 2^63); a sampled distance d estimates the full
+distance as ``(d - 1) / R + 1`` (each of the D - 1 other pages in a true distance D is sampled
+with probability R, so this is unbiased, and a reuse with no sampled page in between stays at
+distance 1, where the paper's ``d / R`` would put it at 1/R); each sampled access stands for 1/R
+accesses. Fixed-rate keeps R; fixed-size
+keeps at most ``max_pages`` sampled pages and, when one more arrives, drops the pages with the
+largest hash and lowers T to that hash (SHARDS_max). The ``adj`` correction adds the difference
+between the true number of accesses and the estimated one (N - sum of 1/R weights) to the first
+histogram bucket, as in the paper's SHARDS_adj (it applies the same difference to bytes).
+
+**Definitions** (reads and writes are accesses; trims and flushes are not):
+``hit_ratio`` = page accesses that hit / page accesses (what a page-level simulator such as
+libCacheSim reports); ``byte_hit_ratio`` = requested bytes inside pages that hit / requested
+bytes, each page access weighted by the bytes of its request that fall in that page (a 6 KiB
+read spanning two 4 KiB pages contributes its own 6 KiB, split by alignment, never 8 KiB).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+import polars as pl
+
+from replay.ids import IdMap
+
+HASH_SPACE = float(1 << 63)  # sampling hashes are 63-bit non-negative integers
+MIN_POSITIONS = 1 << 16
+
+MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.Int64, "hit_ratio": pl.Float64,
+              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fenwick tree over access positions with compaction (shared by exact and SHARDS)
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefix(tree, p):
+    """Markers at positions 0..p."""
+    s = 0
+    i = p + 1
+    while i > 0:
+        s += tree[i]
+        i -= i & -i
+    return s
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add(tree, p, v):
+    n = tree.shape[0] - 1
+    i = p + 1
+    while i <= n:
+        tree[i] += v
+        i += i & -i
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact(tree, owner, last_pos, meta):
+    """Renumber live markers to 0..live-1 in order and rebuild the tree in O(T)."""
+    cur = meta[0]
+    k = 0
+    for p in range(cur):
+        x = owner[p]
+        if x >= 0:
+            owner[p] = -1
+            owner[k] = x
+            last_pos[x] = k
+            k += 1
+    tree[:] = 0
+    n = tree.shape[0] - 1
+    for i in range(1, k + 1):
+        tree[i] += 1
+        j = i + (i & -i)
+        if j <= n:
+            tree[j] += tree[i]
+    for i in range(k + 1, n + 1):
+        j = i + (i & -i)
+        if j <= n:
+            tree[j] += tree[i]
+    meta[0] = k  # next free position
+    meta[1] = k  # live markers
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _touch(x, tree, owner, last_pos, meta):
+    """Stack distance of an access to x (0 for a first access), and x's marker moves to the end.
+    Assumes a free position exists (meta[0] < T)."""
+    cur = meta[0]
+    last = last_pos[x]
+    if last >= 0:
+        d = meta[1] - _prefix(tree, last) + 1
+        _add(tree, last, -1)
+        owner[last] = -1
+    else:
+        d = 0
+        meta[1] += 1
+    _add(tree, cur, 1)
+    owner[cur] = x
+    last_pos[x] = cur
+    meta[0] = cur + 1
+    return d
+
+
+@numba.njit(cache=True, nogil=True)
+def _exact_kernel(ids, nbytes, start, tree, owner, last_pos, meta, hist, hist_bytes, cold):
+    """Distances of ids[start:], into integer histograms; returns the index reached (stops early
+    when the position space needs to grow)."""
+    T = owner.shape[0]
+    for j in range(start, ids.shape[0]):
+        if meta[0] == T:
+            _compact(tree, owner, last_pos, meta)
+            if 2 * meta[1] > T:
+                return j
+        d = _touch(ids[j], tree, owner, last_pos, meta)
+        if d == 0:
+            cold[0] += 1
+            cold[1] += nbytes[j]
+        else:
+            hist[d] += 1
+            hist_bytes[d] += nbytes[j]
+    return ids.shape[0]
+
+
+@dataclass
+class Positions:
+    """Fenwick tree + owner of each position + compaction bookkeeping; grows on demand."""
+
+    tree: np.ndarray = field(default_factory=lambda: np.zeros(MIN_POSITIONS + 1, dtype=np.int32))
+    owner: np.ndarray = field(default_factory=lambda: np.full(MIN_POSITIONS, -1, dtype=np.int64))
+    meta: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))  # next position, live
+
+    def grow(self, last_pos: np.ndarray) -> None:
+        """Double the position space (positions are compact: 0..live-1 are in use)."""
+        size = 2 * self.owner.shape[0]
+        owner = np.full(size, -1, dtype=np.int64)
+        owner[: self.owner.shape[0]] = self.owner
+        self.owner = owner
+        self.tree = np.zeros(size + 1, dtype=np.int32)
+        _compact(self.tree, self.owner, last_pos, self.meta)
+
+
+def _grown(arr: np.ndarray, n: int, fill) -> np.ndarray:
+    if arr.shape[0] >= n:
+        return arr
+    new = np.full(max(n, 2 * arr.shape[0]), fill, dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact
+
+@dataclass
+class StackDistances:
+    """Exact LRU stack-distance histogram of a page-id stream (state carried across chunks).
+
+    ``update(page_ids, page_bytes)`` takes dense page ids (``replay.pages``) of the read/write
+    page accesses in order; ``hit_ratios(capacities_pages)`` gives request and byte hit ratios."""
+
+    last_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pos: Positions = field(default_factory=Positions)
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))  # [d]: accesses at distance d
+    hist_bytes: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    cold: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))  # first accesses, bytes
+
+    def update(self, page_ids: np.ndarray, page_bytes: np.ndarray, n_ids: int | None = None) -> None:
+        page_ids = np.ascontiguousarray(page_ids, dtype=np.int64)
+        page_bytes = np.ascontiguousarray(page_bytes, dtype=np.int64)
+        if n_ids is None:
+            n_ids = int(page_ids.max()) + 1 if page_ids.size else 0
+        self.last_pos = _grown(self.last_pos, n_ids, -1)
+        self.hist = _grown(self.hist, n_ids + 1, 0)
+        self.hist_bytes = _grown(self.hist_bytes, n_ids + 1, 0)
+        start = 0
+        while start < page_ids.shape[0]:
+            start = _exact_kernel(page_ids, page_bytes, start, self.pos.tree, self.pos.owner, self.last_pos,
+                                  self.pos.meta, self.hist, self.hist_bytes, self.cold)
+            if start < page_ids.shape[0]:
+                self.pos.grow(self.last_pos)
+
+    @property
+    def accesses(self) -> int:
+        return int(self.hist.sum() + self.cold[0])
+
+    @property
+    def distinct_pages(self) -> int:
+        return int(self.cold[0])
+
+    def hit_counts(self, capacities_pages) -> tuple[np.ndarray, np.ndarray]:
+        """(hits, hit bytes) of an LRU cache of each capacity (pages)."""
+        cap = np.minimum(np.asarray(capacities_pages, dtype=np.int64), self.hist.shape[0] - 1)
+        return np.cumsum(self.hist)[cap], np.cumsum(self.hist_bytes)[cap]
+
+    def hit_ratios(self, capacities_pages) -> tuple[np.ndarray, np.ndarray]:
+        hits, hit_bytes = self.hit_counts(capacities_pages)
+        total = self.accesses
+        total_bytes = int(self.hist_bytes.sum() + self.cold[1])
+        return (hits / total if total else hits * 0.0,
+                hit_bytes / total_bytes if total_bytes else hit_bytes * 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# SHARDS
+
+def sample_hash(keys: np.ndarray) -> np.ndarray:
+    """63-bit hash of page keys (splitmix64 finalizer, Steele et al. 2014), vectorized."""
+    z = keys.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(1)).astype(np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_push(hh, hx, n, h, x):
+    """Max-heap on (hash, id) in arrays; returns the new size."""
+    i = n
+    hh[i] = h
+    hx[i] = x
+    while i > 0:
+        p = (i - 1) >> 1
+        if hh[p] >= hh[i]:
+            break
+        hh[p], hh[i] = hh[i], hh[p]
+        hx[p], hx[i] = hx[i], hx[p]
+        i = p
+    return n + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _heap_pop(hh, hx, n):
+    """Remove the max; returns the new size (the popped entry is left at index n-1)."""
+    n -= 1
+    hh[0], hh[n] = hh[n], hh[0]
+    hx[0], hx[n] = hx[n], hx[0]
+    i = 0
+    while True:
+        lft = 2 * i + 1
+        if lft >= n:
+            break
+        c = lft
+        if lft + 1 < n and hh[lft + 1] > hh[lft]:
+            c = lft + 1
+        if hh[i] >= hh[c]:
+            break
+        hh[c], hh[i] = hh[i], hh[c]
+        hx[c], hx[i] = hx[i], hx[c]
+        i = c
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, hist, hist_bytes, cold,
+                   heap_h, heap_x, smeta, max_pages):
+    """SHARDS over candidate accesses [start:]; smeta = [threshold, heap size]; last_pos codes:
+    -1 never seen, -2 dropped (fixed-size), -3 admitted but not yet touched. Returns
+    (index reached, 0) when done, (index, 1) when positions must grow, (index, 2) when the
+    histogram must grow."""
+    T = owner.shape[0]
+    L = hist.shape[0]
+    for j in range(start, sids.shape[0]):
+        h = hashes[j]
+        if h >= smeta[0]:
+            continue
+        x = sids[j]
+        lp = last_pos[x]
+        if lp == -2:
+            continue
+        if lp == -1 and max_pages > 0:  # a new page for the fixed-size sample set
+            if smeta[1] == max_pages:  # full: the pages with the largest hash leave, T falls to it
+                top = heap_h[0]
+                if h > top:
+                    smeta[0] = h
+                    last_pos[x] = -2
+                    continue
+                while smeta[1] > 0 and heap_h[0] == top:
+                    smeta[1] = _heap_pop(heap_h, heap_x, smeta[1])
+                    v = heap_x[smeta[1]]
+                    lv = last_pos[v]
+                    if lv >= 0:
+                        _add(tree, lv, -1)
+                        owner[lv] = -1
+                        meta[1] -= 1
+                    last_pos[v] = -2
+                smeta[0] = top
+                if h == top:
+                    last_pos[x] = -2
+                    continue
+            smeta[1] = _heap_push(heap_h, heap_x, smeta[1], h, x)
+            last_pos[x] = -3
+        if meta[0] == T:
+            _compact(tree, owner, last_pos, meta)
+            if 2 * meta[1] > T:
+                return j, 1
+        rate = smeta[0] / 9.223372036854775808e18
+        if (meta[1] + 1) / rate + 2.0 >= L:
+            return j, 2
+        d = _touch(x, tree, owner, last_pos, meta)
+        w = 1.0 / rate
+        if d == 0:
+            cold[0] += w
+            cold[1] += nbytes[j] * w
+        else:
+            k = int(math.ceil((d - 1) / rate - 1e-9)) + 1  # unbiased: E[d - 1] = R (D - 1)
+            hist[k] += w
+            hist_bytes[k] += nbytes[j] * w
+    return sids.shape[0], 0
+
+
+@dataclass
+class Shards:
+    """SHARDS sampled stack distances. ``rate`` (fixed-rate) or ``max_pages`` (fixed-size, with
+    ``rate`` as the starting rate). ``update(page_keys, page_bytes)`` takes the page keys
+    (``replay.pages``: volume id and page number packed) of read/write accesses in order; it
+    maps only the sampled keys to ids, so huge traces cost little memory."""
+
+    rate: float = 0.01
+    max_pages: int = 0  # 0: fixed-rate
+    adjust: bool = True  # SHARDS_adj
+    ids: IdMap = field(default_factory=IdMap)
+    last_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pos: Positions = field(default_factory=Positions)
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(1 << 10, dtype=np.float64))
+    hist_bytes: np.ndarray = field(default_factory=lambda: np.zeros(1 << 10, dtype=np.float64))
+    cold: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.float64))
+    heap_h: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    heap_x: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    smeta: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))  # threshold, heap size
+    accesses: int = 0
+    total_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.rate <= 1.0:
+            raise ValueError(f"SHARDS sampling rate must be in (0, 1], got {self.rate}")
+        if self.max_pages < 0:
+            raise ValueError(f"SHARDS max_pages must be >= 0, got {self.max_pages}")
+        if self.smeta[0] == 0:
+            self.smeta[0] = min(int(self.rate * HASH_SPACE), (1 << 63) - 1)
+        if self.max_pages and self.heap_h.shape[0] == 0:
+            self.heap_h = np.zeros(self.max_pages, dtype=np.int64)
+            self.heap_x = np.zeros(self.max_pages, dtype=np.int64)
+
+    @property
+    def current_rate(self) -> float:
+        return float(self.smeta[0]) / HASH_SPACE
+
+    def update(self, page_keys: np.ndarray, page_bytes: np.ndarray) -> None:
+        page_keys = np.asarray(page_keys, dtype=np.int64)
+        page_bytes = np.asarray(page_bytes, dtype=np.int64)
+        self.accesses += int(page_keys.shape[0])
+        self.total_bytes += int(page_bytes.sum())
+        hashes = sample_hash(page_keys)
+        cand = hashes < self.smeta[0]  # the threshold only falls: a superset of what is sampled
+        hashes = np.ascontiguousarray(hashes[cand])
+        nbytes = np.ascontiguousarray(page_bytes[cand])
+        sids = self.ids.assign(page_keys[cand])
+        self.last_pos = _grown(self.last_pos, self.ids.n_ids, -1)
+        start = 0
+        while start < sids.shape[0]:
+            start, why = _shards_kernel(sids, hashes, nbytes, start, self.pos.tree, self.pos.owner,
+                                        self.last_pos, self.pos.meta, self.hist, self.hist_bytes, self.cold,
+                                        self.heap_h, self.heap_x, self.smeta, self.max_pages)
+            if why == 1:
+                self.pos.grow(self.last_pos)
+            elif why == 2:
+                self.hist = _grown(self.hist, 2 * self.hist.shape[0], 0.0)
+                self.hist_bytes = _grown(self.hist_bytes, self.hist.shape[0], 0.0)
+
+    def hit_ratios(self, capacities_pages) -> tuple[np.ndarray, np.ndarray]:
+        """Estimated (hit ratio, byte hit ratio) of LRU at each capacity (pages)."""
+        cap = np.minimum(np.asarray(capacities_pages, dtype=np.int64), self.hist.shape[0] - 1)
+        hist = self.hist.copy()
+        hist_bytes = self.hist_bytes.copy()
+        if self.adjust:  # SHARDS_adj: the shortfall (or excess) of estimated accesses, to bucket 1
+            hist[1] += self.accesses - (hist.sum() + self.cold[0])
+            hist_bytes[1] += self.total_bytes - (hist_bytes.sum() + self.cold[1])
+        n = self.accesses
+        nb = self.total_bytes
+        hr = np.clip(np.cumsum(hist)[cap] / n, 0.0, 1.0) if n else np.zeros(cap.shape)
+        bhr = np.clip(np.cumsum(hist_bytes)[cap] / nb, 0.0, 1.0) if nb else np.zeros(cap.shape)
+        return hr, bhr
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+def default_sizes(footprint_pages: int, page_size: int, n: int = 20) -> list[int]:
+    """``n`` log-spaced cache sizes (bytes, whole pages) from ~footprint/1000 up to the footprint."""
+    if footprint_pages <= 0:
+        return []
+    hi = footprint_pages
+    lo = max(1, hi // 1000)
+    pages = np.unique(np.round(np.geomspace(lo, hi, n)).astype(np.int64))
+    return [int(p) * page_size for p in pages]
+
+
+def curve_frame(trace_id: str, page_size: int, cache_bytes, hit_ratio, byte_hit_ratio, method: str,
+                sample_rate: float) -> pl.DataFrame:
+    """Result rows: trace_id, page_size, cache_bytes, hit_ratio, byte_hit_ratio, method, sample_rate."""
+    n = len(cache_bytes)
+    return pl.DataFrame({
+        "trace_id": [trace_id] * n, "page_size": [page_size] * n,
+        "cache_bytes": [int(c) for c in cache_bytes],
+        "hit_ratio": np.asarray(hit_ratio, dtype=np.float64),
+        "byte_hit_ratio": np.asarray(byte_hit_ratio, dtype=np.float64),
+        "method": [method] * n, "sample_rate": [float(sample_rate)] * n,
+    }, schema=MRC_SCHEMA)
