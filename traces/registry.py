@@ -12,6 +12,8 @@ from traces.source import Source
 READERS: dict[str, str] = {
     "tiercast-parquet": "traces.parquet_canonical:CanonicalParquetReader",
     "vscsi": "traces.vscsi:VscsiReader",
+    # measured logs (kind="measured": tiercast ingest routes them to pipelines.ingest_logs)
+    "iostat": "traces.iostat:IostatReader",
     "msr": "traces.msr:MsrReader",
     "alibaba": "traces.alibaba:AlibabaReader",
     "tencent": "traces.tencent:TencentReader",

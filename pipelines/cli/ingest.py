@@ -19,7 +19,9 @@ from pipelines.cli.common import (
     out,
     print_json,
 )
+from pipelines.cli.measured import ingest_measured
 from pipelines.ingest import ingest_file
+from pipelines.ingest_logs import measured_format
 from traces.registry import READERS
 
 
@@ -59,6 +61,10 @@ def ingest(
     for p in paths:
         try:
             with byte_progress(f"ingest {p.name}", enabled=not as_json) as cb:
+                # measured logs (iostat, vxstat, fio, ...) have their own step and tables
+                if mfmt := measured_format(p, fmt):
+                    ingest_measured(p, dd, mfmt, opts, cb, validate, as_json)
+                    continue
                 r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate)
         except Exception as e:
             if len(paths) == 1:

@@ -1,0 +1,63 @@
+"""``tiercast measured``: the ingested measured logs; and how ``tiercast ingest`` reports one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.ingest_logs import MeasuredIngestResult, ingest_log_file, list_measured
+
+
+def ingest_measured(path: Path, data_dir: Path, fmt: str, options: dict, progress, validate: str,
+                    as_json: bool) -> MeasuredIngestResult:
+    """Ingest one measured log and print the outcome (called by ``tiercast ingest``)."""
+    r = ingest_log_file(path, data_dir, fmt=fmt, options=options, progress=progress, validate=validate)
+    if as_json:
+        print_json(r.summary())
+        return r
+    state = "already ingested (no-op)" if r.already_ingested else "ingested"
+    tables = ", ".join(f"{t} {s['rows_accepted']:,}" + (f" (+{s['rows_rejected']:,} rejected)" if s["rows_rejected"] else "")
+                       for t, s in r.tables.items())
+    out.print(f"{path}: {state} as measured {r.dataset_id} [{r.format}]: read {r.rows_read:,}, "
+              f"accepted {r.rows_accepted:,}, rejected {r.rows_rejected:,}; {tables}")
+    for w in r.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    return r
+
+
+@app.command()
+def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+    """List the ingested measured logs (iostat, vxstat, vxdmpadm, fio, IOMeter)."""
+    rows = []
+    for m in list_measured(data_dir_of(data_dir)):
+        man = m.manifest
+        rows.append({
+            "dataset_id": m.dataset_id,
+            "format": man["format"],
+            "tool_version": man.get("tool_version"),
+            "hosts": man.get("hosts", []),
+            "devices": len(man.get("devices", [])),
+            "intervals": man.get("intervals"),
+            "rows_accepted": man["rows_accepted"],
+            "rows_rejected": man["rows_rejected"],
+            "tables": {t: s["rows_accepted"] for t, s in man["tables"].items()},
+            "first": next((s["first"] for s in man["tables"].values() if s.get("first") is not None), None),
+            "source_path": man["source_path"],
+        })
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("no measured logs ingested yet: run `tiercast ingest LOGFILE`")
+        return
+    table = Table("dataset_id", "format", "host", "tables (rows)", "rejected", "intervals", "first", "source")
+    for r in rows:
+        table.add_row(
+            r["dataset_id"], r["format"] + (f" {r['tool_version']}" if r["tool_version"] else ""),
+            ",".join(h for h in r["hosts"] if h) or "-",
+            ", ".join(f"{t} {n:,}" for t, n in r["tables"].items()), f"{r['rows_rejected']:,}",
+            str(r["intervals"] or "-"), str(r["first"] or "-"), Path(r["source_path"]).name,
+        )
+    out.print(table)
