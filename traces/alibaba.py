@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -71,23 +72,30 @@ class AlibabaReader(DelimitedReader):
     )
     sniff_pattern = r"^\s*\d+,\s*[RWrw]\s*,\s*\d+,\s*\d+,\s*\d{1,17}\s*$"
 
+    def __init__(self, device_sizes: str | None = None, **kw):
+        super().__init__(**kw, **({"device_sizes": device_sizes} if device_sizes else {}))
+        if device_sizes:
+            path = Path(device_sizes)
+            if not path.is_file():
+                raise ValueError(f"alibaba: device_sizes file {device_sizes!r} does not exist")
+            self._load_capacities(path, "option")
+
+    def identity(self) -> dict[str, Any]:
+        # the capacities' content (capacities_sha256) identifies them, not the file's path
+        ident = super().identity()
+        ident.pop("device_sizes", None)
+        return ident
+
     def chunks(self, source: Source) -> Iterator[Chunk]:
-        self._load_capacities(source.path)
+        if "device_sizes" not in self.metadata:
+            beside = source.path.parent / DEVICE_SIZES_NAME
+            if beside.is_file():
+                self._load_capacities(beside, "found next to the trace")
+            else:
+                self.metadata["device_sizes"] = None
         yield from super().chunks(source)
 
-    def _load_capacities(self, trace_path: Path) -> None:
-        given = self.options.get("device_sizes")
-        if given:
-            path = Path(given)
-            if not path.is_file():
-                raise ValueError(f"alibaba: device_sizes file {given!r} does not exist")
-            how = "option"
-        else:
-            path = trace_path.parent / DEVICE_SIZES_NAME
-            if not path.is_file():
-                self.metadata["device_sizes"] = None
-                return
-            how = "found next to the trace"
+    def _load_capacities(self, path: Path, how: str) -> None:
         sizes = read_device_sizes(path)
         # capacities given directly (programmatic use) override the file
         self.capacities = {**sizes, **self.capacities}

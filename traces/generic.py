@@ -228,8 +228,10 @@ class GenericReader(DelimitedReader):
         return False
 
     def identity(self) -> dict[str, Any]:
-        # the mapping's content, not just its path, decides the output
-        return {**super().identity(), "mapping_sha256": self.map.sha256}
+        # the mapping's content decides the output, not where the file lies
+        ident = {**super().identity(), "mapping_sha256": self.map.sha256}
+        ident.pop("mapping")
+        return ident
 
     def is_header(self, first_line: str) -> bool:
         return self.map.header
