@@ -129,6 +129,7 @@ class IostatReader(MeasuredReader):
     tool = "sysstat iostat"
     tables = ("iostat_device", "iostat_cpu", "iostat_device_boot", "iostat_cpu_boot")
     option_names = ("first_report", "tz", "date_order", "host")
+    block_bytes = 8 << 20
 
     def __init__(self, order: str = "sort", **options: Any):
         super().__init__(order, **options)
@@ -162,7 +163,7 @@ class IostatReader(MeasuredReader):
             self.metadata["layout"] = "json"
             yield self._json(source)
             return
-        for block in iter_paragraph_blocks(source):
+        for block in iter_paragraph_blocks(source, self.block_bytes):
             yield self._text_block(source, block)
         self.metadata["layouts"] = dict(self._layouts)
         self.metadata["first_report"] = "since-boot" if self.first_is_boot else "interval (-y)"

@@ -149,3 +149,15 @@ def iter_paragraph_blocks(source: Source, block_bytes: int = 8 << 20) -> Iterato
         yield LineBlock(head, first)
     if carry:
         yield LineBlock(carry, carry_line)
+
+
+def read_all(reader: MeasuredReader, path) -> MeasuredChunk:
+    """Every chunk of a file merged into one (for small files, tests and interactive use)."""
+    out = MeasuredChunk()
+    for chunk in reader.chunks(Source(path)):
+        for t, df in chunk.tables.items():
+            out.add(t, rows=df)
+        for t, df in chunk.rejects.items():
+            out.add(t, rejects=df)
+        out.skipped.update(chunk.skipped)
+    return out
