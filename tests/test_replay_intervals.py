@@ -1,0 +1,70 @@
+"""Per-interval metrics: hand-worked sums and ratios, keys, and chunk boundaries inside intervals."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from replay.intervals import IntervalAggregator, outcome_frame
+from replay.kernels import cache_model
+from replay.pages import ChunkBuilder
+
+S = 1_000_000_000
+
+
+def _reqs():
+    # LRU, 2 pages of 4 KiB. t=0 read p0 (miss); t=10s write p0 (hit); t=59s read p1..p2 (8 KiB, 2 misses)
+    # t=61s read p0 (distance 3 > 2: miss); t=70s read p2 (hit); t=130s flush (no access)
+    return pl.DataFrame({
+        "ts_ns": [0, 10 * S, 59 * S, 61 * S, 70 * S, 130 * S],
+        "volume": ["a", "a", "b", "a", "b", "a"],
+        "op": ["read", "write", "read", "read", "read", "flush"],
+        "offset": [0, 0, 4096, 0, 8192, 0],
+        "size": [4096, 4096, 8192, 4096, 4096, 0],
+    })
+
+
+def _run(cuts, **kw):
+    df = _reqs()
+    model = cache_model("lru", 2 * 4096, 4096)
+    state = model.new_state()
+    builder = ChunkBuilder(4096)
+    agg = IntervalAggregator(**kw)
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        chunk = builder.build(df.slice(a, b - a))
+        agg.add(outcome_frame(chunk, model.replay(state, chunk)))
+    return agg.result()
+
+
+def test_minute_intervals_hand_worked():
+    r = _run([0, 6])
+    assert r["interval_start_ns"].to_list() == [0, 60 * S, 120 * S]
+    assert r["requests"].to_list() == [3, 2, 1]
+    assert r["reads"].to_list() == [2, 2, 0] and r["writes"].to_list() == [1, 0, 0]
+    assert r["pages"].to_list() == [4, 2, 0] and r["hits"].to_list() == [1, 1, 0]
+    assert r["hit_ratio"].to_list() == [0.25, 0.5, None]
+    assert r["bytes"].to_list() == [16384, 8192, 0] and r["hit_bytes"].to_list() == [4096, 4096, 0]
+    assert r["byte_hit_ratio"].to_list() == [0.25, 0.5, None]
+    assert r["read_bytes"].to_list() == [12288, 8192, 0] and r["write_bytes"].to_list() == [4096, 0, 0]
+
+
+def test_chunk_boundary_inside_interval_and_keys():
+    assert _run([0, 1, 2, 4, 6]).equals(_run([0, 6]))
+    r = _run([0, 2, 6], interval="30s", by=["volume"]).sort("interval_start_ns", "volume")
+    assert r.select("interval_start_ns", "volume", "requests", "hits").rows() == [
+        (0, 0, 2, 1), (30 * S, 1, 1, 0), (60 * S, 0, 1, 0), (60 * S, 1, 1, 1), (120 * S, 0, 1, 0)]
+
+
+def test_custom_sums_and_errors():
+    agg = IntervalAggregator("1min", sums={"n": pl.len().cast(pl.Int64), "big": (pl.col("size_bytes") > 4096).sum()},
+                             ratios={"big_share": ("big", "n")})
+    df = _reqs()
+    chunk = ChunkBuilder(4096).build(df)
+    agg.add(outcome_frame(chunk, {}))
+    assert agg.result()["big_share"].to_list() == [1 / 3, 0.0, 0.0]
+    with pytest.raises(ValueError, match="ratio 'x' uses 'hits'"):
+        IntervalAggregator(sums={"n": pl.len()}, ratios={"x": ("hits", "n")})
+    with pytest.raises(ValueError, match="not a duration"):
+        IntervalAggregator("soon")
+    with pytest.raises(ValueError, match="has 1 values for 6 requests"):
+        outcome_frame(chunk, {"hit": chunk.op[:1]})
