@@ -14,6 +14,8 @@ READERS: dict[str, str] = {
     "vscsi": "traces.vscsi:VscsiReader",
     # measured logs (kind="measured": tiercast ingest routes them to pipelines.ingest_logs)
     "iostat": "traces.iostat:IostatReader",
+    "vxstat": "traces.vxstat:VxstatReader",
+    "vxdmp": "traces.vxdmp:VxdmpReader",
     "msr": "traces.msr:MsrReader",
     "alibaba": "traces.alibaba:AlibabaReader",
     "tencent": "traces.tencent:TencentReader",
