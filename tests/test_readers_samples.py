@@ -32,7 +32,17 @@ FIX = Path(__file__).parent / "fixtures"
 BLKPARSE = ("traces", "blkparse", "mbpar_blktrace_first20000.txt")
 DISKSIM = ("traces", "disksim", "tpcc-small.trace")
 VSCSI = ("traces", "vscsi", "cloudPhysicsIO.vscsi")
-BLOCK_FORMATS = ("tiercast-parquet", "msr", "alibaba", "tencent", "spc", "blkparse", "fiu", "disksim", "vscsi")
+BLOCK_FORMATS = (
+    "tiercast-parquet",
+    "msr",
+    "alibaba",
+    "tencent",
+    "spc",
+    "blkparse",
+    "fiu",
+    "disksim",
+    "vscsi",
+)
 
 
 def read_all(reader, path) -> tuple[pl.DataFrame, pl.DataFrame, Counter]:
@@ -68,25 +78,47 @@ def test_blkparse_sample_completions(data_dir):
     # offset 1444645666 * 512 = 739658580992; size 256 * 512 = 131072; first accepted row -> ts 0;
     # its dispatch, line 20 "... 0.000031865 18615 D R 1444645666 + 256 [java]": 356669 - 31865 = 324804 ns
     assert first == {
-        "ts_ns": 0, "volume": "8,16", "op": "read", "offset": 739_658_580_992, "size": 131_072,
-        "latency_ns": 324_804, "src_line": 33,
+        "ts_ns": 0,
+        "volume": "8,16",
+        "op": "read",
+        "offset": 739_658_580_992,
+        "size": 131_072,
+        "latency_ns": 324_804,
+        "src_line": 33,
     }
     # line 19229: "8,16 5 3416 4.345005389 0 C W 2030315850 + 1024 [0]"
     # 2030315850 * 512 = 1039521715200; 1024 * 512 = 524288; ts 4345005389 - 356669 = 4344648720;
     # dispatch line 4595 at 4.320526440: 4345005389 - 4320526440 = 24478949 ns
     assert last == {
-        "ts_ns": 4_344_648_720, "volume": "8,16", "op": "write", "offset": 1_039_521_715_200,
-        "size": 524_288, "latency_ns": 24_478_949, "src_line": 19229,
+        "ts_ns": 4_344_648_720,
+        "volume": "8,16",
+        "op": "write",
+        "offset": 1_039_521_715_200,
+        "size": 524_288,
+        "latency_ns": 24_478_949,
+        "src_line": 19229,
     }
     # line 804 "C WS 1950885322 [0]": the empty barrier's completion, no sectors -> a flush of 0 bytes
     flush = rows.filter(pl.col("op") == "flush")
-    assert flush.select("src_line", "offset", "size", "latency_ns").rows() == [(804, 1950885322 * 512, 0, None)]
+    assert flush.select("src_line", "offset", "size", "latency_ns").rows() == [
+        (804, 1950885322 * 512, 0, None)
+    ]
     # C lines by RWBS: R 37, W 16, WS 4 (one of them the flush)
     assert dict(rows.group_by("op").len().iter_rows()) == {"read": 37, "write": 19, "flush": 1}
     meta = t.manifest["reader_metadata"]
     assert meta["events_by_action"] == {
-        "A": 6175, "C": 57, "D": 88, "F": 156, "G": 288, "I": 288, "M": 5731, "P": 54, "Q": 6175,
-        "U": 42, "UT": 2, "m": 944,
+        "A": 6175,
+        "C": 57,
+        "D": 88,
+        "F": 156,
+        "G": 288,
+        "I": 288,
+        "M": 5731,
+        "P": 54,
+        "Q": 6175,
+        "U": 42,
+        "UT": 2,
+        "m": 944,
     }
     assert t.manifest["start_time"] is None  # blktrace times count from the trace start
 
@@ -201,7 +233,11 @@ def test_blkparse_latency_none_option():
 def test_disksim_sample_mqsim_nanoseconds(data_dir):
     r, t, rows = ingest(shared_path(*DISKSIM), data_dir)
     assert (r.format, r.rows_read, r.rows_accepted, r.rows_rejected, r.lines_skipped) == (
-        "disksim", 6999, 6999, 0, {}
+        "disksim",
+        6999,
+        6999,
+        0,
+        {},
     )
     # awk '{c[$5]++}': type 1 (read) 4381, type 0 (write) 2618; devices 0..15
     assert dict(rows.group_by("op").len().iter_rows()) == {"read": 4381, "write": 2618}
@@ -245,7 +281,11 @@ def test_vscsi_sample(data_dir):
     r, t, rows = ingest(shared_path(*VSCSI), data_dir)
     # 3643904 bytes / 32 = 113872 records; only READ(10) 0x28 and WRITE(10) 0x2a occur
     assert (r.format, r.rows_read, r.rows_accepted, r.rows_rejected, r.lines_skipped) == (
-        "vscsi", 113_872, 113_872, 0, {}
+        "vscsi",
+        113_872,
+        113_872,
+        0,
+        {},
     )
     assert dict(rows.group_by("op").len().iter_rows()) == {"read": 46_974, "write": 66_898}
     assert r.volumes == {"vscsi": 113_872}
@@ -261,7 +301,9 @@ def test_vscsi_sample(data_dir):
 def test_vscsi_truncated_record_is_an_error(tmp_path, data_dir):
     src = tmp_path / "cut.vscsi"
     src.write_bytes(shared_path(*VSCSI).read_bytes()[:-7])
-    with pytest.raises(TraceFormatError, match=r"cut.vscsi:113872: truncated record 113872: the file ends 25 bytes"):
+    with pytest.raises(
+        TraceFormatError, match=r"cut.vscsi:113872: truncated record 113872: the file ends 25 bytes"
+    ):
         ingest_file(src, data_dir, validate="off")
     assert not any((data_dir / "traces").glob("[0-9a-f]*"))
 
@@ -321,8 +363,11 @@ def test_alibaba_fixture_with_device_sizes_beside(data_dir):
     # line 4: 10737414144 + 8192 = 10737422336 > device 419's 10737418240 bytes (device_size.csv)
     rej = t.rejects()
     assert rej.rows() == [
-        (4, "419,W,10737414144,8192,1577808144361000",
-         "request end 10737422336 is beyond the volume capacity 10737418240 bytes"),
+        (
+            4,
+            "419,W,10737414144,8192,1577808144361000",
+            "request end 10737422336 is beyond the volume capacity 10737418240 bytes",
+        ),
     ]
     # 1577808144360179 us since 1970 = 2019-12-31 16:02:24.360179 UTC (1577836800 is 2020-01-01)
     assert t.manifest["start_time"] == "2019-12-31T16:02:24.360179+00:00"
@@ -330,7 +375,11 @@ def test_alibaba_fixture_with_device_sizes_beside(data_dir):
     # line 5: 1577808145000000 - 1577808144360179 = 639821 us = 639821000 ns
     assert rows.row(-1) == (639_821_000, "7", "read", 1_073_737_728, 4096, None, 5)
     meta = t.manifest["reader_metadata"]["device_sizes"]
-    assert (Path(meta["path"]).name, meta["how"], meta["devices"]) == ("device_size.csv", "found next to the trace", 2)
+    assert (Path(meta["path"]).name, meta["how"], meta["devices"]) == (
+        "device_size.csv",
+        "found next to the trace",
+        2,
+    )
     assert t.manifest["volumes"]["7"]["capacity_bytes"] == 1_073_741_824
 
 
@@ -362,7 +411,15 @@ def test_tencent_fixture(data_dir):
     assert t.manifest["start_time"] == "2018-09-30T15:59:59+00:00"
     assert rows.row(0) == (0, "1576", "write", 53_940_228_096, 299_008, None, 1)
     # "1538323200,2048,16,0,33": read, 2048 * 512 = 1048576, 8192 bytes, 1 s later
-    assert rows.filter(pl.col("volume") == "33").row(0) == (1_000_000_000, "33", "read", 1_048_576, 8192, None, 3)
+    assert rows.filter(pl.col("volume") == "33").row(0) == (
+        1_000_000_000,
+        "33",
+        "read",
+        1_048_576,
+        8192,
+        None,
+        3,
+    )
     assert rows.row(-1) == (2_000_000_000, "1576", "write", 105_352_600 * 512, 4096, None, 4)
 
 

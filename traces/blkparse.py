@@ -149,6 +149,7 @@ class BlkparseReader(TraceReader):
         rest = pl.col("rest").str.extract_groups(REST_RE)
         df = df.with_columns(_kind=kind, _rest=rest).with_columns(
             sector=pl.col("_rest").struct.field("1").cast(pl.Int64, strict=False),
+            _nsec=pl.col("_rest").struct.field("2").cast(pl.Int64, strict=False),
             nsectors=pl.col("_rest").struct.field("2").cast(pl.Int64, strict=False).fill_null(0),
             _bracket=pl.col("_rest").struct.field("3"),
             _time=pl.concat_str(pl.col("secs"), pl.lit("."), pl.col("frac")),
@@ -200,13 +201,19 @@ class BlkparseReader(TraceReader):
         )
         df = with_reason(
             df,
-            pl.when(line.str.contains("\x00", literal=True)).then(pl.lit("line contains NUL bytes")),
             pl.when(line == "\x00INVALID").then(pl.lit("line is not valid UTF-8 text")),
+            pl.when(line.str.contains("\x00", literal=True)).then(pl.lit("line contains NUL bytes")),
             pl.when(pl.col("_kind") == "bad").then(
                 pl.format("not a blkparse event line: '{}'", line.str.slice(0, 60))
             ),
             pl.when(rest_unreadable).then(
                 pl.format("cannot read 'sector + nsectors [...]' from '{}'", pl.col("rest").str.slice(0, 60))
+            ),
+            pl.when(pl.col("_rest").struct.field("1").is_not_null() & pl.col("sector").is_null()).then(
+                pl.format("sector {} is out of range", pl.col("_rest").struct.field("1").str.slice(0, 40))
+            ),
+            pl.when(pl.col("_rest").struct.field("2").is_not_null() & pl.col("_nsec").is_null()).then(
+                pl.format("nsectors {} is out of range", pl.col("_rest").struct.field("2").str.slice(0, 40))
             ),
             pl.when(pl.col("sector").is_null() & ~pure_flush).then(pl.lit("sector missing")),
             ts_reason,

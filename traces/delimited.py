@@ -201,10 +201,11 @@ class DelimitedReader(TraceReader):
         df = df.with_columns(_parts=parts).with_columns(_n=pl.col("_parts").list.len())
         cols = []
         reason = (
-            pl.when(pl.col("line").str.contains("\x00", literal=True))
-            .then(pl.lit("line contains NUL bytes"))
-            .when(pl.col("line") == "\x00INVALID")
+            # the invalid-UTF-8 marker itself holds a NUL: test it first
+            pl.when(pl.col("line") == "\x00INVALID")
             .then(pl.lit("line is not valid UTF-8 text"))
+            .when(pl.col("line").str.contains("\x00", literal=True))
+            .then(pl.lit("line contains NUL bytes"))
             .when((pl.col("_n") < self._n_min) | ((pl.col("_n") > self._n_max) & (not self.allow_extra_fields)))
             .then(
                 pl.format(

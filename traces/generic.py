@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 
 from schemas.trace import OPS
 from schemas.units import parse_size
-from traces.base import Chunk, decimal_scaled, op_from_codes, scaled_int, with_reason
+from traces.base import CHUNK_SCHEMA, Chunk, decimal_scaled, op_from_codes, scaled_int, with_reason
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
 from traces.msr import FILETIME_TICK_NS, FILETIME_UNIX_EPOCH_TICKS
@@ -215,13 +215,15 @@ class GenericReader(DelimitedReader):
         self.absolute_clock = self.map.clock == "unix"
         self.separator = self.map.separator
         self.comment_prefix = self.map.comment
-        self._role_field: dict[str, str] = {}
+        self._role_field: dict[str, str] = {}  # role -> field name
+        self._role_pos: dict[str, int] = {}  # role -> 1-based column
         self._ts_epoch_ns = False  # set when a Parquet ts column is a timestamp type
+        self._path: Path | None = None
         self.metadata["mapping"] = {"path": str(Path(mapping).resolve()), "sha256": self.map.sha256}
         positions = [c for c in self.map.columns.values() if isinstance(c, int)]
         if not self.map.header and positions:
             # no header: fields up to the highest mapped position; later fields are ignored
-            self._set_fields([f"c{i}" for i in range(1, max(positions) + 1)], extra=True)
+            self._set_fields([f"c{i}" for i in range(1, max(positions) + 1)], extra=True, named=False)
 
     @classmethod
     def sniff(cls, head: bytes) -> bool:
@@ -234,47 +236,55 @@ class GenericReader(DelimitedReader):
         return ident
 
     def is_header(self, first_line: str) -> bool:
-        return self.map.header
+        """With ``header = true`` the first line is the header: resolve the mapped names here,
+        from the first block the engine reads (so compressed-stream errors surface as such)."""
+        if not self.map.header:
+            return False
+        parts = first_line.split() if self.separator is None else first_line.split(self.separator)
+        names = [p.strip().strip('"') for p in parts]
+        if not any(names):
+            raise TraceFormatError(self._path, 1, "the header line is blank")
+        self._resolve(self._path, names)
+        return True
 
     # -- columns ---------------------------------------------------------------------------
-    def _set_fields(self, names: list[str], extra: bool) -> None:
-        """Internal field names ``c1..cN``; the mapped ones typed, the rest kept as text."""
-        self._role_field = {}
+    def _set_fields(self, names: list[str], extra: bool, named: bool) -> None:
+        """One field per column, named as in the header (so reasons say "field 'lba' ...")
+        unless the header names are unusable (duplicates, blanks, names the engine uses
+        itself); then ``c1..cN``. The mapped offset and size are integers, the rest text."""
+        reserved = set(CHUNK_SCHEMA) | {"line"}
+        usable = (
+            named
+            and len(set(names)) == len(names)
+            and all(n and not n.startswith("_") and n not in reserved for n in names)
+        )
+        labels = list(names) if usable else [f"c{i}" for i in range(1, len(names) + 1)]
+        self._role_pos, self._role_field = {}, {}
         for role, ref in self.map.columns.items():
             pos = ref if isinstance(ref, int) else names.index(ref) + 1
             if pos > len(names):
                 raise ValueError(f"generic: columns.{role} = {ref} but the file has {len(names)} columns")
-            self._role_field[role] = f"c{pos}"
+            self._role_pos[role] = pos
+            self._role_field[role] = labels[pos - 1]
         ints = {self._role_field["offset"], self._role_field["size"]}
-        self.fields = tuple(
-            Field(f"c{i}", pl.Int64 if f"c{i}" in ints else pl.String) for i in range(1, len(names) + 1)
-        )
+        self.fields = tuple(Field(n, pl.Int64 if n in ints else pl.String) for n in labels)
         self.allow_extra_fields = extra
 
-    def _header_names(self, source: Source) -> list[str]:
-        first = source.head().split(b"\n", 1)[0].rstrip(b"\r")
-        try:
-            text = first.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise TraceFormatError(source.path, 1, f"header is not valid UTF-8 text ({e})") from e
-        parts = text.split() if self.separator is None else text.split(self.separator)
-        return [p.strip().strip('"') for p in parts]
-
-    def _resolve(self, source: Source, names: list[str]) -> None:
+    def _resolve(self, path: Path, names: list[str]) -> None:
         for role, ref in self.map.columns.items():
             if isinstance(ref, str) and ref not in names:
                 raise TraceFormatError(
-                    source.path,
+                    path,
                     1,
                     f"mapping column {ref!r} (for {role}) is not in the header: {', '.join(names)[:300]}",
                 )
             if isinstance(ref, int) and ref > len(names):
                 raise TraceFormatError(
-                    source.path,
+                    path,
                     1,
                     f"mapping column {ref} (for {role}) is beyond the {len(names)} columns of the header",
                 )
-        self._set_fields(names, extra=False)
+        self._set_fields(names, extra=False, named=True)
 
     # -- reading ---------------------------------------------------------------------------
     def chunks(self, source: Source) -> Iterator[Chunk]:
@@ -283,11 +293,7 @@ class GenericReader(DelimitedReader):
         if kind == "parquet":
             yield from self._parquet(source)
             return
-        if self.map.header:
-            names = self._header_names(source)
-            if not any(names):
-                raise TraceFormatError(source.path, 1, "file is empty or its header line is blank")
-            self._resolve(source, names)
+        self._path = source.path
         yield from super().chunks(source)
 
     def _parquet(self, source: Source) -> Iterator[Chunk]:
@@ -296,9 +302,10 @@ class GenericReader(DelimitedReader):
         except Exception as e:  # noqa: BLE001 - pyarrow raises several types for corrupt files
             raise TraceFormatError(source.path, None, f"not a readable Parquet file ({e})") from e
         names = pf.schema_arrow.names
-        self._resolve(source, names)
-        wanted = sorted({int(f[1:]) for f in self._role_field.values()})
+        self._resolve(source.path, names)
+        wanted = sorted(set(self._role_pos.values()))
         cols = [names[p - 1] for p in wanted]
+        labels = [f.name for f in self.fields]
         row0 = 1
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols):
             df = pl.from_arrow(batch)
@@ -307,7 +314,7 @@ class GenericReader(DelimitedReader):
             reasons = []
             for p, c in zip(wanted, cols, strict=True):
                 s = df[c]
-                field = f"c{p}"
+                field = labels[p - 1]
                 if s.dtype == pl.Datetime:
                     # a Parquet timestamp is absolute: ns since the Unix epoch whatever units.ts says
                     s = s.dt.epoch("ns")
