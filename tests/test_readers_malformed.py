@@ -207,7 +207,7 @@ def test_bad_line_is_rejected_with_reason(family, case, tmp_path):
 # these XPASS and fail, and the marker must go.
 HIVE_BUG = pytest.mark.xfail(
     strict=True,
-    raises=Exception,
+    raises=pl.exceptions.ComputeError,
     reason="ingest._sort_volumes: DuckDB hive-partition type inference on volume=<n>",
 )
 NUMERIC_VOLUMES = ("alibaba", "tencent", "spc", "disksim")
