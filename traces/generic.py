@@ -127,11 +127,9 @@ class Mapping:
         self.op_const = consts.get("op")
         if self.op_const is not None and self.op_const not in OPS:
             self._fail(f"constants.op must be one of {', '.join(OPS)}, got {self.op_const!r}")
-        named = [r for r, c in self.columns.items() if isinstance(c, str)]
-        if named and self.header is False and self.type != "parquet":
-            self._fail(
-                f"columns {', '.join(named)} are given by name: set file.header = true, or use 1-based positions"
-            )
+        self.named = [r for r, c in self.columns.items() if isinstance(c, str)]
+        if self.named and self.header is False and self.type == "csv":
+            self._fail(self.names_need_header())
 
         self.ops: dict[str, str] = {}
         for value, op in spec.get("ops", {}).items():
@@ -172,6 +170,12 @@ class Mapping:
                 self._fail(f"capacities.{vol}: {e}")
             if self.capacities[str(vol)] <= 0:
                 self._fail(f"capacities.{vol} must be > 0")
+
+    def names_need_header(self) -> str:
+        return (
+            f"columns {', '.join(self.named)} are given by name: set file.header = true, "
+            "or use 1-based positions"
+        )
 
     def _fail(self, problem: str) -> None:
         raise ValueError(f"generic mapping {self.path}: {problem}")
@@ -218,6 +222,7 @@ class GenericReader(DelimitedReader):
         self._role_field: dict[str, str] = {}  # role -> field name
         self._role_pos: dict[str, int] = {}  # role -> 1-based column
         self._ts_epoch_ns = False  # set when a Parquet ts column is a timestamp type
+        self._latency_ns = False  # set when a Parquet latency column is a duration type
         self._path: Path | None = None
         self.metadata["mapping"] = {"path": str(Path(mapping).resolve()), "sha256": self.map.sha256}
         positions = [c for c in self.map.columns.values() if isinstance(c, int)]
@@ -293,6 +298,10 @@ class GenericReader(DelimitedReader):
         if kind == "parquet":
             yield from self._parquet(source)
             return
+        if self.map.named and not self.map.header:
+            raise ValueError(
+                f"generic mapping {self.map.path}: {self.map.names_need_header()} (the file is CSV)"
+            )
         self._path = source.path
         yield from super().chunks(source)
 
@@ -322,7 +331,10 @@ class GenericReader(DelimitedReader):
                         self._ts_epoch_ns = self.absolute_clock = True
                         self.metadata["ts_from_parquet_timestamp"] = True
                 elif s.dtype == pl.Duration:
+                    # a Parquet duration is exact: ns whatever units.latency says
                     s = s.dt.total_nanoseconds()
+                    if field == self._role_field.get("latency"):
+                        self._latency_ns = True
                 text = s.cast(pl.String)
                 want = next(f.dtype for f in self.fields if f.name == field)
                 if want == pl.Int64:
@@ -374,9 +386,8 @@ class GenericReader(DelimitedReader):
         size, r = scaled_int(f["size"], m.size_factor, "size")
         reasons.append(r)
         if "latency" in f:
-            latency, r = decimal_scaled(
-                f["latency"], TIME_UNITS[m.latency_unit], f"latency ({m.latency_unit})"
-            )
+            unit = "ns" if self._latency_ns else m.latency_unit
+            latency, r = decimal_scaled(f["latency"], TIME_UNITS[unit], f"latency ({unit})")
             reasons.append(r)
         else:
             latency = pl.lit(None, pl.Int64)
