@@ -387,6 +387,10 @@ class GenericReader(DelimitedReader):
         reasons.append(r)
         if "latency" in f:
             unit = "ns" if self._latency_ns else m.latency_unit
+            # an empty latency field means "not measured": null, not a reject
+            df = df.with_columns(
+                pl.col(f["latency"]).cast(pl.String).str.strip_chars().replace("", None).alias(f["latency"])
+            )
             latency, r = decimal_scaled(f["latency"], TIME_UNITS[unit], f"latency ({unit})")
             reasons.append(r)
         else:
