@@ -318,7 +318,7 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
         parts = sorted(d.glob("part-*.parquet"))
         files = ", ".join(f"'{p}'" for p in parts)
         rel = con.sql(
-            f"SELECT * REPLACE (ts_ns + {int(shift_ns)} AS ts_ns) FROM read_parquet([{files}]) ORDER BY ts_ns, src_line"
+            f"SELECT * REPLACE (ts_ns + {int(shift_ns)} AS ts_ns) FROM read_parquet([{files}], hive_partitioning=false) ORDER BY ts_ns, src_line"
         )
         reader = rel.fetch_record_batch(1_000_000)
         out = d / "sorted.parquet.tmp"

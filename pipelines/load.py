@@ -104,7 +104,7 @@ def load(data_dir: Path, database: Path | None = None) -> dict[str, int]:
         if rejects:
             con.execute(
                 "CREATE OR REPLACE VIEW rejects AS SELECT regexp_extract(filename, '/traces/([^/]+)/rejects', 1) "
-                f"AS trace_id, * EXCLUDE (filename) FROM read_parquet({_sql_list(rejects)}, filename=true)"
+                f"AS trace_id, * EXCLUDE (filename) FROM read_parquet({_sql_list(rejects)}, filename=true, hive_partitioning=false)"
             )
         else:
             con.execute("DROP VIEW IF EXISTS rejects")

@@ -95,7 +95,7 @@ def _sample(files: list[Path], n: int) -> pl.DataFrame:
     listing = ", ".join(f"'{f}'" for f in files)
     con = duckdb.connect()
     df = con.sql(
-        f"SELECT * FROM (SELECT * FROM read_parquet([{listing}], filename=true, file_row_number=true) "
+        f"SELECT * FROM (SELECT * FROM read_parquet([{listing}], filename=true, file_row_number=true, hive_partitioning=false) "
         f"USING SAMPLE reservoir({int(n)} ROWS) REPEATABLE (0)) ORDER BY filename, file_row_number"
     ).pl()
     con.close()

@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
 from pipelines.catalog import find_trace
@@ -201,20 +200,10 @@ def test_bad_line_is_rejected_with_reason(family, case, tmp_path):
         assert rej["raw"][0] == bad_b.decode("utf-8", errors="backslashreplace")
 
 
-# Known bug in pipelines/ingest.py (not this suite's file): _sort_volumes reads the parts with
-# DuckDB read_parquet() without hive_partitioning=false, so a directory "volume=9" turns the
-# volume column into BIGINT and the sort fails for numeric volume names. Strict: once fixed,
-# these XPASS and fail, and the marker must go.
-HIVE_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=pl.exceptions.ComputeError,
-    reason="ingest._sort_volumes: DuckDB hive-partition type inference on volume=<n>",
-)
-NUMERIC_VOLUMES = ("alibaba", "tencent", "spc", "disksim")
 
 
 @pytest.mark.parametrize(
-    "family", [pytest.param(f, marks=HIVE_BUG) if f in NUMERIC_VOLUMES else f for f in TEXT]
+    "family", TEXT
 )
 def test_time_going_backwards_sort_or_reject(family, tmp_path):
     fam = FAMILIES[family]
