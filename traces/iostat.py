@@ -128,7 +128,12 @@ class IostatReader(MeasuredReader):
     description = "sysstat iostat text (every layout, -t timestamps) or -o JSON"
     tool = "sysstat iostat"
     tables = ("iostat_device", "iostat_cpu", "iostat_device_boot", "iostat_cpu_boot")
-    option_names = ("first_report", "tz", "date_order", "host")
+    option_help = {
+        "first_report": "since-boot (default: iostat without -y) or interval (iostat -y: no since-boot report)",
+        "tz": "time zone of -t times without an offset, e.g. Europe/Paris (default UTC)",
+        "date_order": "auto (default), mdy, dmy or ymd for -t dates",
+        "host": "host name for files without a banner line",
+    }
     block_bytes = 8 << 20
 
     def __init__(self, order: str = "sort", **options: Any):

@@ -53,13 +53,14 @@ class MeasuredReader(ABC):
     auto_detect: ClassVar[bool] = True
     #: tables this reader can fill (the first is its main table)
     tables: ClassVar[tuple[str, ...]]
-    #: options this reader understands (anything else is an error, not silently ignored)
-    option_names: ClassVar[tuple[str, ...]] = ()
+    #: options this reader understands (``-o key=value``) -> one-line help; anything else is an
+    #: error, never silently ignored (the same convention as traces.base.TraceReader)
+    option_help: ClassVar[dict[str, str]] = {}
 
     def __init__(self, order: str = "sort", **options: Any):
-        unknown = sorted(set(options) - set(self.option_names))
+        unknown = sorted(set(options) - set(self.option_help))
         if unknown:
-            known = ", ".join(self.option_names) or "none"
+            known = ", ".join(self.option_help) or "none"
             raise ValueError(f"{self.name} reader: unknown option(s) {', '.join(unknown)} (known: {known})")
         self.options = {k: v for k, v in options.items() if v is not None}
         self.metadata: dict[str, Any] = {"tool": self.tool}

@@ -16,6 +16,11 @@ READERS: dict[str, str] = {
     "iostat": "traces.iostat:IostatReader",
     "vxstat": "traces.vxstat:VxstatReader",
     "vxdmp": "traces.vxdmp:VxdmpReader",
+    "fio-json": "traces.fio:FioJsonReader",
+    "fio-terse": "traces.fio:FioTerseReader",
+    "fio-log": "traces.fio:FioLogReader",
+    # a per-I/O fio latency log with offsets as a block trace (chosen only by --format fio-trace)
+    "fio-trace": "traces.fio:FioTraceReader",
     "msr": "traces.msr:MsrReader",
     "alibaba": "traces.alibaba:AlibabaReader",
     "tencent": "traces.tencent:TencentReader",

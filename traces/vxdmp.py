@@ -72,7 +72,10 @@ class VxdmpReader(MeasuredReader):
     description = "Veritas vxdmpadm [-q] iostat show (paths, DMP nodes, controllers, ...)"
     tool = "Veritas vxdmpadm iostat"
     tables = ("vxdmp",)
-    option_names = ("interval_s", "block_bytes")
+    option_help = {
+        "interval_s": "seconds per report as given to interval= (the output has no timestamps)",
+        "block_bytes": "bytes per BLOCKS unit (default 512)",
+    }
     block_bytes_read = 8 << 20
 
     def __init__(self, order: str = "sort", **options: Any):

@@ -54,7 +54,13 @@ class VxstatReader(MeasuredReader):
     description = "Veritas vxstat (-svd, -p, -i N, -o alldgs, -T)"
     tool = "Veritas vxstat"
     tables = ("vxstat",)
-    option_names = ("interval_s", "tz", "dg", "block_bytes", "per_second")
+    option_help = {
+        "interval_s": "seconds per report as given to -i (default: from the date lines)",
+        "tz": "time zone of the date lines, e.g. Europe/Paris (default UTC)",
+        "dg": "disk group of rows without a DG line (vxstat -g)",
+        "block_bytes": "bytes per BLOCKS unit (default 512)",
+        "per_second": "true when vxstat ran with -S (values per second, not per interval)",
+    }
     block_bytes_read = 8 << 20
 
     def __init__(self, order: str = "sort", **options: Any):
