@@ -208,11 +208,15 @@ class TraceReader(ABC):
         )
 
 
+Check = tuple[pl.Expr, pl.Expr]
+"""A row check as ``(condition, reason text)``: the text is built only when some row fails."""
+
+
 def raw_from_block(block: LineBlock) -> Callable[[np.ndarray], list[str]]:
     return block.raw_lines
 
 
-def op_from_codes(field: str, codes: dict[str, str], case_sensitive: bool = False) -> tuple[pl.Expr, pl.Expr]:
+def op_from_codes(field: str, codes: dict[str, str], case_sensitive: bool = False) -> tuple[pl.Expr, Check]:
     """Map a text op field to the canonical op, and a reason for values outside ``codes``.
 
     Matching is by equality against each code (and, unless ``case_sensitive``, its lower,
@@ -232,33 +236,38 @@ def op_from_codes(field: str, codes: dict[str, str], case_sensitive: bool = Fals
         op = pl.when(hit).then(pl.lit(v, OP_DTYPE)) if op is None else op.when(hit).then(pl.lit(v, OP_DTYPE))
     op = op.otherwise(pl.lit(None, OP_DTYPE))
     expected = " or ".join(sorted(set(codes)))
-    reason = pl.when(pl.col("op").is_null() & col.is_not_null()).then(
-        pl.format(f"unknown {field} '{{}}' (expected {expected})", col.str.slice(0, 20))
-    )
-    return op, reason
+    unknown = pl.col("op").is_null() & col.is_not_null()
+    return op, (unknown, pl.format(f"unknown {field} '{{}}' (expected {expected})", col.str.slice(0, 20)))
 
 
-def with_reason(df: pl.DataFrame, *reasons: pl.Expr) -> pl.DataFrame:
+def with_reason(df: pl.DataFrame, *reasons: pl.Expr | Check) -> pl.DataFrame:
     """Keep the first reason already set; otherwise take the first of ``reasons`` that applies
-    (each a ``pl.when(...).then(...)`` without otherwise)."""
+    (each a ``pl.when(...).then(...)`` without otherwise, or a :data:`Check`).
+
+    When every reason is a Check, the conditions are evaluated first and a block where none
+    holds returns at once: formatting reason strings for every row costs more than parsing.
+    """
+    if reasons and all(isinstance(r, tuple) for r in reasons):
+        if not df.select(pl.any_horizontal(c.fill_null(False) for c, _ in reasons).any()).item():
+            return df
     expr = pl.col("_reason")
     for r in reasons:
-        expr = pl.coalesce(expr, r.otherwise(pl.lit(None, pl.String)))
+        e = pl.when(r[0].fill_null(False)).then(r[1]) if isinstance(r, tuple) else r
+        expr = pl.coalesce(expr, e.otherwise(pl.lit(None, pl.String)))
     return df.with_columns(_reason=expr)
 
 
-def scaled_int(field: str, factor: int, what: str) -> tuple[pl.Expr, pl.Expr]:
+def scaled_int(field: str, factor: int, what: str) -> tuple[pl.Expr, Check]:
     """Integer ``field`` times ``factor`` (e.g. sectors -> bytes) as Int64, and a reason for
     values whose product does not fit in int64 (Polars integer products wrap silently)."""
     col = pl.col(field).cast(pl.Int64)
     limit = (2**63 - 1) // factor
     fits = col.abs() <= limit
     value = pl.when(fits).then(col.clip(-limit, limit) * factor)
-    reason = pl.when(col.is_not_null() & ~fits).then(pl.format(f"{what} {{}} is out of range", col))
-    return value, reason
+    return value, (col.is_not_null() & ~fits, pl.format(f"{what} {{}} is out of range", col))
 
 
-def decimal_scaled(field: str, scale: int, what: str) -> tuple[pl.Expr, pl.Expr]:
+def decimal_scaled(field: str, scale: int, what: str) -> tuple[pl.Expr, Check]:
     """Decimal text (e.g. seconds ``'0.000123'``, ``'1.5e-3'``) times ``10**scale`` as an exact
     Int64 (e.g. nanoseconds for scale 9), and a reason for text that is not a number or is out
     of range.
@@ -272,10 +281,10 @@ def decimal_scaled(field: str, scale: int, what: str) -> tuple[pl.Expr, pl.Expr]
     lim = pl.lit(Decimal(2**63 - 1) / factor, pl.Decimal(38, scale))
     fits = dec.abs() <= lim
     value = pl.when(fits).then((dec.clip(-lim, lim) * factor).cast(pl.Int64, strict=False))
-    reason = (
-        pl.when(text.is_not_null() & dec.is_null())
+    not_number = text.is_not_null() & dec.is_null()
+    text_reason = (
+        pl.when(not_number)
         .then(pl.format(f"field '{field}' is not a number: '{{}}'", text.str.slice(0, 40)))
-        .when(dec.is_not_null() & ~fits)
-        .then(pl.format(f"{what} {{}} is out of range", text.str.slice(0, 40)))
+        .otherwise(pl.format(f"{what} {{}} is out of range", text.str.slice(0, 40)))
     )
-    return value, reason
+    return value, (not_number | (dec.is_not_null() & ~fits), text_reason)

@@ -201,21 +201,22 @@ class BlkparseReader(TraceReader):
         )
         df = with_reason(
             df,
-            pl.when(line == "\x00INVALID").then(pl.lit("line is not valid UTF-8 text")),
-            pl.when(line.str.contains("\x00", literal=True)).then(pl.lit("line contains NUL bytes")),
-            pl.when(pl.col("_kind") == "bad").then(
-                pl.format("not a blkparse event line: '{}'", line.str.slice(0, 60))
+            (line == "\x00INVALID", pl.lit("line is not valid UTF-8 text")),
+            (line.str.contains("\x00", literal=True), pl.lit("line contains NUL bytes")),
+            (pl.col("_kind") == "bad", pl.format("not a blkparse event line: '{}'", line.str.slice(0, 60))),
+            (
+                rest_unreadable,
+                pl.format("cannot read 'sector + nsectors [...]' from '{}'", pl.col("rest").str.slice(0, 60)),
             ),
-            pl.when(rest_unreadable).then(
-                pl.format("cannot read 'sector + nsectors [...]' from '{}'", pl.col("rest").str.slice(0, 60))
+            (
+                pl.col("_rest").struct.field("1").is_not_null() & pl.col("sector").is_null(),
+                pl.format("sector {} is out of range", pl.col("_rest").struct.field("1").str.slice(0, 40)),
             ),
-            pl.when(pl.col("_rest").struct.field("1").is_not_null() & pl.col("sector").is_null()).then(
-                pl.format("sector {} is out of range", pl.col("_rest").struct.field("1").str.slice(0, 40))
+            (
+                pl.col("_rest").struct.field("2").is_not_null() & pl.col("_nsec").is_null(),
+                pl.format("nsectors {} is out of range", pl.col("_rest").struct.field("2").str.slice(0, 40)),
             ),
-            pl.when(pl.col("_rest").struct.field("2").is_not_null() & pl.col("_nsec").is_null()).then(
-                pl.format("nsectors {} is out of range", pl.col("_rest").struct.field("2").str.slice(0, 40))
-            ),
-            pl.when(pl.col("sector").is_null() & ~pure_flush).then(pl.lit("sector missing")),
+            (pl.col("sector").is_null() & ~pure_flush, pl.lit("sector missing")),
             ts_reason,
             off_reason,
             size_reason,

@@ -137,7 +137,7 @@ class DelimitedReader(TraceReader):
             yield self.finish(df, block.raw_lines, skipped)
 
     def _parse(self, block: LineBlock, start: int, skipped: Counter) -> pl.DataFrame:
-        fast = self._fast(block, start) if self.separator is not None else None
+        fast = self._fast(block, start)
         if fast is None:
             return self._slow(block, np.arange(start, block.n_lines, dtype=np.int64), skipped)
         required = [f.name for f in self.fields[: self._n_min]]
@@ -158,11 +158,13 @@ class DelimitedReader(TraceReader):
             # the CSV parser keeps NUL bytes inside text fields: the exact path rejects such lines
             return None
         try:
+            # whitespace formats: single spaces parse here; anything else (runs of blanks, tabs,
+            # leading blanks) fails or leaves required fields null and takes the exact path
             df = pl.read_csv(
                 block.data,
                 has_header=False,
                 skip_rows=start,
-                separator=self.separator,
+                separator=self.separator if self.separator is not None else " ",
                 schema=self._typed_schema(),
                 quote_char=None,
                 comment_prefix=None,

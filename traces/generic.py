@@ -340,11 +340,12 @@ class GenericReader(DelimitedReader):
                 if want == pl.Int64:
                     val = text.str.strip_chars().cast(pl.Int64, strict=False)
                     reasons.append(
-                        pl.when(pl.col(f"_{field}_raw").is_not_null() & pl.col(field).is_null()).then(
+                        (
+                            pl.col(f"_{field}_raw").is_not_null() & pl.col(field).is_null(),
                             pl.format(
                                 f"field '{c}' is not an integer: '{{}}'",
                                 pl.col(f"_{field}_raw").str.slice(0, 40),
-                            )
+                            ),
                         )
                     )
                     typed[f"_{field}_raw"] = text

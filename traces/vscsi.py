@@ -132,10 +132,8 @@ class VscsiReader(TraceReader):
         )
         df = with_reason(
             df,
-            pl.when(pl.col("ts_i").is_null()).then(
-                pl.format("timestamp {} µs is out of range", pl.col("ts"))
-            ),
-            pl.when(pl.col("lbn_i").is_null()).then(pl.format("lbn {} is out of range", pl.col("lbn"))),
+            (pl.col("ts_i").is_null(), pl.format("timestamp {} µs is out of range", pl.col("ts"))),
+            (pl.col("lbn_i").is_null(), pl.format("lbn {} is out of range", pl.col("lbn"))),
             ts_reason,
             off_reason,
         )
