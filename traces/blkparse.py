@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import polars as pl
+import pyarrow.compute as pc
 
 from traces.base import Chunk, TraceReader, decimal_scaled, scaled_int, with_reason
 from traces.delimited import _lines_series
@@ -46,7 +47,6 @@ PAIR_WINDOW_NS = 30 * 1_000_000_000  # Linux sd command timeout (SD_TIMEOUT = 30
 BLOCK_BYTES = 32 << 20
 
 EVENT_RE = r"^\s*(\d+),(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\.(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s*(.*?)\s*$"
-EVENT_FIELDS = ("maj", "min", "cpu", "seq", "secs", "frac", "pid", "action", "rwbs", "rest")
 # "sector + nsectors [proc]", "sector [err]", "[proc]"; the bracket is optional
 REST_RE = r"^(?:(\d+)(?:\s+\+\s+(\d+))?)?\s*(?:\[(.*)\])?$"
 SUMMARY_START_RE = r"^(?:CPU\d+|Total) \(.*\):\s*$"
@@ -106,11 +106,9 @@ class BlkparseReader(TraceReader):
 
     def _block(self, block: LineBlock) -> Chunk:
         lines, idx = _lines_series(block, None)
-        df = pl.DataFrame({"_idx": idx, "line": lines})
-        df = df.with_columns(ev=pl.col("line").str.extract_groups(EVENT_RE)).unnest("ev")
-        df = df.rename({str(i + 1): f for i, f in enumerate(EVENT_FIELDS)})
+        df = _fields(lines).with_columns(_idx=pl.Series(idx), line=lines)
         line = pl.col("line")
-        is_event = pl.col("maj").is_not_null()
+        is_event = pl.col("_event")
         starts_summary = ~is_event & line.str.contains(SUMMARY_START_RE)
         df = df.with_columns(
             _summary=pl.when(starts_summary)
@@ -146,29 +144,19 @@ class BlkparseReader(TraceReader):
             .then(pl.lit("non_data"))
             .otherwise(pl.lit("record"))
         )
-        rest = pl.col("rest").str.extract_groups(REST_RE)
-        df = df.with_columns(_kind=kind, _rest=rest).with_columns(
-            sector=pl.col("_rest").struct.field("1").cast(pl.Int64, strict=False),
-            _nsec=pl.col("_rest").struct.field("2").cast(pl.Int64, strict=False),
-            nsectors=pl.col("_rest").struct.field("2").cast(pl.Int64, strict=False).fill_null(0),
-            _bracket=pl.col("_rest").struct.field("3"),
-            _time=pl.concat_str(pl.col("secs"), pl.lit("."), pl.col("frac")),
-            volume=pl.concat_str(pl.col("maj"), pl.lit(","), pl.col("min")),
-        )
-        ts, ts_reason = decimal_scaled("_time", 9, "time (s)")
-        df = df.with_columns(ts_raw_ns=ts)
+        df = df.with_columns(_kind=kind)
         self._by_action.update(dict(df.filter(is_event).group_by("action").len().iter_rows()))
         counts = dict(df.group_by("_kind").len().iter_rows())
         skipped = Counter({k: int(v) for k, v in counts.items() if k not in ("bad", "record")})
         dispatches = None
         if self.pair:
-            dispatches = df.filter(
-                (act == "D")
-                & (pl.col("nsectors") > 0)
-                & pl.col("sector").is_not_null()
-                & pl.col("ts_raw_ns").is_not_null()
+            d = _with_request(df.filter(is_event & (act == "D")))
+            dispatches = d.filter(
+                (pl.col("nsectors") > 0) & pl.col("sector").is_not_null() & pl.col("ts_raw_ns").is_not_null()
             ).select("volume", "sector", "nsectors", d_ts=pl.col("ts_raw_ns"))
-        df = df.filter(pl.col("_kind").is_in(["bad", "record"]))
+        # only requests (and lines to reject) are parsed further
+        df = _with_request(df.filter(pl.col("_kind").is_in(["bad", "record"])))
+        _, ts_reason = decimal_scaled("_time", 9, "time (s)")
 
         offset, off_reason = scaled_int("sector", SECTOR_BYTES, "sector")
         size, size_reason = scaled_int("nsectors", SECTOR_BYTES, "nsectors")
@@ -278,3 +266,54 @@ class BlkparseReader(TraceReader):
             .drop("_d")
         )
         return j.select("_idx", "latency_ns")
+
+
+FIELD_NAMES = ("majmin", "cpu", "seq", "time", "pid", "action", "rwbs", "rest")
+
+
+def _fields(lines: pl.Series) -> pl.DataFrame:
+    """The eight whitespace-separated fields of every line (Arrow's C++ splitter: ~4x faster
+    than one regex over the line) and whether the line is an event line:
+    ``maj,min cpu seq secs.nsecs pid action rwbs [rest]`` with the numbers numeric."""
+    trimmed = pc.ascii_ltrim_whitespace(lines.to_arrow())
+    parts = pl.Series(pc.ascii_split_whitespace(trimmed, max_splits=len(FIELD_NAMES) - 1))
+    df = pl.DataFrame({"_p": parts}).select(
+        pl.col("_p").list.get(i, null_on_oob=True).alias(n) for i, n in enumerate(FIELD_NAMES)
+    )
+    digits = r"^[0-9]+$"
+    mm = pl.col("majmin").str.split_exact(",", 1)
+    tm = pl.col("time").str.split_exact(".", 1)
+    df = df.with_columns(
+        maj=mm.struct.field("field_0"),
+        min=mm.struct.field("field_1"),
+        secs=tm.struct.field("field_0"),
+        frac=tm.struct.field("field_1"),
+        rest=pl.col("rest").str.strip_chars(),
+    )
+    return df.with_columns(
+        _event=(
+            pl.col("maj").str.contains(digits)
+            & pl.col("min").str.contains(digits)
+            & pl.col("cpu").str.contains(digits)
+            & pl.col("seq").str.contains(digits)
+            & pl.col("secs").str.contains(digits)
+            & pl.col("frac").str.contains(digits)
+            & pl.col("pid").str.contains(digits)
+            & pl.col("rwbs").is_not_null()
+        ).fill_null(False)
+    )
+
+
+def _with_request(df: pl.DataFrame) -> pl.DataFrame:
+    """Parse ``sector + nsectors [...]``, the time (exact ns) and the volume of event rows."""
+    rest = pl.col("rest").fill_null("").str.extract_groups(REST_RE)
+    df = df.with_columns(_rest=rest).with_columns(
+        sector=pl.col("_rest").struct.field("1").cast(pl.Int64, strict=False),
+        _nsec=pl.col("_rest").struct.field("2").cast(pl.Int64, strict=False),
+        nsectors=pl.col("_rest").struct.field("2").cast(pl.Int64, strict=False).fill_null(0),
+        _bracket=pl.col("_rest").struct.field("3"),
+        _time=pl.concat_str(pl.col("secs"), pl.lit("."), pl.col("frac")),
+        volume=pl.concat_str(pl.col("maj"), pl.lit(","), pl.col("min")),
+    )
+    ts, _ = decimal_scaled("_time", 9, "time (s)")
+    return df.with_columns(ts_raw_ns=ts)
