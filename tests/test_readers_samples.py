@@ -485,3 +485,5 @@ def test_bad_option_values():
         VscsiReader(volume=" ")
     with pytest.raises(ValueError, match="order must be one of"):
         reader_class("fiu")(order="shuffle")
+    with pytest.raises(ValueError, match="format 'msr': capacities cannot be given as text"):
+        reader_class("msr")(capacities="usr_0=1GiB")

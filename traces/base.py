@@ -78,6 +78,11 @@ class TraceReader(ABC):
             raise ValueError(
                 f"format {self.name!r} has no option {', '.join(map(repr, unknown))}; accepted options: {accepted}"
             )
+        if isinstance(capacities, str):
+            raise ValueError(
+                f"format {self.name!r}: capacities cannot be given as text; use the format's own source "
+                "(alibaba: -o device_sizes=PATH, generic: [capacities] in the mapping)"
+            )
         self.order = order
         self.capacities = dict(capacities or {})
         self.options = options
