@@ -38,7 +38,10 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import numba
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredChunk, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
@@ -179,17 +182,8 @@ class IostatReader(MeasuredReader):
         chunk = MeasuredChunk()
         df = lines_frame(block)
         line = pl.col("line")
-        strip = line.str.strip_chars()
         k = pl.col("kind")
-        df = df.with_columns(
-            kind=pl.when(strip == "").then(K_BLANK)
-            .when(line.str.contains(BANNER_RE)).then(K_BANNER)
-            .when(strip.str.contains(TS_RE)).then(K_TS)
-            .when(strip.str.starts_with("avg-cpu:")).then(K_CPU_HDR)
-            .when(strip.str.contains(DEV_HDR_RE)).then(K_DEV_HDR)
-            .otherwise(K_OTHER)
-            .cast(pl.Int8)
-        )
+        df = df.with_columns(kind=_classify(df.get_column("line")), _i=pl.int_range(pl.len(), dtype=pl.Int64))
         # A report is [timestamp] [avg-cpu header + values] [Device header + rows]: a section
         # whose rank is not above the previous section's starts a new report.
         rank = (pl.when(k == K_TS).then(0).when(k == K_CPU_HDR).then(1).when(k == K_DEV_HDR).then(2)
@@ -289,7 +283,7 @@ class IostatReader(MeasuredReader):
                 self._route(chunk, table, part.clear(), rej)
         dev = other.filter(is_dev)
         if dev.height:
-            self._devices(source, dev, chunk)
+            self._devices(source, dev, chunk, block)
         cpu = other.filter(is_cpu)
         if cpu.height:
             self._cpus(source, cpu, chunk)
@@ -312,7 +306,14 @@ class IostatReader(MeasuredReader):
             chunk.add(table, rows=rows.filter(pl.col("since_boot") == flag) if rows.height else None,
                       rejects=rejects.filter(pl.col("since_boot") == flag).drop("since_boot"))
 
-    def _devices(self, source: Source, dev: pl.DataFrame, chunk: MeasuredChunk) -> None:
+    def _devices(self, source: Source, dev: pl.DataFrame, chunk: MeasuredChunk, block: LineBlock) -> None:
+        tok: _Tokens | None = None
+        invalid = dev.get_column("line") == "\x00INVALID"
+        if invalid.any():
+            bad = dev.filter(invalid)
+            self._route(chunk, "iostat_device", bad.clear(), reject_frame(
+                bad["src_line"], bad["line"], "line is not valid UTF-8 text").with_columns(since_boot=bad["since_boot"]))
+            dev = dev.filter(~invalid)
         for (hdr,), part in dev.partition_by("hdr", as_dict=True, maintain_order=True).items():
             hdr_line = int(part["hdr_line"][0])
             tokens = hdr.split()
@@ -321,21 +322,59 @@ class IostatReader(MeasuredReader):
             _check_known(cols, _DEVICE_COLUMNS, source, hdr_line, "device")
             self._layouts[_layout_name(tokens)] += part.height
             n = len(cols)
-            part = part.with_columns(_t=pl.col("line").str.extract_all(r"\S+")).with_columns(
-                _n=pl.col("_t").list.len())
-            if device_last:
-                values = pl.col("_t").list.slice(0, n)
-                device = pl.col("_t").list.slice(n).list.join(" ")
-                group = pl.col("line").str.contains(r"\s{2}\S+\s*$")
-            else:
-                values = pl.col("_t").list.slice(pl.col("_n") - n, n)
-                device = pl.col("_t").list.slice(0, pl.col("_n") - n).list.join(" ")
-                group = pl.col("line").str.starts_with(" ")
-            part = part.with_columns(_v=values, device=device, is_group=group)
-            reason = pl.when(pl.col("_n") < n + 1).then(
-                pl.format(f"expected a device name and {n} values (header at line {hdr_line}), found {{}} fields",
-                          pl.col("_n")))
-            self._typed_rows(chunk, "iostat_device", part, cols, _DEVICE_COLUMNS, reason)
+            rows = part.get_column("_i").to_numpy()
+            fast = _csv_rows(block, rows, cols, device_last)
+            if fast is not None:
+                group = (pl.col("line").str.contains(r"\s{2}\S+\s*$") if device_last
+                         else pl.col("line").str.starts_with(" "))
+                good = part.with_columns(fast, is_group=group)
+                neg = pl.any_horizontal(pl.col(c) < 0 for c in fast.columns if c != "device")
+                if good.select(neg.any()).item():
+                    bad_rows = good.filter(neg)
+                    reasons = []
+                    for r in bad_rows.select(fast.columns).iter_rows(named=True):
+                        tok_name = next(t for t in cols if r[_DEVICE_COLUMNS[t][0]] < 0)
+                        reasons.append(f"negative value in '{tok_name}': {r[_DEVICE_COLUMNS[tok_name][0]] / _DEVICE_COLUMNS[tok_name][1]:.2f}")
+                    rej = reject_frame(bad_rows["src_line"], bad_rows["line"], reasons).with_columns(
+                        since_boot=bad_rows["since_boot"])
+                    good = good.filter(~neg)
+                else:
+                    rej = reject_frame([], [], []).with_columns(since_boot=pl.lit(False))
+                self._route(chunk, "iostat_device", good, rej)
+                continue
+            tok = tok or _Tokens(block)
+            ntok = tok.count[rows]
+            first = tok.first[rows]
+            ok = ntok >= n + 1
+            # value tokens: the n after the name (device first) or the first n (device last)
+            vstart = first + (0 if device_last else ntok - n)
+            idx = (vstart[ok][:, None] + np.arange(n)[None, :]).ravel()
+            values = tok.text(idx)
+            name_one = np.where(device_last, first + n, first)
+            multi = ok & (ntok > n + 1)  # names with spaces (-j LABEL): joined from their tokens
+            names = tok.text(name_one[ok]).to_list()
+            if multi.any():
+                pos = {int(r): j for j, r in enumerate(np.flatnonzero(ok))}
+                for r in np.flatnonzero(multi):
+                    lo = first[r] + (n if device_last else 0)
+                    names[pos[int(r)]] = " ".join(tok.text(np.arange(lo, lo + ntok[r] - n)).to_list())
+            good = part.filter(pl.Series(ok))
+            short = part.filter(pl.Series(~ok))
+            if short.height:
+                rej = reject_frame(short["src_line"], short["line"], [
+                    f"expected a device name and {n} values (header at line {hdr_line}), found {c} fields"
+                    for c in ntok[~ok].tolist()]).with_columns(since_boot=short["since_boot"])
+                self._route(chunk, "iostat_device", short.clear(), rej)
+            if not good.height:
+                continue
+            group = (pl.col("line").str.contains(r"\s{2}\S+\s*$") if device_last
+                     else pl.col("line").str.starts_with(" "))
+            good = good.with_columns(device=pl.Series(names, dtype=pl.String), is_group=group)
+            exprs, reason = _typed_matrix(values, good.height, cols, _DEVICE_COLUMNS)
+            good = good.with_columns(*exprs, _reason=reason)
+            bad = good.filter(pl.col("_reason").is_not_null())
+            rej = reject_frame(bad["src_line"], bad["line"], bad["_reason"]).with_columns(since_boot=bad["since_boot"])
+            self._route(chunk, "iostat_device", good.filter(pl.col("_reason").is_null()), rej)
 
     def _cpus(self, source: Source, cpu: pl.DataFrame, chunk: MeasuredChunk) -> None:
         for (hdr,), part in cpu.partition_by("cpu_hdr", as_dict=True, maintain_order=True).items():
@@ -529,6 +568,151 @@ class IostatReader(MeasuredReader):
         self.metadata["json_timestamp_lines"] = len(ts_lines)
         self.metadata["first_report"] = "since-boot" if self.first_is_boot else "interval (-y)"
         return chunk
+
+
+def _classify(lines: pl.Series) -> pl.Series:
+    """Line kinds. Cheap prefix tests pick the candidates; the exact regular expressions run
+    only on those (a few lines per report), never on the device rows."""
+    n = lines.len()
+    kind = np.full(n, K_OTHER, dtype=np.int8)
+    s = lines.str.strip_chars()
+    first = s.str.slice(0, 1)
+    cand = pl.DataFrame({"s": s, "line": lines}).with_columns(
+        blank=pl.col("s") == "",
+        banner=pl.col("line").str.starts_with("Linux "),
+        ts=first.is_in(list("0123456789")) & pl.col("s").str.contains(":", literal=True),
+        cpu=pl.col("s").str.starts_with("avg-cpu:"),
+        dev=pl.col("s").str.starts_with("Device") | pl.col("s").str.ends_with("Device"),
+    )
+    for col, code, pattern, on in (("dev", K_DEV_HDR, DEV_HDR_RE, "s"), ("cpu", K_CPU_HDR, None, "s"),
+                                   ("ts", K_TS, TS_RE, "s"), ("banner", K_BANNER, BANNER_RE, "line"),
+                                   ("blank", K_BLANK, None, "s")):
+        idx = np.flatnonzero(cand.get_column(col).to_numpy())
+        if not len(idx):
+            continue
+        if pattern is not None:
+            hit = cand.get_column(on).gather(idx).str.contains(pattern).to_numpy()
+            idx = idx[hit]
+        kind[idx] = code
+    return pl.Series("kind", kind)
+
+
+@numba.njit(cache=True, nogil=True)
+def _squeeze_lines(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> int:
+    """Copy the given lines into ``out`` as CSV: runs of blanks become one comma, leading and
+    trailing blanks go, each line ends with a newline. One pass over the bytes (numpy needs
+    ten passes and Polars' regex split is slower still); returns the bytes written."""
+    j = 0
+    for r in range(len(starts)):
+        pending = False
+        started = False
+        for i in range(starts[r], ends[r]):
+            c = data[i]
+            if c == 32 or c == 9 or c == 13:
+                if started:
+                    pending = True
+            else:
+                if pending:
+                    out[j] = 44
+                    j += 1
+                    pending = False
+                out[j] = c
+                j += 1
+                started = True
+        out[j] = 10
+        j += 1
+    return j
+
+
+def _csv_rows(block: LineBlock, rows: np.ndarray, cols: list[str], device_last: bool) -> pl.DataFrame | None:
+    """The fast path for clean device rows: their bytes, runs of blanks squeezed to one comma,
+    through Polars' CSV parser (multi-threaded, exact float parsing). None when any row does
+    not fit (names with spaces, --human suffixes, bad values): the token path then says which
+    field of which line is wrong."""
+    starts, ends = block.starts[rows], block.ends[rows]
+    out = np.empty(int((ends - starts).sum()) + len(rows), dtype=np.uint8)
+    n_out = _squeeze_lines(np.frombuffer(block.data, dtype=np.uint8), starts, ends, out)
+    squeezed = out[:n_out]
+    names = [_DEVICE_COLUMNS[c][0] for c in cols]
+    if len(set(names)) != len(names):
+        return None
+    order = [*names, "device"] if device_last else ["device", *names]
+    schema = {c: (pl.String if c == "device" else pl.Float64) for c in order}
+    try:
+        df = pl.read_csv(squeezed.tobytes(), has_header=False, new_columns=order, schema=schema, quote_char=None,
+                         comment_prefix=None, truncate_ragged_lines=False)
+    except Exception:  # noqa: BLE001 - any problem sends these rows to the exact token path
+        return None
+    if df.height != len(rows) or df.select(pl.any_horizontal(pl.all().is_null()).any()).item():
+        return None
+    scale = {c: _DEVICE_COLUMNS[t][1] for c, t in zip(names, cols, strict=True)}
+    return df.select("device", *((pl.col(c) * scale[c]) if scale[c] != 1 else pl.col(c) for c in names))
+
+
+class _Tokens:
+    """Whitespace-separated tokens of a block without copying it: token j is the bytes from
+    its first character to the next token's (trailing blanks are stripped when read), so one
+    Arrow array over the block's buffer holds them all."""
+
+    def __init__(self, block: LineBlock):
+        a = np.frombuffer(block.data, dtype=np.uint8)
+        ws = (a == 32) | (a == 9) | (a == 10) | (a == 13)
+        starts = ~ws
+        starts[1:] &= ws[:-1]
+        start = np.flatnonzero(starts).astype(np.int64)
+        line_of = np.searchsorted(block.starts, start, side="right") - 1
+        self.count = np.bincount(line_of, minlength=block.n_lines).astype(np.int64)
+        self.first = np.concatenate([[0], np.cumsum(self.count)[:-1]]).astype(np.int64)
+        base = int(start[0]) if len(start) else 0
+        offsets = np.append(start, len(block.data)) - base
+        buf = pa.py_buffer(memoryview(block.data)[base:])
+        self.series = pl.Series(pa.Array.from_buffers(pa.large_binary(), len(start),
+                                                      [None, pa.py_buffer(offsets), buf]))
+
+    def text(self, idx: np.ndarray) -> pl.Series:
+        return self.series.gather(np.asarray(idx, dtype=np.int64)).cast(pl.String).str.strip_chars()
+
+
+def _typed_matrix(values: pl.Series, n_rows: int, cols: list[str], spec: dict) -> tuple[list[pl.Series], pl.Series]:
+    """Typed, unit-normalized columns from the row-major value tokens, and the reject reason
+    (first unparsable or negative value). --human suffixes and decimal commas take a slower
+    path only for the tokens that need it."""
+    n = len(cols)
+    num = values.cast(pl.Float64, strict=False)
+    failed = num.is_null() & values.is_not_null()
+    scales = np.tile(np.array([spec[c][1] for c in cols], dtype=np.float64), n_rows)
+    out = num.to_numpy().astype(np.float64) * scales
+    if failed.any():
+        fi = np.flatnonzero(failed.to_numpy())
+        kinds = np.tile(np.array([spec[c][2] for c in cols]), n_rows)[fi]
+        frame = pl.DataFrame({"tok": values.gather(fi), "kind": kinds}).with_columns(
+            m=pl.col("tok").str.extract_groups(r"^(-?\d*[.,]?\d+)([A-Za-z%]*)$"))
+        base = frame.select(pl.col("m").struct.field("1").str.replace(",", ".", literal=True)
+                            .cast(pl.Float64, strict=False)).to_series().to_numpy()
+        suffix = frame.select(pl.col("m").struct.field("2")).to_series().to_list()
+        fixed = np.full(len(fi), np.nan)
+        for j, (b, sfx, kd, pos) in enumerate(zip(base, suffix, kinds, fi, strict=True)):
+            if b != b or sfx is None:
+                continue
+            factor = spec[cols[pos % n]][1] if sfx == "" else _SUFFIX_SCALE[kd].get(sfx)
+            if factor is not None:
+                fixed[j] = b * factor
+        out[fi] = fixed
+    mat = out.reshape(n_rows, n)
+    bad_num = np.isnan(mat)
+    neg = mat < 0
+    reason = np.full(n_rows, None, dtype=object)
+    if bad_num.any() or neg.any():
+        toks = values.to_numpy().reshape(n_rows, n)
+        for r in np.flatnonzero(bad_num.any(axis=1) | neg.any(axis=1)):
+            c = int(np.flatnonzero(bad_num[r] | neg[r])[0])
+            reason[r] = (f"column '{cols[c]}' is not a number: '{str(toks[r, c])[:30]}'" if bad_num[r, c]
+                         else f"negative value in '{cols[c]}': {toks[r, c]}")
+    series = {}
+    for c, tok_name in enumerate(cols):
+        col = spec[tok_name][0]
+        series[col] = pl.Series(col, mat[:, c]).fill_nan(None)
+    return list(series.values()), pl.Series("_reason", reason.tolist(), dtype=pl.String)
 
 
 def _typed_values(part: pl.DataFrame, cols: list[str], spec: dict, reason: pl.Expr) -> tuple[list[pl.Expr], pl.Expr]:
