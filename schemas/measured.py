@@ -249,7 +249,8 @@ FIO_HIST: dict[str, tuple] = {
 }
 
 IOMETER: dict[str, tuple] = {
-    "result_block": (I32, "0-based 'Results block in the file"),
+    "result_block": (I32, "0-based 'Results block in the file (one per access specification run)"),
+    "test_time": (TS, "the block's 'Time Stamp (local time as printed; read as UTC)"),
     "target_type": (STR, "ALL, MANAGER, PROCESSOR, WORKER or DISK"),
     "target_name": (STR, "target name"),
     "access_spec": (STR, "access specification name"),
@@ -259,15 +260,20 @@ IOMETER: dict[str, tuple] = {
     "iops": (F64, "IOps"),
     "read_iops": (F64, "Read IOps"),
     "write_iops": (F64, "Write IOps"),
-    "mb_per_s": (F64, "MBps (decimal MB, 10^6 B, as IOMeter prints them)"),
-    "read_mb_per_s": (F64, "Read MBps"),
-    "write_mb_per_s": (F64, "Write MBps"),
+    "bytes_per_s": (F64, "MBps: 'MBps (Decimal)' x 10^6, 'MBps (Binary)' or the bare 'MBps' of older IOMeters x 2^20"),
+    "read_bytes_per_s": (F64, "Read MBps in bytes/s"),
+    "write_bytes_per_s": (F64, "Write MBps in bytes/s"),
     "avg_response_ms": (F64, "Average Response Time, ms"),
     "avg_read_response_ms": (F64, "Average Read Response Time, ms"),
     "avg_write_response_ms": (F64, "Average Write Response Time, ms"),
     "max_response_ms": (F64, "Maximum Response Time, ms"),
-    "cpu_util_pct": (F64, "% CPU Utilization"),
+    "read_ios": (I64, "Read I/Os"),
+    "write_ios": (I64, "Write I/Os"),
+    "bytes_read": (I64, "Bytes Read"),
+    "bytes_written": (I64, "Bytes Written"),
     "errors": (I64, "Errors"),
+    "queue_depth": (I32, "Queue Depth (outstanding I/Os per target)"),
+    "cpu_util_pct": (F64, "% CPU Utilization"),
     "src_line": (I64, "1-based line in the raw file"),
 }
 
@@ -291,7 +297,7 @@ TABLES: dict[str, dict[str, tuple]] = {
 #: Columns that hold the table's time, for the manifest's time span.
 TIME_COLUMN: dict[str, str] = {
     "iostat_device": "ts", "iostat_device_boot": "ts", "iostat_cpu": "ts", "iostat_cpu_boot": "ts",
-    "vxstat": "ts", "fio_job": "timestamp", "fio_log": "time_ms", "fio_hist": "time_ms",
+    "vxstat": "ts", "fio_job": "timestamp", "fio_log": "time_ms", "fio_hist": "time_ms", "iometer": "test_time",
 }
 
 

@@ -19,6 +19,7 @@ READERS: dict[str, str] = {
     "fio-json": "traces.fio:FioJsonReader",
     "fio-terse": "traces.fio:FioTerseReader",
     "fio-log": "traces.fio:FioLogReader",
+    "iometer": "traces.iometer:IometerReader",
     # a per-I/O fio latency log with offsets as a block trace (chosen only by --format fio-trace)
     "fio-trace": "traces.fio:FioTraceReader",
     "msr": "traces.msr:MsrReader",
