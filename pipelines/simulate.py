@@ -15,6 +15,8 @@ multi-volume trace goes through the catalog's DuckDB merge.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -51,8 +53,58 @@ def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
         yield from trace.iter_ordered(batch_rows, [f'"{c}"' for c in columns])
         return
     for f in files:  # one volume: its part files are in time order already
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=list(columns)):
-            yield pl.from_arrow(batch)
+        # Polars' reader (multi-threaded, one contiguous chunk per column) is ~3x faster here
+        # than pyarrow iter_batches + from_arrow, whose batches stop at every row group.
+        rows = pq.ParquetFile(f).metadata.num_rows
+        lf = pl.scan_parquet(f).select(columns)
+        if rows <= batch_rows:
+            yield lf.collect()
+        else:
+            for start in range(0, rows, batch_rows):
+                yield lf.slice(start, batch_rows).collect()
+
+
+def prefetched(items: Iterator, depth: int = 1) -> Iterator:
+    """Yield from ``items``, computing up to ``depth`` items ahead in a background thread.
+
+    Reading Parquet (Polars), splitting pages and mapping ids (numba, nogil) release the GIL, so
+    preparing chunk k+1 overlaps the kernel running on chunk k; ``depth`` bounds the memory."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((done, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put((done, e))
+
+    t = threading.Thread(target=produce, name="tiercast-prefetch", daemon=True)
+    t.start()
+    try:
+        while True:
+            item, err = q.get()
+            if item is done:
+                if err is not None:
+                    raise err
+                return
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
 
 
 def results_dir(data_dir: str | Path, kind: str, trace_id: str) -> Path:
@@ -68,22 +120,23 @@ def _write_atomic(df: pl.DataFrame, path: Path) -> Path:
 
 
 def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_bytes: int,
-             page_size: int = 4096, interval: str | int = "60s", params: dict | None = None,
+             page_size: int = 4096, interval: str | int | None = "60s", params: dict | None = None,
              batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> dict:
     """Replay ``trace`` through one cache policy; returns the summary (requests, pages, hits,
     hit_ratio, byte_hit_ratio and the model's other counters) and writes summary and
-    per-interval Parquet under ``data_dir`` (skipped when ``data_dir`` is None)."""
+    per-interval Parquet under ``data_dir`` (skipped when ``data_dir`` is None; no per-interval
+    metrics when ``interval`` is None)."""
     model = cache_model(policy, cache_bytes, page_size, **(params or {}))
     state = model.new_state()
     builder = ChunkBuilder(model.page_size_bytes)
-    agg = IntervalAggregator(interval)
+    agg = IntervalAggregator(interval) if interval is not None else None
     total = total_rows(trace)
     done = 0
-    for df in read_frames(trace, batch_rows):
-        chunk = builder.build(df)
+    for chunk in prefetched(builder.build(df) for df in read_frames(trace, batch_rows)):
         outcomes = model.replay(state, chunk)
-        agg.add(outcome_frame(chunk, outcomes))
-        done += df.height
+        if agg is not None:
+            agg.add(outcome_frame(chunk, outcomes))
+        done += chunk.n_requests
         if progress:
             progress(done, total)
     c = model.counters(state)
@@ -92,10 +145,11 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
     if data_dir is not None:
         out = results_dir(data_dir, "simulate", trace.trace_id) / f"{model.name}-{model.cache_bytes}-{model.page_size_bytes}"
         _write_atomic(pl.DataFrame([summary]), out / "summary.parquet")
-        intervals = agg.result().with_columns(pl.lit(trace.trace_id).alias("trace_id"),
-                                              pl.lit(model.name).alias("policy"),
-                                              pl.lit(model.cache_bytes).alias("cache_bytes"))
-        _write_atomic(intervals, out / "intervals.parquet")
+        if agg is not None:
+            intervals = agg.result().with_columns(pl.lit(trace.trace_id).alias("trace_id"),
+                                                  pl.lit(model.name).alias("policy"),
+                                                  pl.lit(model.cache_bytes).alias("cache_bytes"))
+            _write_atomic(intervals, out / "intervals.parquet")
         summary["results_dir"] = str(out)
     return summary
 
@@ -119,24 +173,22 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
     done = 0
     if method == "exact":
         sd = StackDistances()
-        for df in read_frames(trace, batch_rows):
-            chunk = builder.build(df)
+        for chunk in prefetched(builder.build(df) for df in read_frames(trace, batch_rows)):
             ids, nbytes = chunk.page_id, chunk.page_bytes
             if chunk.op.size and chunk.op.max() > OP_WRITE:
                 access = chunk.op[chunk.page_req] <= OP_WRITE
                 ids, nbytes = ids[access], nbytes[access]
             sd.update(ids, nbytes, n_ids=chunk.n_ids)
-            done += df.height
+            done += chunk.n_requests
             if progress:
                 progress(done, total)
         footprint = sd.distinct_pages
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
         sh = Shards(rate=1.0 if max_pages and rate == 0.01 else rate, max_pages=max_pages)
-        for df in read_frames(trace, batch_rows):
-            keys, nbytes = builder.page_keys(df)
+        for n, keys, nbytes in prefetched((df.height, *builder.page_keys(df)) for df in read_frames(trace, batch_rows)):
             sh.update(keys, nbytes)
-            done += df.height
+            done += n
             if progress:
                 progress(done, total)
         footprint = int(round(sh.cold[0]))

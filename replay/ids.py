@@ -28,12 +28,14 @@ def _slot(key, shift, mask):
 
 @numba.njit(cache=True, nogil=True)
 def _assign(table, keys, out, start, count, limit, shift):
-    """Map keys[start:] into out; stop (returning the index reached) before the table would
-    hold more than ``limit`` keys. ``table`` interleaves (key, id) per slot so a probe touches
-    one cache line. Returns (next index, new count)."""
+    """Map keys[start:] into out; stop before the table would hold more than ``limit`` keys.
+    ``table`` interleaves (key, id) per slot so a probe touches one cache line. Returns
+    (index reached, new count, status): status 0 done, 1 table full, 2 negative key at index."""
     mask = (table.shape[0] >> 1) - 1
     for i in range(start, keys.shape[0]):
         k = keys[i]
+        if k < 0:
+            return i, count, 2
         s = _slot(k, shift, mask)
         while True:
             tk = table[2 * s]
@@ -42,14 +44,14 @@ def _assign(table, keys, out, start, count, limit, shift):
                 break
             if tk == _EMPTY:
                 if count >= limit:
-                    return i, count
+                    return i, count, 1
                 table[2 * s] = k
                 table[2 * s + 1] = count
                 out[i] = count
                 count += 1
                 break
             s = (s + 1) & mask
-    return keys.shape[0], count
+    return keys.shape[0], count, 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -124,15 +126,16 @@ class IdMap:
 
     def assign(self, keys: np.ndarray) -> np.ndarray:
         keys = np.ascontiguousarray(keys, dtype=np.int64)
-        if keys.size and keys.min() < 0:
-            raise ValueError("page keys must be non-negative")
         out = np.empty(keys.shape[0], dtype=np.int64)
         start = 0
         while True:
             limit = int(self.slots * MAX_LOAD)
-            start, self.n_ids = _assign(self.table, keys, out, start, self.n_ids, limit, _shift(self.slots))
-            if start == keys.shape[0]:
+            start, self.n_ids, status = _assign(self.table, keys, out, start, self.n_ids, limit,
+                                                _shift(self.slots))
+            if status == 0:
                 return out
+            if status == 2:
+                raise ValueError(f"page key {keys[start]} at index {start}: keys must be non-negative")
             self._grow(self.slots * 2)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:

@@ -216,13 +216,41 @@ class StackDistances:
 # ---------------------------------------------------------------------------------------------
 # SHARDS
 
-def sample_hash(keys: np.ndarray) -> np.ndarray:
-    """63-bit hash of page keys (splitmix64 finalizer, Steele et al. 2014), vectorized."""
-    z = keys.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mix(key):
+    """63-bit hash of a page key: the splitmix64 finalizer (Steele et al., OOPSLA 2014)."""
+    z = np.uint64(key) + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(1)).astype(np.int64)
+    return np.int64(z >> np.uint64(1))
+
+
+@numba.njit(cache=True, nogil=True)
+def _hash_all(keys, out):
+    for i in range(keys.shape[0]):
+        out[i] = _mix(keys[i])
+
+
+def sample_hash(keys: np.ndarray) -> np.ndarray:
+    """63-bit sampling hash of each page key."""
+    out = np.empty(len(keys), dtype=np.int64)
+    _hash_all(np.ascontiguousarray(keys, dtype=np.int64), out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _candidates(keys, nbytes, threshold, out_keys, out_hash, out_bytes):
+    """Keep the accesses whose key hash is below ``threshold`` (one pass, no temporaries)."""
+    k = 0
+    for i in range(keys.shape[0]):
+        h = _mix(keys[i])
+        if h < threshold:
+            out_keys[k] = keys[i]
+            out_hash[k] = h
+            out_bytes[k] = nbytes[i]
+            k += 1
+    return k
 
 
 @numba.njit(cache=True, nogil=True)
@@ -363,11 +391,13 @@ class Shards:
         page_bytes = np.asarray(page_bytes, dtype=np.int64)
         self.accesses += int(page_keys.shape[0])
         self.total_bytes += int(page_bytes.sum())
-        hashes = sample_hash(page_keys)
-        cand = hashes < self.smeta[0]  # the threshold only falls: a superset of what is sampled
-        hashes = np.ascontiguousarray(hashes[cand])
-        nbytes = np.ascontiguousarray(page_bytes[cand])
-        sids = self.ids.assign(page_keys[cand])
+        # the threshold only falls while sampling: hash < threshold now is a superset of the sample
+        n = page_keys.shape[0]
+        keys, hashes, nbytes = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+        k = _candidates(np.ascontiguousarray(page_keys), np.ascontiguousarray(page_bytes), self.smeta[0],
+                        keys, hashes, nbytes)
+        keys, hashes, nbytes = keys[:k], hashes[:k], nbytes[:k]
+        sids = self.ids.assign(keys)
         self.last_pos = _grown(self.last_pos, self.ids.n_ids, -1)
         start = 0
         while start < sids.shape[0]:

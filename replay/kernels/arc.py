@@ -27,107 +27,121 @@ from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
 T1, T2, B1, B2 = 1, 2, 3, 4  # values of ``where`` (0: in no list)
-# meta slots: head of list L at L-1, tail at 4+L-1, length at 8+L-1; fmeta[0] is p
+# meta slots: head of list L at L-1, tail at 4+L-1, length at 8+L-1; fmeta[0] is p.
+# The kernel keeps them in local variables (helpers return the new head/tail) so the compiler
+# can hold them in registers: read from the meta array on every access, ARC ran 5x slower.
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _unlink(x, lst, prev, nxt, meta):
+def _unlink(x, prev, nxt, head, tail):
     p = prev[x]
     n = nxt[x]
     if p >= 0:
         nxt[p] = n
     else:
-        meta[lst - 1] = n
+        head = n
     if n >= 0:
         prev[n] = p
     else:
-        meta[4 + lst - 1] = p
-    meta[8 + lst - 1] -= 1
+        tail = p
+    return head, tail
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _push(x, lst, prev, nxt, where, meta):
-    h = meta[lst - 1]
+def _push(x, prev, nxt, head, tail):
     prev[x] = -1
-    nxt[x] = h
-    if h >= 0:
-        prev[h] = x
+    nxt[x] = head
+    if head >= 0:
+        prev[head] = x
     else:
-        meta[4 + lst - 1] = x
-    meta[lst - 1] = x
-    meta[8 + lst - 1] += 1
-    where[x] = lst
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _replace(hit_in_b2, prev, nxt, where, meta, fmeta):
-    t1 = meta[8 + T1 - 1]
-    p = fmeta[0]
-    if (t1 > 0 and (t1 > p or (t1 == p and hit_in_b2))) or meta[8 + T2 - 1] == 0:
-        v = meta[4 + T1 - 1]
-        _unlink(v, T1, prev, nxt, meta)
-        _push(v, B1, prev, nxt, where, meta)
-    else:
-        v = meta[4 + T2 - 1]
-        _unlink(v, T2, prev, nxt, meta)
-        _push(v, B2, prev, nxt, where, meta)
+        tail = x
+    return x, tail
 
 
 @numba.njit(cache=True, nogil=True)
 def arc_access(page_ids, hit, prev, nxt, where, meta, fmeta, capacity):
     c = capacity
+    h1, h2, hb1, hb2 = meta[0], meta[1], meta[2], meta[3]
+    t1, t2, tb1, tb2 = meta[4], meta[5], meta[6], meta[7]
+    n1, n2, nb1, nb2 = meta[8], meta[9], meta[10], meta[11]
+    p = fmeta[0]
     for i in range(page_ids.shape[0]):
         x = page_ids[i]
         w = where[x]
         if w == T1:
             hit[i] = 1
-            _unlink(x, T1, prev, nxt, meta)
-            _push(x, T2, prev, nxt, where, meta)
+            h1, t1 = _unlink(x, prev, nxt, h1, t1)
+            n1 -= 1
+            h2, t2 = _push(x, prev, nxt, h2, t2)
+            n2 += 1
+            where[x] = T2
             continue
         if w == T2:
             hit[i] = 1
-            if meta[T2 - 1] != x:
-                _unlink(x, T2, prev, nxt, meta)
-                _push(x, T2, prev, nxt, where, meta)
+            if h2 != x:
+                h2, t2 = _unlink(x, prev, nxt, h2, t2)
+                h2, t2 = _push(x, prev, nxt, h2, t2)
             continue
         ghost = 0
         if w == B1:
             ghost = B1
-            d = max(meta[8 + B2 - 1] / meta[8 + B1 - 1], 1.0)
-            fmeta[0] = min(fmeta[0] + d, float(c))
-            _unlink(x, B1, prev, nxt, meta)
+            p = min(p + max(nb2 / nb1, 1.0), float(c))
+            hb1, tb1 = _unlink(x, prev, nxt, hb1, tb1)
+            nb1 -= 1
             where[x] = 0
         elif w == B2:
             ghost = B2
-            d = max(meta[8 + B1 - 1] / meta[8 + B2 - 1], 1.0)
-            fmeta[0] = max(fmeta[0] - d, 0.0)
-            _unlink(x, B2, prev, nxt, meta)
+            p = max(p - max(nb1 / nb2, 1.0), 0.0)
+            hb2, tb2 = _unlink(x, prev, nxt, hb2, tb2)
+            nb2 -= 1
             where[x] = 0
-        t1 = meta[8 + T1 - 1]
-        t2 = meta[8 + T2 - 1]
-        if t1 + t2 + 1 > c:  # full: make room for one page
-            if ghost != 0:
-                _replace(ghost == B2, prev, nxt, where, meta, fmeta)
-            else:
-                b1 = meta[8 + B1 - 1]
-                b2 = meta[8 + B2 - 1]
-                if t1 + b1 + 1 > c:
-                    if b1 > 0:
-                        v = meta[4 + B1 - 1]
-                        _unlink(v, B1, prev, nxt, meta)
+        if n1 + n2 + 1 > c:  # full: make room for one page
+            replace = True
+            if ghost == 0:
+                if n1 + nb1 + 1 > c:
+                    if nb1 > 0:  # drop the oldest B1 ghost, then REPLACE
+                        v = tb1
+                        hb1, tb1 = _unlink(v, prev, nxt, hb1, tb1)
+                        nb1 -= 1
                         where[v] = 0
-                        _replace(False, prev, nxt, where, meta, fmeta)
-                    else:
-                        v = meta[4 + T1 - 1]
-                        _unlink(v, T1, prev, nxt, meta)
+                    else:  # drop T1's tail without a ghost
+                        v = t1
+                        h1, t1 = _unlink(v, prev, nxt, h1, t1)
+                        n1 -= 1
                         where[v] = 0
+                        replace = False
+                elif n1 + n2 + nb1 + nb2 >= 2 * c and nb2 > 0:
+                    v = tb2
+                    hb2, tb2 = _unlink(v, prev, nxt, hb2, tb2)
+                    nb2 -= 1
+                    where[v] = 0
+            if replace:  # REPLACE: demote T1's or T2's tail to its ghost list
+                if (n1 > 0 and (n1 > p or (n1 == p and ghost == B2))) or n2 == 0:
+                    v = t1
+                    h1, t1 = _unlink(v, prev, nxt, h1, t1)
+                    n1 -= 1
+                    hb1, tb1 = _push(v, prev, nxt, hb1, tb1)
+                    nb1 += 1
+                    where[v] = B1
                 else:
-                    if t1 + t2 + b1 + b2 >= 2 * c and b2 > 0:
-                        v = meta[4 + B2 - 1]
-                        _unlink(v, B2, prev, nxt, meta)
-                        where[v] = 0
-                    _replace(False, prev, nxt, where, meta, fmeta)
-        _push(x, T2 if ghost != 0 else T1, prev, nxt, where, meta)
+                    v = t2
+                    h2, t2 = _unlink(v, prev, nxt, h2, t2)
+                    n2 -= 1
+                    hb2, tb2 = _push(v, prev, nxt, hb2, tb2)
+                    nb2 += 1
+                    where[v] = B2
+        if ghost != 0:
+            h2, t2 = _push(x, prev, nxt, h2, t2)
+            n2 += 1
+            where[x] = T2
+        else:
+            h1, t1 = _push(x, prev, nxt, h1, t1)
+            n1 += 1
+            where[x] = T1
+    meta[0], meta[1], meta[2], meta[3] = h1, h2, hb1, hb2
+    meta[4], meta[5], meta[6], meta[7] = t1, t2, tb1, tb2
+    meta[8], meta[9], meta[10], meta[11] = n1, n2, nb1, nb2
+    fmeta[0] = p
 
 
 @register

@@ -58,36 +58,77 @@ class CacheState:
 
 @numba.njit(cache=True, nogil=True)
 def _tally(page_req, page_bytes, page_hit, op, n_pages_req, hit_pages, hit_bytes, totals):
-    """Per-request hit pages/bytes and the chunk's contribution to the cumulative totals."""
-    for j in range(page_req.shape[0]):
-        r = page_req[j]
-        b = page_bytes[j]
-        h = page_hit[j]
-        o = op[r]
-        if o != OP_READ and o != OP_WRITE:
-            continue  # pages of trims/flushes: no access
-        n_pages_req[r] += 1
-        totals[2] += 1
-        totals[4] += b
-        if o == OP_READ:
-            totals[6] += 1
-        else:
-            totals[8] += 1
-        if h:
-            hit_pages[r] += 1
-            hit_bytes[r] += b
-            totals[3] += 1
-            totals[5] += b
+    """Per-request pages / hit pages / hit bytes and the chunk's contribution to the cumulative
+    totals. Sums live in local variables (stores into ``totals`` inside the loop would be
+    reloaded on every iteration: the compiler cannot rule out aliasing with the outputs)."""
+    n_req = op.shape[0]
+    pages = hits = nbytes = hbytes = rpages = rhits = wpages = whits = 0
+    single = page_req.shape[0] == n_req  # one page per request (the common aligned case)
+    if single:
+        for r in range(n_req):
+            single &= page_req[r] == r
+    skipped = full = 0
+    if single:
+        for r in range(n_req):
+            o = op[r]
+            if o != OP_READ and o != OP_WRITE:
+                skipped += 1
+                continue
+            b = page_bytes[r]
+            h = page_hit[r]
+            n_pages_req[r] = 1
+            pages += 1
+            nbytes += b
+            if h:
+                hit_pages[r] = 1
+                hit_bytes[r] = b
+                hits += 1
+                hbytes += b
+                full += 1
             if o == OP_READ:
-                totals[7] += 1
+                rpages += 1
+                rhits += h
             else:
-                totals[9] += 1
-    for r in range(op.shape[0]):
-        totals[0] += 1
-        if op[r] != OP_READ and op[r] != OP_WRITE:
-            totals[1] += 1
-        elif n_pages_req[r] > 0 and hit_pages[r] == n_pages_req[r]:
-            totals[10] += 1
+                wpages += 1
+                whits += h
+    else:
+        for j in range(page_req.shape[0]):
+            r = page_req[j]
+            o = op[r]
+            if o != OP_READ and o != OP_WRITE:
+                continue  # pages of trims/flushes: no access
+            b = page_bytes[j]
+            h = page_hit[j]
+            n_pages_req[r] += 1
+            pages += 1
+            nbytes += b
+            if h:
+                hit_pages[r] += 1
+                hit_bytes[r] += b
+                hits += 1
+                hbytes += b
+            if o == OP_READ:
+                rpages += 1
+                rhits += h
+            else:
+                wpages += 1
+                whits += h
+        for r in range(n_req):
+            if op[r] != OP_READ and op[r] != OP_WRITE:
+                skipped += 1
+            elif n_pages_req[r] > 0 and hit_pages[r] == n_pages_req[r]:
+                full += 1
+    totals[0] += n_req
+    totals[1] += skipped
+    totals[2] += pages
+    totals[3] += hits
+    totals[4] += nbytes
+    totals[5] += hbytes
+    totals[6] += rpages
+    totals[7] += rhits
+    totals[8] += wpages
+    totals[9] += whits
+    totals[10] += full
 
 
 class CacheModel(Model):

@@ -1,0 +1,203 @@
+"""tiercast's replay engine vs libCacheSim on the same traces: one size, 20-size curves, SHARDS.
+
+One run, same input. For a Zipf(1.0) and a uniform trace of ``--requests`` 4 KiB requests
+(default 10 M) written by ``traces.synth`` and ingested as Parquet:
+
+1. single size: LRU, FIFO, ARC at 1 % and 10 % of the footprint. tiercast times
+   ``pipelines.simulate.simulate`` end to end (read Parquet, split pages, dense ids, kernel;
+   per-interval metrics off); libCacheSim times opening its C reader on an oracleGeneral file
+   of the same page sequence (written beforehand, not timed) and ``process_trace`` at its
+   default ``hashpower`` (24). Hit counts must agree exactly.
+2. curve: tiercast's exact LRU curve at 20 log-spaced sizes (1 % .. 100 % of the footprint,
+   one pass, end to end) vs libCacheSim running LRU at each of those sizes.
+3. SHARDS at 1 % (fixed-rate, adj): end-to-end time, and the curve computation alone (SHARDS
+   sampler + distances on the prepared page sequence vs the exact Fenwick pass on it), with
+   the mean absolute error of the hit ratios vs exact.
+4. dense ids: ``replay.ids.IdMap`` vs ``polars rank("dense")`` on the trace's page keys.
+
+numba kernels are compiled (or loaded from the on-disk cache) before timing starts, and each
+tool replays each trace once untimed first (both then read from the page cache).
+
+    .venv/bin/python benchmarks/cache.py                 # 10 M requests per trace
+    .venv/bin/python benchmarks/cache.py --requests 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".numba-cache"))
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from pipelines import simulate as sim  # noqa: E402
+from pipelines.catalog import find_trace  # noqa: E402
+from pipelines.ingest import ingest_file  # noqa: E402
+from replay.ids import IdMap  # noqa: E402
+from replay.kernels import cache_model  # noqa: E402
+from replay.mrc import Shards, StackDistances  # noqa: E402
+from replay.pages import ChunkBuilder  # noqa: E402
+from traces import synth  # noqa: E402
+
+PAGE = 4096
+ORACLE_RECORD = np.dtype([("time", "<u4"), ("obj_id", "<u8"), ("size", "<u4"), ("next_access", "<i8")])
+LCS = {"lru": "LRU", "fifo": "FIFO", "arc": "ARC"}
+
+
+def prepare(name: str, distribution: str, requests: int, region_bytes: int, work: Path):
+    """Write, ingest and convert one workload (nothing here is timed)."""
+    w = synth.Workload(distribution=distribution, requests=requests, region_bytes=region_bytes,
+                       block_size_bytes=PAGE, read_pct=70.0, seed=42, volume=name)
+    p = work / f"{name}.parquet"
+    synth.write(w, p)
+    trace = find_trace(work, ingest_file(p, work, validate="off").trace_id)
+    chunk = ChunkBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
+    rec = np.zeros(chunk.n_pages, ORACLE_RECORD)
+    rec["time"] = chunk.ts_ns[chunk.page_req] // 1_000_000_000
+    rec["obj_id"] = chunk.page_id + 1
+    rec["size"] = 1
+    rec["next_access"] = -1
+    oracle = work / f"{name}.oracleGeneral.bin"
+    rec.tofile(oracle)
+    return trace, chunk, oracle
+
+
+def libcachesim_run(lcs, policy: str, capacity_pages: int, oracle: Path, n: int, readers: list):
+    t = time.perf_counter()
+    reader = lcs.TraceReader(str(oracle), lcs.TraceType.ORACLE_GENERAL_TRACE)
+    cache = getattr(lcs, LCS[policy])(capacity_pages)  # default hashpower=24
+    miss_ratio, _ = cache.process_trace(reader)
+    dt = time.perf_counter() - t
+    readers.append(reader)  # PITFALLS: keep readers alive until the end (double free otherwise)
+    return int(round((1 - miss_ratio) * n)), dt
+
+
+def warm_up() -> None:
+    """Compile (or load cached) numba kernels so timings measure runs, not compilation."""
+    df = pl.DataFrame({"ts_ns": [0, 1, 2], "volume": ["w", "w", "w"], "op": ["read", "write", "read"],
+                       "offset": [0, 4096, 0], "size": [4096, 8192, 4096]})
+    for policy in LCS:
+        m = cache_model(policy, 20 * PAGE, PAGE)
+        m.replay(m.new_state(), ChunkBuilder(PAGE).build(df))
+    chunk = ChunkBuilder(PAGE).build(df)
+    StackDistances().update(chunk.page_id, chunk.page_bytes)
+    Shards(rate=1.0).update(chunk.page_no, chunk.page_bytes)
+
+
+def fmt_rate(n: int, dt: float) -> str:
+    return f"{n / dt / 1e6:7.2f}"
+
+
+def run(args) -> dict:
+    import libcachesim as lcs
+
+    warm_up()
+    work = Path(args.work or tempfile.mkdtemp(prefix="tiercast-bench-cache-"))
+    work.mkdir(parents=True, exist_ok=True)
+    region = args.region_gib << 30
+    report: dict = {"requests": args.requests, "region_bytes": region, "page_size": PAGE, "workloads": {}}
+    readers: list = []
+    for name, dist in (("zipf", "zipf:1.0"), ("uniform", "uniform")):
+        trace, chunk, oracle = prepare(name, dist, args.requests, region, work)
+        n = chunk.n_pages
+        footprint = chunk.n_ids
+        wr: dict = {"pages": n, "footprint_pages": footprint, "single": [], "curve": {}, "shards": {}}
+        print(f"\n== {name}: {args.requests:,} requests, {n:,} page accesses, footprint {footprint:,} pages "
+              f"({footprint * PAGE / 2**30:.2f} GiB)", flush=True)
+        # untimed warm-up of both tools on this trace: files in the page cache, code paths loaded
+        sim.simulate(trace, None, "fifo", max(20, footprint // 100) * PAGE, PAGE, interval=None)
+        libcachesim_run(lcs, "fifo", max(20, footprint // 100), oracle, n, readers)
+        print(f"{'policy':<6} {'size':>5} {'pages':>9}  {'tiercast Mreq/s':>15} {'libCacheSim Mreq/s':>18} "
+              f"{'speedup':>7}  {'hit ratio':>9}  equal", flush=True)
+        for policy in LCS:
+            for frac in (0.01, 0.10):
+                cap = max(20, int(footprint * frac))
+                t = time.perf_counter()
+                s = sim.simulate(trace, None, policy, cap * PAGE, PAGE, interval=None)
+                dt_ours = time.perf_counter() - t
+                hits_lcs, dt_lcs = libcachesim_run(lcs, policy, cap, oracle, n, readers)
+                row = {"policy": policy, "fraction": frac, "capacity_pages": cap, "tiercast_s": dt_ours,
+                       "libcachesim_s": dt_lcs, "speedup": dt_lcs / dt_ours, "hit_ratio": s["hit_ratio"],
+                       "hits_equal": s["hits"] == hits_lcs}
+                wr["single"].append(row)
+                print(f"{policy:<6} {frac:>5.0%} {cap:>9,}  {fmt_rate(args.requests, dt_ours):>15} "
+                      f"{fmt_rate(args.requests, dt_lcs):>18} {row['speedup']:>6.1f}x  {s['hit_ratio']:>9.4f}  "
+                      f"{row['hits_equal']}", flush=True)
+
+        # 20-size curve, 1 % .. 100 % of the footprint
+        caps = np.unique(np.round(np.geomspace(max(1, footprint // 100), footprint, 20)).astype(np.int64))
+        sizes = [int(c) * PAGE for c in caps]
+        t = time.perf_counter()
+        exact = sim.mrc(trace, None, PAGE, sizes=sizes, method="exact")
+        dt_exact = time.perf_counter() - t
+        dt_lcs_total = 0.0
+        equal = True
+        for c, hr in zip(caps, exact["hit_ratio"], strict=True):
+            hits_lcs, dt_lcs = libcachesim_run(lcs, "lru", int(c), oracle, n, readers)
+            dt_lcs_total += dt_lcs
+            equal &= abs(hits_lcs - hr * n) < 0.5
+        wr["curve"] = {"sizes": len(caps), "tiercast_exact_s": dt_exact, "libcachesim_s": dt_lcs_total,
+                       "speedup": dt_lcs_total / dt_exact, "hit_ratios_equal": bool(equal)}
+        print(f"curve  {len(caps)} sizes: tiercast exact {dt_exact:6.2f} s, libCacheSim {dt_lcs_total:7.2f} s "
+              f"-> {dt_lcs_total / dt_exact:5.1f}x  (LRU hit counts equal at every size: {equal})", flush=True)
+
+        # SHARDS 1 %: end to end, and the curve computation alone on the prepared sequence
+        t = time.perf_counter()
+        shards = sim.mrc(trace, None, PAGE, sizes=sizes, method="shards", rate=0.01)
+        dt_shards = time.perf_counter() - t
+        mae = float((shards["hit_ratio"] - exact["hit_ratio"]).abs().mean())
+        byte_mae = float((shards["byte_hit_ratio"] - exact["byte_hit_ratio"]).abs().mean())
+        keys = chunk.page_no  # one volume: the page key is the page number
+        t = time.perf_counter()
+        StackDistances().update(chunk.page_id, chunk.page_bytes, n_ids=chunk.n_ids)
+        dt_exact_kernel = time.perf_counter() - t
+        t = time.perf_counter()
+        sh = Shards(rate=0.01)
+        sh.update(keys, chunk.page_bytes)
+        sh.hit_ratios(caps)
+        dt_shards_kernel = time.perf_counter() - t
+        wr["shards"] = {"rate": 0.01, "end_to_end_s": dt_shards, "exact_end_to_end_s": dt_exact,
+                        "kernel_s": dt_shards_kernel, "exact_kernel_s": dt_exact_kernel,
+                        "kernel_speedup": dt_exact_kernel / dt_shards_kernel,
+                        "end_to_end_speedup": dt_exact / dt_shards, "mae": mae, "byte_mae": byte_mae}
+        print(f"SHARDS 1%: curve computation {dt_shards_kernel * 1e3:7.1f} ms vs exact {dt_exact_kernel * 1e3:7.1f} ms "
+              f"-> {dt_exact_kernel / dt_shards_kernel:5.1f}x; end to end {dt_shards:5.2f} s vs {dt_exact:5.2f} s "
+              f"-> {dt_exact / dt_shards:4.1f}x; MAE {mae:.4f} (bytes {byte_mae:.4f})", flush=True)
+
+        # dense ids vs polars rank("dense")
+        t = time.perf_counter()
+        IdMap().assign(keys)
+        dt_ids = time.perf_counter() - t
+        t = time.perf_counter()
+        pl.Series(keys).rank("dense")
+        dt_rank = time.perf_counter() - t
+        wr["ids"] = {"idmap_s": dt_ids, "polars_rank_dense_s": dt_rank}
+        print(f"dense ids: IdMap {dt_ids:5.2f} s vs polars rank('dense') {dt_rank:5.2f} s "
+              f"-> {dt_rank / dt_ids:4.1f}x", flush=True)
+        report["workloads"][name] = wr
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--requests", type=int, default=10_000_000, help="requests per trace (default 10 M)")
+    ap.add_argument("--region-gib", type=int, default=16, help="address range of each trace, GiB (default 16)")
+    ap.add_argument("--work", help="working directory (default: a new temporary one)")
+    ap.add_argument("--json", help="also write the figures as JSON to this path")
+    args = ap.parse_args()
+    report = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
