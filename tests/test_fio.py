@@ -119,6 +119,19 @@ def test_json_bom_progress_lines_and_concatenated_documents(tmp_path):
     assert out.skipped["text"] == 4
 
 
+def test_json_client_server_stats(tmp_path):
+    """fio --client output keeps jobs under client_stats, one entry per host plus 'All clients'."""
+    doc = json.loads(shared_path("fio", "json", "fio-3.1_PM883_randread-1-1.json").read_text())
+    job = doc.pop("jobs")[0]
+    doc["client_stats"] = [{**job, "hostname": "perf36"}, {**job, "jobname": "All clients", "hostname": "all"}]
+    p = tmp_path / "client.json"
+    p.write_text("hostname=perf36, be=0, 64-bit, os=Linux, arch=x86-64, fio=fio-3.1, flags=1\n" + json.dumps(doc))
+    out = read_all(FioJsonReader(), p)
+    reads = out.tables["fio_job"].filter(pl.col("dir") == "read")
+    assert reads.select("hostname", "jobname").rows() == [("perf36", job["jobname"]), ("all", "All clients")]
+    assert reads["total_ios"].to_list() == [383373, 383373] and out.skipped["text"] == 1
+
+
 def test_json_plus_bins_3x_and_2x(tmp_path):
     doc = json.loads(shared_path("fio", "json", "fio-3.1_PM883_randread-1-1.json").read_text())
     doc["jobs"][0]["read"]["clat_ns"]["bins"] = {"120832": 5, "142336": 7, "999": 0}

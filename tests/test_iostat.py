@@ -347,6 +347,26 @@ def test_malformed_rows_are_rejected_with_line_and_reason(tmp_path, mutate, tabl
     assert kept + sum(r.height for r in out.rejects.values()) == total  # every data line accounted for
 
 
+def test_malformed_nan_is_rejected(tmp_path):
+    out = _bad(tmp_path, GOOD.replace("sdb               1.00         2.00", "sdb               1.00         -nan"))
+    assert out.rejects[DB]["src_line"].to_list() == [8]
+    assert out.rejects[DB]["reason"][0] == "column 'kB_read/s' is not a number: '-nan'"
+
+
+def test_device_names_with_spaces(tmp_path):
+    """-j LABEL can print labels with blanks: they are kept whole (device-first and -last)."""
+    out = _bad(tmp_path, GOOD.replace("sdb  ", "My Disk  ", 1))
+    assert out.tables[DB].get_column("device").to_list() == ["sda", "My Disk"]
+    assert out.tables[DB].get_column("kb_wrtn").to_list() == [50.0, 50.0]
+    pretty = shared_path("iostat", "text-sysstat", "expected.iostat-jLABEL").read_text().replace(" HP_RECOVERY",
+                                                                                               " HP RECOVERY")
+    p = tmp_path / "label.txt"
+    p.write_text(pretty)
+    dev = read_all(IostatReader(), p).tables[DB]
+    assert dev.height == 22 and "HP RECOVERY" in dev.get_column("device").to_list()
+    assert dev.filter(pl.col("device") == "HP RECOVERY")["kb_read"].to_list() == [2100.0]
+
+
 def test_malformed_non_utf8_line_is_rejected(tmp_path):
     out = _bad(tmp_path, GOOD.encode().replace(b"sdb  ", b"s\xffb  "))
     assert out.rejects[DB]["src_line"].to_list() == [8]

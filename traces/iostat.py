@@ -645,6 +645,8 @@ def _csv_rows(block: LineBlock, rows: np.ndarray, cols: list[str], device_last: 
         return None
     if df.height != len(rows) or df.select(pl.any_horizontal(pl.all().is_null()).any()).item():
         return None
+    if df.select(pl.any_horizontal(~pl.col(pl.Float64).is_finite()).any()).item():
+        return None  # 'nan' / 'inf' are not values: the token path rejects them with the reason
     scale = {c: _DEVICE_COLUMNS[t][1] for c, t in zip(names, cols, strict=True)}
     return df.select("device", *((pl.col(c) * scale[c]) if scale[c] != 1 else pl.col(c) for c in names))
 
@@ -699,7 +701,7 @@ def _typed_matrix(values: pl.Series, n_rows: int, cols: list[str], spec: dict) -
                 fixed[j] = b * factor
         out[fi] = fixed
     mat = out.reshape(n_rows, n)
-    bad_num = np.isnan(mat)
+    bad_num = ~np.isfinite(mat)
     neg = mat < 0
     reason = np.full(n_rows, None, dtype=object)
     if bad_num.any() or neg.any():
