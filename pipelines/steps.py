@@ -1,0 +1,26 @@
+"""Steps as the scheduler sees them: JSON-friendly inputs and outputs, one call per task.
+
+The Airflow DAG (dags/tiercast_pipeline.py) calls only these, so what a task does is the same
+code path the CLI and the tests exercise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.ingest import ingest_file
+from pipelines.ingest_logs import ingest_log_file, measured_format
+
+
+def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None) -> dict:
+    """Ingest a trace or a measured log (detected), idempotently; returns a small summary."""
+    mfmt = measured_format(path, fmt)
+    if mfmt:
+        r = ingest_log_file(path, data_dir, mfmt, options)
+        return {"kind": "measured", "id": r.dataset_id, "format": r.format, "rows_read": r.rows_read,
+                "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
+                "already_ingested": r.already_ingested}
+    r = ingest_file(path, data_dir, fmt=fmt, options=options)
+    return {"kind": "trace", "id": r.trace_id, "format": r.format, "rows_read": r.rows_read,
+            "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
+            "already_ingested": r.already_ingested}
