@@ -386,10 +386,38 @@ def test_malformed_invalid_timestamp_rejects_its_report(tmp_path):
     assert "timestamp line is not a valid date" in out.rejects[DB]["reason"][0]
 
 
+def test_json_streamed_and_whole_document_paths_agree(tmp_path):
+    """sysstat's layout (one disk per line) is streamed; the same document reformatted (here by
+    json.dumps(indent=2), as jq would) is read whole: identical tables apart from line numbers."""
+    src = shared_path("iostat", "json-sysstat", "expected.iostat-x-p-ALL-JSON")
+    r1 = IostatReader()
+    streamed = read_all(r1, src)
+    p = tmp_path / "pretty.json"
+    p.write_text(json.dumps(json.loads(src.read_text()), indent=2))
+    r2 = IostatReader()
+    whole = read_all(r2, p)
+    assert (r1.metadata["layout"], r2.metadata["layout"]) == ("json (streamed)", "json")
+    for t in streamed.tables:
+        assert streamed.tables[t].drop("src_line").equals(whole.tables[t].drop("src_line")), t
+
+
+def test_json_capture_cut_short_keeps_its_rows(tmp_path):
+    """A live 'iostat -o JSON' killed mid-run leaves an unterminated document: the streamed
+    reader keeps every complete line, and a half-written disk line is rejected."""
+    text = shared_path("iostat", "json-sysstat", "expected.iostat-x-p-ALL-JSON").read_text()
+    cut = text[: text.rindex('{"disk_device": "sdq"') + 40]  # inside the second report's sdq line
+    p = tmp_path / "cut.json"
+    p.write_text(cut)
+    out = read_all(IostatReader(), p)
+    second = cut[cut.rindex('"disk": ['):]
+    assert out.tables[DB].height == 22 and out.tables[D].height == second.count('"disk_device"') - 1 == 18
+    assert "invalid JSON object" in out.rejects[D]["reason"][0]
+
+
 def test_malformed_json_errors(tmp_path):
     p = tmp_path / "bad.json"
-    p.write_text('{"sysstat": {"hosts": [\n{"nodename": "h", "statistics": [\n{"disk": [\n{"disk_device": "sda",,}]}]}]}}')
-    with pytest.raises(TraceFormatError, match=r"bad.json:4: invalid iostat JSON"):
+    p.write_text('{"sysstat": {"hosts": [\n{"nodename": "h", "statistics": [\n{"disk": [\n{"disk_device": \n"sda",,}]}]}]}}')
+    with pytest.raises(TraceFormatError, match=r"bad.json:5: invalid iostat JSON"):
         read_all(IostatReader(), p)
     p.write_text('{"sysstat": {"machines": []}}')
     with pytest.raises(TraceFormatError, match=r"no sysstat.hosts"):

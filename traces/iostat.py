@@ -166,10 +166,17 @@ class IostatReader(MeasuredReader):
 
     # -- reading ----------------------------------------------------------------------
     def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
-        head = source.head(4096).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+        head = source.head(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
         if head.startswith("{"):
-            self.metadata["layout"] = "json"
-            yield self._json(source)
+            # sysstat writes one disk entry per line: stream it; reformatted JSON is read whole
+            native = re.search(r'^\s*\{"disk_device":.*\}\s*,?\s*$', head, re.M) is not None
+            self.metadata["layout"] = "json (streamed)" if native else "json"
+            if native:
+                for block in source.iter_line_blocks(self.block_bytes):
+                    yield self._json_block(source, block)
+                self.metadata["first_report"] = "since-boot" if self.first_is_boot else "interval (-y)"
+            else:
+                yield self._json(source)
             return
         for block in iter_paragraph_blocks(source, self.block_bytes):
             yield self._text_block(source, block)
@@ -472,6 +479,116 @@ class IostatReader(MeasuredReader):
         return order
 
     # -- JSON ---------------------------------------------------------------------------
+    def _json_block(self, source: Source, block: LineBlock) -> MeasuredChunk:
+        """sysstat's own JSON layout, a block of lines at a time: the same report logic as the
+        text (a "timestamp", "avg-cpu" or "disk" key not above the previous one starts a
+        report; a "nodename" starts a run), each disk / avg-cpu object decoded from its line."""
+        st = self._state
+        chunk = MeasuredChunk()
+        df = lines_frame(block)
+        s = pl.col("line").str.strip_chars()
+        k = pl.col("kind")
+        df = df.with_columns(kind=pl.when(s.str.starts_with('{"disk_device"')).then(K_OTHER)
+                             .when(s.str.starts_with('"timestamp"')).then(K_TS)
+                             .when(s.str.starts_with('"avg-cpu"')).then(K_CPU_HDR)
+                             .when(s.str.starts_with('"disk"')).then(K_DEV_HDR)
+                             .when(s.str.starts_with('"nodename"')).then(K_BANNER)
+                             .otherwise(K_BLANK).cast(pl.Int8))
+        rank = (pl.when(k == K_TS).then(0).when(k == K_CPU_HDR).then(1).when(k == K_DEV_HDR).then(2)
+                .when(k == K_BANNER).then(3))
+        df = df.with_columns(rank=rank).with_columns(
+            new_report=(pl.col("rank").is_in([0, 1, 2]) & (pl.col("rank") <= pl.col("rank").forward_fill().shift(1)
+                                                           .fill_null(st["rank"]))).fill_null(False))
+        df = df.with_columns(
+            report=(st["report"] + pl.col("new_report").cum_sum()).cast(pl.Int32),
+            _run_raw=st["run"] + (k == K_BANNER).cum_sum(),
+            host=pl.when(k == K_BANNER).then(pl.col("line").str.extract(r'"nodename":\s*"([^"]*)"', 1))
+            .forward_fill().fill_null(pl.lit(st["host"], pl.String)),
+        ).with_columns(run=pl.max_horizontal(pl.col("_run_raw"), pl.lit(0)).cast(pl.Int32))
+        if self.opt_str("host") is not None:
+            df = df.with_columns(host=pl.lit(self.opt_str("host")))
+        hosts = self.metadata.setdefault("hosts", [])
+        hosts.extend(h for h in df.filter(k == K_BANNER).get_column("host").unique(maintain_order=True).to_list()
+                     if h not in hosts)
+        is_ts = df.get_column("kind") == K_TS
+        ts_full = pl.Series("_ts", [None] * df.height, dtype=pl.Int64)
+        if is_ts.any():
+            text = df.get_column("line").filter(is_ts).str.extract(r'"timestamp":\s*"([^"]*)"', 1).fill_null("")
+            ts_full = ts_full.scatter(is_ts.arg_true(), self._parse_ts(text, []))
+        df = df.with_columns(ts_full).with_columns(
+            ts_ff=pl.when(k == K_TS).then(pl.col("_ts")).when(pl.col("new_report")).then(NO_TS).forward_fill()
+            .fill_null(pl.lit(st["ts"], pl.Int64)))
+        run_first = dict(st["run_first"])
+        for r, f in df.filter(pl.col("new_report")).group_by("run").agg(pl.col("report").min()).iter_rows():
+            run_first.setdefault(int(r), int(f))
+        df = df.with_columns(
+            since_boot=(pl.col("report") == pl.col("run").replace_strict(run_first, default=-2, return_dtype=pl.Int32))
+            & pl.lit(self.first_is_boot),
+            ts=pl.when(pl.col("ts_ff") == NO_TS).then(None).otherwise(pl.col("ts_ff")))
+        if df.height:
+            last = df.row(df.height - 1, named=True)
+            ranks = df.get_column("rank").drop_nulls()
+            st.update(run=int(last["_run_raw"]), report=int(last["report"]), ts=last["ts_ff"], host=last["host"],
+                      run_first=run_first, rank=int(ranks[-1]) if ranks.len() else st["rank"])
+        chunk.skipped["json structure"] += int((df.get_column("kind") == K_BLANK).sum())
+        chunk.skipped["timestamp"] += int(is_ts.sum())
+        chunk.skipped["header"] += int((df.get_column("kind") == K_DEV_HDR).sum())
+        chunk.skipped["host"] += int((df.get_column("kind") == K_BANNER).sum())
+        for table, rows, obj, key_map in (
+            ("iostat_device", df.filter(k == K_OTHER), s.str.strip_chars_end(","), _JSON_DEVICE_KEYS),
+            ("iostat_cpu", df.filter(k == K_CPU_HDR), s.str.extract(r'"avg-cpu":\s*(\{.*\})', 1),
+             {k2: (v, 1.0, "pct") for k2, v in _JSON_CPU_KEYS.items()}),
+        ):
+            if rows.height:
+                self._json_rows(source, chunk, table, rows.with_columns(_obj=obj), key_map)
+        return chunk
+
+    def _json_rows(self, source: Source, chunk: MeasuredChunk, table: str, rows: pl.DataFrame, key_map: dict) -> None:
+        try:
+            dec = rows.get_column("_obj").str.json_decode(infer_schema_length=None)
+        except pl.exceptions.PolarsError as e:
+            # one bad line must not hide the others: decode line by line to find it
+            good, bad = [], []
+            for i, txt in enumerate(rows.get_column("_obj").to_list()):
+                try:
+                    json.loads(txt or "")
+                    good.append(i)
+                except json.JSONDecodeError as je:
+                    bad.append((i, f"invalid JSON object: {je.msg} (column {je.colno})"))
+            if not bad:
+                raise TraceFormatError(source.path, int(rows["src_line"][0]), f"iostat JSON: {e}") from None
+            b = rows[[i for i, _ in bad]]
+            self._route(chunk, table, rows.clear(), reject_frame(b["src_line"], b["line"], [r for _, r in bad])
+                        .with_columns(since_boot=b["since_boot"]))
+            rows = rows[good]
+            if not rows.height:
+                return
+            dec = rows.get_column("_obj").str.json_decode(infer_schema_length=None)
+        fields = dec.struct.unnest()
+        name_key = "disk_device" if table == "iostat_device" else None
+        _check_known([c for c in fields.columns if c != name_key], key_map, source, int(rows["src_line"][0]),
+                     "JSON " + table.split("_")[1])
+        reason = pl.lit(None, pl.String)
+        exprs = []
+        for c in reversed([c for c in fields.columns if c != name_key]):
+            col, scale, _ = key_map[c]
+            raw = pl.col(c)
+            val = raw.cast(pl.Float64, strict=False) if fields.schema[c] != pl.Boolean else pl.lit(None, pl.Float64)
+            reason = pl.when(raw.is_not_null() & val.is_null()).then(
+                pl.format(f"'{c}' is not a number: {{}}", raw.cast(pl.String))).when(val < 0).then(
+                pl.format(f"negative value in '{c}': {{}}", raw.cast(pl.String))).otherwise(reason)
+            exprs.append((val * scale).alias(col))
+        if name_key:
+            name = pl.col(name_key)
+            reason = pl.when(name.is_null() | (name.str.strip_chars() == "")).then(pl.lit("disk_device missing")) \
+                .otherwise(reason)
+            exprs += [name.str.strip_chars().alias("device"), name.str.starts_with(" ").alias("is_group")]
+        typed = fields.select(*exprs, reason.alias("_reason"))
+        rows = pl.concat([rows.drop("_obj"), typed], how="horizontal")
+        bad = rows.filter(pl.col("_reason").is_not_null())
+        rej = reject_frame(bad["src_line"], bad["line"], bad["_reason"]).with_columns(since_boot=bad["since_boot"])
+        self._route(chunk, table, rows.filter(pl.col("_reason").is_null()), rej)
+
     def _json(self, source: Source) -> MeasuredChunk:
         raw = b"".join(source.iter_bytes())
         text = raw.decode("utf-8-sig", errors="replace")
