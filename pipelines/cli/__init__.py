@@ -3,6 +3,7 @@ when imported below (keep the list sorted)."""
 
 from __future__ import annotations
 
+from pipelines.cli import capture as _capture  # noqa: F401
 from pipelines.cli import demo as _demo  # noqa: F401
 from pipelines.cli import ingest as _ingest  # noqa: F401
 from pipelines.cli import measured as _measured  # noqa: F401
