@@ -68,7 +68,8 @@ def prefetched(items: Iterator, depth: int = 1) -> Iterator:
     """Yield from ``items``, computing up to ``depth`` items ahead in a background thread.
 
     Reading Parquet (Polars), splitting pages and mapping ids (numba, nogil) release the GIL, so
-    preparing chunk k+1 overlaps the kernel running on chunk k; ``depth`` bounds the memory."""
+    the replay steps chain two of these: frame k+2 is read while chunk k+1 is built and the
+    kernel runs on chunk k. ``depth`` bounds the memory."""
     q: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
     done = object()
@@ -132,7 +133,7 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
     agg = IntervalAggregator(interval) if interval is not None else None
     total = total_rows(trace)
     done = 0
-    for chunk in prefetched(builder.build(df) for df in read_frames(trace, batch_rows)):
+    for chunk in prefetched(builder.build(df) for df in prefetched(read_frames(trace, batch_rows))):
         outcomes = model.replay(state, chunk)
         if agg is not None:
             agg.add(outcome_frame(chunk, outcomes))
@@ -173,7 +174,7 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
     done = 0
     if method == "exact":
         sd = StackDistances()
-        for chunk in prefetched(builder.build(df) for df in read_frames(trace, batch_rows)):
+        for chunk in prefetched(builder.build(df) for df in prefetched(read_frames(trace, batch_rows))):
             ids, nbytes = chunk.page_id, chunk.page_bytes
             if chunk.op.size and chunk.op.max() > OP_WRITE:
                 access = chunk.op[chunk.page_req] <= OP_WRITE
@@ -186,7 +187,8 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
         sh = Shards(rate=1.0 if max_pages and rate == 0.01 else rate, max_pages=max_pages)
-        for n, keys, nbytes in prefetched((df.height, *builder.page_keys(df)) for df in read_frames(trace, batch_rows)):
+        for n, keys, nbytes in prefetched((df.height, *builder.page_keys(df))
+                                         for df in prefetched(read_frames(trace, batch_rows))):
             sh.update(keys, nbytes)
             done += n
             if progress:

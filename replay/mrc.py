@@ -241,16 +241,19 @@ def sample_hash(keys: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _candidates(keys, nbytes, threshold, out_keys, out_hash, out_bytes):
-    """Keep the accesses whose key hash is below ``threshold`` (one pass, no temporaries)."""
+    """Keep the accesses whose key hash is below ``threshold`` (one pass, no temporaries);
+    returns (kept, total bytes of all accesses)."""
     k = 0
+    total = 0
     for i in range(keys.shape[0]):
+        total += nbytes[i]
         h = _mix(keys[i])
         if h < threshold:
             out_keys[k] = keys[i]
             out_hash[k] = h
             out_bytes[k] = nbytes[i]
             k += 1
-    return k
+    return k, total
 
 
 @numba.njit(cache=True, nogil=True)
@@ -335,7 +338,9 @@ def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, his
             if 2 * meta[1] > T:
                 return j, 1
         rate = smeta[0] / 9.223372036854775808e18
-        if (meta[1] + 1) / rate + 2.0 >= L:
+        # fixed-rate: buckets are sampled distances (few); fixed-size: the rate moves, so
+        # buckets are estimated full distances
+        if (meta[1] + 2.0 if max_pages == 0 else (meta[1] + 1) / rate + 2.0) >= L:
             return j, 2
         d = _touch(x, tree, owner, last_pos, meta)
         w = 1.0 / rate
@@ -343,7 +348,7 @@ def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, his
             cold[0] += w
             cold[1] += nbytes[j] * w
         else:
-            k = int(math.ceil((d - 1) / rate - 1e-9)) + 1  # unbiased: E[d - 1] = R (D - 1)
+            k = d if max_pages == 0 else int(math.ceil((d - 1) / rate - 1e-9)) + 1
             hist[k] += w
             hist_bytes[k] += nbytes[j] * w
     return sids.shape[0], 0
@@ -390,12 +395,12 @@ class Shards:
         page_keys = np.asarray(page_keys, dtype=np.int64)
         page_bytes = np.asarray(page_bytes, dtype=np.int64)
         self.accesses += int(page_keys.shape[0])
-        self.total_bytes += int(page_bytes.sum())
         # the threshold only falls while sampling: hash < threshold now is a superset of the sample
         n = page_keys.shape[0]
         keys, hashes, nbytes = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
-        k = _candidates(np.ascontiguousarray(page_keys), np.ascontiguousarray(page_bytes), self.smeta[0],
-                        keys, hashes, nbytes)
+        k, total_bytes = _candidates(np.ascontiguousarray(page_keys), np.ascontiguousarray(page_bytes),
+                                     self.smeta[0], keys, hashes, nbytes)
+        self.total_bytes += int(total_bytes)
         keys, hashes, nbytes = keys[:k], hashes[:k], nbytes[:k]
         sids = self.ids.assign(keys)
         self.last_pos = _grown(self.last_pos, self.ids.n_ids, -1)
@@ -411,17 +416,28 @@ class Shards:
                 self.hist_bytes = _grown(self.hist_bytes, self.hist.shape[0], 0.0)
 
     def hit_ratios(self, capacities_pages) -> tuple[np.ndarray, np.ndarray]:
-        """Estimated (hit ratio, byte hit ratio) of LRU at each capacity (pages)."""
-        cap = np.minimum(np.asarray(capacities_pages, dtype=np.int64), self.hist.shape[0] - 1)
+        """Estimated (hit ratio, byte hit ratio) of LRU at each capacity (pages).
+
+        With ``adjust`` (SHARDS_adj) the difference between the true and the estimated number
+        of accesses goes to the first bucket and ratios are over the true totals, i.e. the hit
+        ratio is 1 - (estimated misses / true accesses): robust when a few hot pages carry much
+        of the trace. Without it, ratios are over the estimated totals (plain SHARDS)."""
+        caps = np.asarray(capacities_pages, dtype=np.int64)
+        if self.max_pages == 0:  # buckets are sampled distances d ~ (c - 1) R + 1
+            idx = np.floor((caps - 1) * self.current_rate + 1e-9).astype(np.int64) + 1
+        else:
+            idx = caps
+        idx = np.clip(idx, 0, self.hist.shape[0] - 1)
         hist = self.hist.copy()
         hist_bytes = self.hist_bytes.copy()
-        if self.adjust:  # SHARDS_adj: the shortfall (or excess) of estimated accesses, to bucket 1
-            hist[1] += self.accesses - (hist.sum() + self.cold[0])
-            hist_bytes[1] += self.total_bytes - (hist_bytes.sum() + self.cold[1])
-        n = self.accesses
-        nb = self.total_bytes
-        hr = np.clip(np.cumsum(hist)[cap] / n, 0.0, 1.0) if n else np.zeros(cap.shape)
-        bhr = np.clip(np.cumsum(hist_bytes)[cap] / nb, 0.0, 1.0) if nb else np.zeros(cap.shape)
+        if self.adjust:
+            n, nb = float(self.accesses), float(self.total_bytes)
+            hist[1] += n - (hist.sum() + self.cold[0])
+            hist_bytes[1] += nb - (hist_bytes.sum() + self.cold[1])
+        else:
+            n, nb = hist.sum() + self.cold[0], hist_bytes.sum() + self.cold[1]
+        hr = np.clip(np.cumsum(hist)[idx] / n, 0.0, 1.0) if n else np.zeros(idx.shape)
+        bhr = np.clip(np.cumsum(hist_bytes)[idx] / nb, 0.0, 1.0) if nb else np.zeros(idx.shape)
         return hr, bhr
 
 
