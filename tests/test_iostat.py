@@ -297,6 +297,18 @@ def test_small_blocks_give_identical_tables():
             assert whole.tables[t].sort("src_line").equals(parts.tables[t].sort("src_line")), (name, t)
 
 
+def test_crlf_and_gzip_give_identical_tables(tmp_path):
+    import gzip
+
+    src = shared_path("iostat", "text-pbench", "pbench_iostat-2_rhel7_sysstat10.txt")
+    ref = _read(src, first_report="interval")
+    crlf = tmp_path / "crlf.txt.gz"
+    crlf.write_bytes(gzip.compress(src.read_bytes().replace(b"\n", b"\r\n")))
+    out = _read(crlf, first_report="interval")
+    for t in ref.tables:
+        assert ref.tables[t].equals(out.tables[t]), t
+
+
 def test_concatenated_runs_each_have_a_since_boot_report(tmp_path):
     a = shared_path("iostat", "text-jc", "centos-7.7_iostat-1.out").read_text()
     b = shared_path("iostat", "text-jc", "ubuntu-18.04_iostat-x.out").read_text()
