@@ -11,13 +11,17 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import write_json_atomic
 from schemas.trace import REJECT_SCHEMA
+
+R = TypeVar("R")
 
 
 def content_id(sha256: str, identity: dict) -> str:
@@ -111,3 +115,38 @@ class SourceIndex:
         idx[key] = dataset_id
         self.file.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.file, idx)
+
+
+def _manifest(d: Path) -> dict | None:
+    m = d / "manifest.json"
+    return json.loads(m.read_text()) if m.is_file() else None
+
+
+def ingest_once(
+    root: Path,
+    path: Path,
+    identity: dict,
+    id_key: str,
+    build: Callable[[Path], dict],
+    result: Callable[[dict, Path, bool], R],
+) -> R:
+    """The publish protocol every ingest step follows.
+
+    An unchanged file seen before returns its dataset without being read; otherwise ``build``
+    writes the dataset into a staging directory and returns its manifest, whose ``id_key`` names
+    the dataset; the staging directory is renamed into place unless that dataset already exists
+    (same content under another name). ``result(manifest, dataset_dir, already)`` makes the
+    caller's result object.
+    """
+    index = SourceIndex(root)
+    key = SourceIndex.key(path, identity)
+    known = index.get(key)
+    if known and (man := _manifest(root / known)) is not None:
+        return result(man, root / known, True)
+    with Staging(root) as stage:
+        manifest = build(stage.path)
+        fresh = stage.publish(manifest[id_key])
+    index.put(key, manifest[id_key])
+    if not fresh:
+        return result(_manifest(stage.final), stage.final, True)
+    return result(manifest, stage.final, False)

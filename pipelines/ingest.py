@@ -10,7 +10,6 @@ Guarantees (tested):
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -26,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.catalog import traces_root, write_json_atomic
-from pipelines.dataset import RejectsWriter, SourceIndex, Staging, content_id
+from pipelines.dataset import RejectsWriter, content_id, ingest_once
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
@@ -156,14 +155,6 @@ def _stats_of(df: pl.DataFrame) -> dict[str, dict]:
     return {r.pop("volume"): r for r in agg.iter_rows(named=True)}
 
 
-def _already(data_dir: Path, trace_id: str, source_path: Path) -> IngestResult | None:
-    d = traces_root(data_dir) / trace_id
-    m = d / "manifest.json"
-    if not m.is_file():
-        return None
-    return _result(json.loads(m.read_text()), source_path, d, already=True)
-
-
 def make_reader(fmt: str, options: dict | None = None) -> TraceReader:
     return reader_class(fmt)(**(options or {}))
 
@@ -178,24 +169,17 @@ def ingest_file(
 ) -> IngestResult:
     """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring."""
     path = Path(path)
-    data_dir = Path(data_dir)
     source = Source(path)
     fmt = fmt or detect(source)
     reader = make_reader(fmt, options)
-    root = traces_root(data_dir)
-    index = SourceIndex(root)
-    key = SourceIndex.key(path, reader.identity())
-    known = index.get(key)
-    if known and (hit := _already(data_dir, known, path)):
-        return hit
-
-    with Staging(root) as stage:
-        manifest = _ingest_into(stage.path, source, reader, progress, validate)
-        fresh = stage.publish(manifest["trace_id"])
-    index.put(key, manifest["trace_id"])
-    if not fresh:
-        return _already(data_dir, manifest["trace_id"], path)
-    return _result(manifest, path, stage.final)
+    return ingest_once(
+        traces_root(data_dir),
+        path,
+        reader.identity(),
+        "trace_id",
+        lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
+        lambda man, final, already: _result(man, path, final, already),
+    )
 
 
 def _result(man: dict, source_path: Path, final: Path, already: bool = False) -> IngestResult:

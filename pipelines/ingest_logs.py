@@ -29,7 +29,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import write_json_atomic
-from pipelines.dataset import RejectsWriter, SourceIndex, Staging, content_id
+from pipelines.dataset import RejectsWriter, content_id, ingest_once
 from schemas.measured import TIME_COLUMN, arrow_schema, conform
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredReader
@@ -150,13 +150,6 @@ def make_measured_reader(fmt: str, options: dict | None = None) -> MeasuredReade
     return cls(**(options or {}))
 
 
-def _already(root: Path, dataset_id: str, source_path: Path) -> MeasuredIngestResult | None:
-    m = root / dataset_id / "manifest.json"
-    if not m.is_file():
-        return None
-    return _result(json.loads(m.read_text()), source_path, root / dataset_id, already=True)
-
-
 def ingest_log_file(
     path: str | Path,
     data_dir: str | Path,
@@ -170,19 +163,14 @@ def ingest_log_file(
     source = Source(path)
     fmt = fmt or detect(source)
     reader = make_measured_reader(fmt, options)
-    root = measured_root(data_dir)
-    index = SourceIndex(root)
-    key = SourceIndex.key(path, reader.identity())
-    known = index.get(key)
-    if known and (hit := _already(root, known, path)):
-        return hit
-    with Staging(root) as stage:
-        manifest = _ingest_into(stage.path, source, reader, progress, validate)
-        fresh = stage.publish(manifest["dataset_id"])
-    index.put(key, manifest["dataset_id"])
-    if not fresh:
-        return _already(root, manifest["dataset_id"], path)
-    return _result(manifest, path, stage.final)
+    return ingest_once(
+        measured_root(data_dir),
+        path,
+        reader.identity(),
+        "dataset_id",
+        lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
+        lambda man, final, already: _result(man, path, final, already),
+    )
 
 
 def _result(man: dict, source_path: Path, final: Path, already: bool = False) -> MeasuredIngestResult:
