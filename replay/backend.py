@@ -1,0 +1,175 @@
+"""Back end: RAID groups of drives, where a cache unit lives, what a write costs, drive service times.
+
+Placement. A volume lives in one pool (``[volumes]`` of the scenario). A pool of several RAID
+groups spreads each volume over them in slices (``slice_bytes``, FAST VP: 256 MB on VNX2), round
+robin starting at a per-volume offset, as a pool's private RAID groups are filled; a pool of one
+group holds the volume whole. Inside a RAID group data is striped in ``stripe_element_bytes``
+elements over the data drives with rotating parity (RAID 5: left-symmetric, one parity drive
+per stripe; RAID 6: P and Q on consecutive drives; RAID 1/10: mirrored pairs; RAID 0: plain).
+
+Write cost (MODELS.md, seed 000). A small write to RAID 5 is a read-modify-write of the data
+element and of parity: 2 I/Os on each of 2 drives = 4 back-end I/Os (RAID 6: 3 drives, 6 I/Os;
+RAID 1/10: 2 writes; RAID 0: 1). A write that covers a whole stripe (every data element fully
+dirty) writes data and parity without reading: ``width`` I/Os for ``data_drives`` elements, the
+penalty avoided. Host sustainable IOPS with all I/O on the drives at planning rate is
+``drive_iops * n_drives / (read_frac + penalty * write_frac)`` (:func:`planning_host_iops`).
+
+Drive service time (HDD) = seek + half a rotation + transfer. The seek follows
+``t_min + k * sqrt(distance)`` with k fitted so that random pairs over the whole stroke average
+the data-sheet seek (derived from the planning IOPS when not given); random I/O over a pool that
+occupies ``span_fraction`` of the drives seeks over that share only; an address-sorted flush of
+``b`` requests per drive seeks ``span / b`` between them. SSD: ``1 / planning_iops`` + transfer.
+The queue-depth law is in :mod:`replay.queueing`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from replay import queueing as qk
+from replay.scenario import Scenario
+
+# RAID group integer columns (``rgi``)
+RG_LEVEL = 0
+RG_WIDTH = 1
+RG_DRIVE0 = 2  # index of the group's first drive in the drive arrays
+RG_ELEM = 3  # stripe element bytes
+RG_DATA = 4  # data drives per stripe (pairs for RAID 1/10)
+RG_PAGES_PER_ELEM = 5
+N_RG_STATIC = 6
+
+# columns of the per-unit placement array (int64 ``uplace``)
+UP_RG = 0
+UP_DATA = 1  # global index of the drive holding the unit's data
+UP_P1 = 2  # parity drive (RAID 5/6) or mirror (RAID 1/10), -1 if none
+UP_P2 = 3  # second parity drive (RAID 6), -1 if none
+UP_SFIRST = 4  # first unit number of the unit's stripe (full-stripe detection)
+UP_SUNITS = 5  # units in that stripe (0: stripe cut by a slice end, never full)
+N_UP = 6
+
+#: Seek-curve constant: for two uniform random points on [0, 1], E[sqrt(|x - y|)] = 8/15.
+SQRT_DISTANCE_MEAN = 8.0 / 15.0
+
+
+def planning_host_iops(drive_iops: float, n_drives: int, read_fraction: float, penalty: int) -> float:
+    """Seed 000's rule of thumb: host IOPS the drives sustain at their planning rate,
+    ``X * read + penalty * X * write = drive_iops * n_drives``."""
+    return drive_iops * n_drives / (read_fraction + penalty * (1.0 - read_fraction))
+
+
+@dataclass
+class BackendArrays:
+    """Everything the kernel needs to know about RAID groups, drives and pools."""
+
+    rgi: np.ndarray  # int64 [n_rg, N_RG_STATIC]
+    dstat: np.ndarray  # float64 [n_drives, N_DS]
+    drive_rg: np.ndarray  # int32 [n_drives]
+    pool_rgs: np.ndarray  # int32 [n_pools, max_rgs] (-1 padded)
+    pool_nrg: np.ndarray  # int32 [n_pools]
+    pool_slice: np.ndarray  # int64 [n_pools] (0: no slicing)
+
+
+def build(sc: Scenario) -> BackendArrays:
+    page = sc.dram.page_bytes
+    rgi = np.zeros((len(sc.raid_groups), N_RG_STATIC), dtype=np.int64)
+    rows = []
+    drive_rg = []
+    d0 = 0
+    for g, rg in enumerate(sc.raid_groups):
+        rgi[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives, rg.stripe_element_bytes // page)
+        dc = sc.drive_classes[rg.drive_class]
+        pool = next(p for p in sc.pools if rg.name in p.raid_groups) if any(
+            rg.name in p.raid_groups for p in sc.pools) else None
+        span = pool.span_fraction if pool else 1.0
+        row = np.zeros(qk.N_DS)
+        xfer_ns_per_byte = 1e9 / (dc.transfer_mb_per_s * 1e6)
+        if dc.kind == "hdd":
+            tmin = dc.track_to_track_ms * 1e6
+            tavg = dc.seek_ms * 1e6
+            seek_rand = tmin + (tavg - tmin) * math.sqrt(span)
+            row[qk.DS_TMIN] = tmin
+            row[qk.DS_SEEK_K] = (tavg - tmin) / SQRT_DISTANCE_MEAN
+            row[qk.DS_ROT] = dc.half_rotation_ms * 1e6
+            row[qk.DS_SEEK_RAND] = seek_rand
+            row[qk.DS_POS_RAND] = seek_rand + row[qk.DS_ROT]
+        else:
+            lat = dc.latency_ms * 1e6
+            row[qk.DS_TMIN] = row[qk.DS_SEEK_RAND] = 0.0
+            row[qk.DS_POS_RAND] = lat
+        row[qk.DS_SPAN] = span
+        row[qk.DS_XFER] = xfer_ns_per_byte
+        row[qk.DS_BETA] = dc.queue_gain_exponent
+        row[qk.DS_QMAX] = dc.queue_depth_max
+        row[qk.DS_NOM] = row[qk.DS_POS_RAND] + page * xfer_ns_per_byte
+        for _ in range(rg.width):
+            rows.append(row)
+            drive_rg.append(g)
+        d0 += rg.width
+    maxr = max(len(p.raid_groups) for p in sc.pools)
+    pool_rgs = np.full((len(sc.pools), maxr), -1, dtype=np.int32)
+    for i, p in enumerate(sc.pools):
+        pool_rgs[i, : len(p.raid_groups)] = [sc.rg_index(n) for n in p.raid_groups]
+    return BackendArrays(
+        rgi=rgi,
+        dstat=np.array(rows, dtype=np.float64).reshape(len(rows), qk.N_DS),
+        drive_rg=np.array(drive_rg, dtype=np.int32),
+        pool_rgs=pool_rgs,
+        pool_nrg=np.array([len(p.raid_groups) for p in sc.pools], dtype=np.int32),
+        pool_slice=np.array([p.slice_bytes if len(p.raid_groups) > 1 else 0 for p in sc.pools], dtype=np.int64),
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, pool_rgs, pool_nrg, pool_slice, rgi, out):
+    """Fill ``out`` (N_UP int64) with the RAID group, drives and stripe of a cache unit."""
+    off = unit_no * unit_bytes
+    sl = pool_slice[pool]
+    nrg = pool_nrg[pool]
+    if sl > 0:
+        s = off // sl
+        g = pool_rgs[pool, (vol_base + s) % nrg]
+        off_in = off - s * sl
+    else:
+        s = 0
+        g = pool_rgs[pool, 0]
+        off_in = off
+    level = rgi[g, RG_LEVEL]
+    width = rgi[g, RG_WIDTH]
+    d0 = rgi[g, RG_DRIVE0]
+    elem = rgi[g, RG_ELEM]
+    ndata = rgi[g, RG_DATA]
+    e = off_in // elem
+    stripe = e // ndata
+    pos = e - stripe * ndata
+    # a stripe number unique within the group for parity rotation (mix in slice and volume)
+    big = stripe + s * 1_000_003 + vol_index * 7_919
+    out[UP_RG] = g
+    out[UP_P1] = -1
+    out[UP_P2] = -1
+    if level == 5:
+        p = width - 1 - (big % width)
+        out[UP_DATA] = d0 + (p + 1 + pos) % width
+        out[UP_P1] = d0 + p
+    elif level == 6:
+        p = width - 1 - (big % width)
+        out[UP_P1] = d0 + p
+        out[UP_P2] = d0 + (p + 1) % width
+        out[UP_DATA] = d0 + (p + 2 + pos) % width
+    elif level == 1 or level == 10:
+        pair = (pos + big) % ndata
+        out[UP_DATA] = d0 + 2 * pair
+        out[UP_P1] = d0 + 2 * pair + 1
+    else:
+        out[UP_DATA] = d0 + (pos + big) % width
+    stripe_bytes = elem * ndata
+    sstart = stripe * stripe_bytes
+    if (level == 5 or level == 6) and (sl == 0 or sstart + stripe_bytes <= sl):
+        out[UP_SFIRST] = (s * sl + sstart) // unit_bytes if sl > 0 else sstart // unit_bytes
+        out[UP_SUNITS] = stripe_bytes // unit_bytes
+    else:
+        out[UP_SFIRST] = -1
+        out[UP_SUNITS] = 0

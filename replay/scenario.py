@@ -1,0 +1,649 @@
+"""Scenarios: a TOML description of an array (controller, DRAM cache, drives, RAID groups, pools,
+volume placement) plus replay options, validated on load, with a stable hash.
+
+A scenario file is read with :func:`load` (a preset name from ``replay/scenarios/`` or a path).
+Every key is checked: an unknown key, a wrong type, a negative size or a watermark low >= high is
+a ``ValueError`` naming the file, the line (when it can be found) and the problem. Defaults are
+the published numbers of ``shared/reference/MODELS.md`` (source in a comment next to each) or,
+marked *est*, our estimates; every one of them is a parameter.
+
+``[ssd_cache]`` and ``[tiering]`` belong to the next array issue (FAST Cache / QCache, FAST VP):
+they are accepted as free-form tables so presets can carry them already, included in the hash,
+and reported as *not yet modelled* (``Scenario.ignored_sections``; the replay warns and records
+them in its summary). Nothing else is ignored.
+
+The hash (:attr:`Scenario.hash`) is the SHA-256 of the canonical JSON of the normalized model
+(sizes as integers, defaults filled in), without ``name``/``description``: the same array written
+two ways has one hash, and renaming a file does not change results' run ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from schemas.units import parse_duration_ns, parse_size
+
+PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
+
+RAID_LEVELS = (0, 1, 5, 6, 10)
+#: Back-end I/Os per small random host write (seed 000, doc): RAID 1/10 = 2, 5 = 4, 6 = 6.
+WRITE_PENALTY = {0: 1, 1: 2, 10: 2, 5: 4, 6: 6}
+PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
+NOT_YET_MODELLED = ("ssd_cache", "tiering")
+
+
+# --------------------------------------------------------------------------------------------
+# errors with file and line
+# --------------------------------------------------------------------------------------------
+class _Where:
+    """Finds the line of a key in the TOML text, so errors can point at it."""
+
+    def __init__(self, source: str, text: str | None):
+        self.source = source
+        self.lines = text.splitlines() if text else []
+
+    def line_of(self, section: str, key: str | None) -> int | None:
+        if not self.lines:
+            return None
+        head = section.split("[")[0]
+        start = 0
+        if head:
+            pat = re.compile(r"^\s*\[\[?\s*" + re.escape(head) + r"\s*\]\]?\s*(#.*)?$")
+            for i, line in enumerate(self.lines):
+                if pat.match(line):
+                    start = i
+                    break
+        if key is None:
+            return start + 1 if head else None
+        kp = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+        for i in range(start, len(self.lines)):
+            if kp.match(self.lines[i]):
+                return i + 1
+        return None
+
+    def error(self, section: str, key: str | None, msg: str) -> ValueError:
+        line = self.line_of(section, key)
+        where = f"{self.source}" + (f", line {line}" if line else "")
+        sec = f"[{section}] " if section else ""
+        k = f"{key}: " if key else ""
+        return ValueError(f"{where}: {sec}{k}{msg}")
+
+
+def _check_keys(w: _Where, section: str, table: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise w.error(section, unknown[0], f"unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _get(w: _Where, section: str, table: dict, key: str, kind: str, default: Any = None, *,
+         minimum: float | None = None, maximum: float | None = None, strict_min: bool = False,
+         choices: tuple | None = None) -> Any:
+    """Read and check one value. kind: size, duration, int, float, str, bool."""
+    if key not in table:
+        return default
+    v = table[key]
+    try:
+        if kind == "size":
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise ValueError(f"expected a size such as 8192 or \"8KiB\", got {v!r}")
+            if isinstance(v, int) and v < 0:
+                raise ValueError(f"negative size {v}")
+            if isinstance(v, str) and v.strip().startswith("-"):
+                raise ValueError(f"negative size {v!r}")
+            v = parse_size(v)
+        elif kind == "duration":
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise ValueError(f"expected a duration such as \"60s\", got {v!r}")
+            if isinstance(v, str) and v.strip().startswith("-"):
+                raise ValueError(f"negative duration {v!r}")
+            v = parse_duration_ns(v)
+        elif kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"expected an integer, got {v!r}")
+        elif kind == "float":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"expected a number, got {v!r}")
+            v = float(v)
+            if not math.isfinite(v):
+                raise ValueError(f"expected a finite number, got {v!r}")
+        elif kind == "str":
+            if not isinstance(v, str):
+                raise ValueError(f"expected a string, got {v!r}")
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                raise ValueError(f"expected true or false, got {v!r}")
+    except ValueError as e:
+        raise w.error(section, key, str(e)) from None
+    if choices is not None and v not in choices:
+        raise w.error(section, key, f"{v!r} is not one of {', '.join(map(repr, choices))}")
+    if minimum is not None and (v < minimum or (strict_min and v == minimum)):
+        op = ">" if strict_min else ">="
+        raise w.error(section, key, f"must be {op} {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise w.error(section, key, f"must be <= {maximum}, got {v}")
+    return v
+
+
+def _table(w: _Where, section: str, v: Any) -> dict:
+    if not isinstance(v, dict):
+        raise w.error(section, None, f"expected a table, got {type(v).__name__}")
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# the model of a scenario
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DriveClass:
+    """A drive type. HDD service time = seek + half a rotation + transfer, where the seek depends
+    on the distance (``span_fraction`` of the pool, address-sorted flushing) and a queue of q
+    requests shortens positioning by ``min(q, queue_depth_max) ** queue_gain_exponent`` (command
+    reordering). SSD: fixed latency ``1 / planning_iops`` + transfer, same queue law (parallelism)."""
+
+    name: str
+    kind: str = "hdd"  # hdd | ssd
+    planning_iops: float = 150.0  # seed 000: SAS 10k 150, 15k 180, NL-SAS 90, SSD eMLC 3500, SLC 5000
+    rpm: int = 10_000
+    avg_seek_ms: float | None = None  # None: 1000/planning_iops - half rotation - 8 KiB transfer
+    track_to_track_ms: float = 0.5  # est: short-seek floor (vendor data sheets: 0.2-0.8 ms)
+    transfer_mb_per_s: float = 150.0  # est: media rate of a 10k SAS drive
+    queue_gain_exponent: float = 0.12  # est: q^0.12, 1.28x at q=8, 1.52x at 32 (calibrated: seed 000 peaks)
+    queue_depth_max: int = 256  # est: gain stops growing there (1.95x; MODELS: deep queues up to 2-2.5x)
+    capacity_bytes: int = 0  # informational (reports); 0 = unknown
+
+    @property
+    def half_rotation_ms(self) -> float:
+        """2.0 / 3.0 / 4.17 ms at 15k / 10k / 7.2k rpm (MODELS.md)."""
+        return 30_000.0 / self.rpm if self.kind == "hdd" else 0.0
+
+    @property
+    def seek_ms(self) -> float:
+        """Average full-stroke seek: given, or what makes the planning IOPS come out at 8 KiB."""
+        if self.kind != "hdd":
+            return 0.0
+        if self.avg_seek_ms is not None:
+            return self.avg_seek_ms
+        return 1000.0 / self.planning_iops - self.half_rotation_ms - 8192 / (self.transfer_mb_per_s * 1e3)
+
+    @property
+    def latency_ms(self) -> float:
+        """SSD positioning-equivalent latency at queue depth 1."""
+        return 1000.0 / self.planning_iops - 8192 / (self.transfer_mb_per_s * 1e3)
+
+
+@dataclass(frozen=True)
+class RaidGroup:
+    name: str
+    level: int
+    width: int
+    drive_class: str
+    stripe_element_bytes: int = 64 << 10  # doc: VNX stripe element 64 KB (128 blocks)
+
+    @property
+    def parity_drives(self) -> int:
+        return PARITY_DRIVES[self.level]
+
+    @property
+    def data_drives(self) -> int:
+        return self.width // 2 if self.level in (1, 10) else self.width - self.parity_drives
+
+    @property
+    def write_penalty(self) -> int:
+        return WRITE_PENALTY[self.level]
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    raid_groups: tuple[str, ...]
+    slice_bytes: int = 256 << 20  # doc: FAST VP slice 256 MB on VNX2 (1 GB on VNX1)
+    span_fraction: float = 1.0  # est: share of each drive's stroke the data occupies (1 = planning case)
+
+
+@dataclass(frozen=True)
+class VolumeMap:
+    pattern: str  # fnmatch pattern on the trace's volume name
+    pool: str
+
+
+@dataclass(frozen=True)
+class Flare:
+    """FLARE (VNX1/CLARiiON) write cache: watermarks, idle, watermark and forced flushing."""
+
+    read_cache_bytes: int = 512 << 20  # est: FLARE splits SP memory into read and write cache
+    high_watermark_pct: float = 80.0  # doc: default high watermark 80 %
+    low_watermark_pct: float = 60.0  # doc: default low watermark 60 %
+    idle_after_ms: float = 1000.0  # est: a LUN with no host I/O for this long is idle
+    idle_flush_outstanding: int = 4  # est: idle flushing is gentle: writes in flight array-wide
+
+
+@dataclass(frozen=True)
+class Mcx:
+    """MCx (VNX2) cache: pre-cleaning age per RAID group and write throttling (see dram_cache)."""
+
+    initial_age_ms: float = 2000.0  # doc: initial pre-cleaning age 2 s
+    min_age_ms: float = 10.0  # doc: bounds 10 ms - 120 s
+    max_age_ms: float = 120_000.0  # doc
+    adapt_interval_ms: float = 100.0  # est: how often the four signals are re-read
+    rate_window_ms: float = 1000.0  # est: time constant of the rate averages
+    dirty_target_pct: float = 10.0  # est: dirty share of the pool (over active groups) when writes do not coalesce
+    dirty_max_pct: float = 80.0  # est: ... growing to this share as all writes coalesce
+    min_free_pct: float = 10.0  # est: below this many free pages every age shrinks
+    age_smoothing: float = 0.5  # est: fraction of the way to the target age per adaptation
+    throttle_drain_ms: float = 2000.0  # doc: no throttling while a group's drain time < 2 s
+    throttle_ratio_max: float = 8.0  # doc: incoming:flushed ratio 8x ...
+    throttle_ratio_min: float = 0.5  # doc: ... through 1x down to 0.5x
+    throttle_overshoot_pct: float = 25.0  # est: 0.5x once a group holds 125 % of its dirty share
+
+
+@dataclass(frozen=True)
+class Dram:
+    mode: str = "mcx"  # flare | mcx
+    cache_bytes: int = 4 << 30  # seed 000: ~4 GB usable SP cache on a VNX5400
+    page_bytes: int = 8 << 10  # doc: 2/4/8/16 KB pages, default 8 KB
+    flush_unit_bytes: int = 64 << 10  # doc: flushes in 64 KB units / MCx 64 KB logical blocks
+    mirror_latency_us: float = 100.0  # doc: write ack waits for the CMI mirror hop; value est
+    flush_queue_depth: int = 4  # est: flush writes kept in flight per drive of a RAID group
+    flush_order: str = "age"  # age (oldest first, FLARE) | address (sorted sweep, MCx)
+    flare: Flare = field(default_factory=Flare)
+    mcx: Mcx = field(default_factory=Mcx)
+
+    @property
+    def pages_per_unit(self) -> int:
+        return self.flush_unit_bytes // self.page_bytes
+
+    @property
+    def write_cache_bytes(self) -> int:
+        return self.cache_bytes - self.flare.read_cache_bytes if self.mode == "flare" else self.cache_bytes
+
+
+@dataclass(frozen=True)
+class Controller:
+    """The storage processor as one FCFS server: per-I/O CPU cost plus a bandwidth limit."""
+
+    overhead_us: float = 30.0  # est: SP time per host I/O (caps cache-hit IOPS near 30k)
+    bandwidth_mb_per_s: float = 3200.0  # est: SP/front-end data rate
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    mode: str = "open"  # open: trace timestamps; closed: `outstanding` I/Os in flight
+    outstanding: int = 16  # IOMeter workers x outstanding, fio numjobs x iodepth
+    interval_ns: int = 60 * 10**9  # per-interval outputs
+    warmup_pct: float = 0.0  # summary metrics skip this share of the requests (cache warm-up)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    controller: Controller
+    dram: Dram
+    drive_classes: dict[str, DriveClass]
+    raid_groups: tuple[RaidGroup, ...]
+    pools: tuple[Pool, ...]
+    volume_maps: tuple[VolumeMap, ...]
+    default_pool: str
+    replay: ReplayOptions
+    extra_sections: dict[str, dict] = field(default_factory=dict)  # ssd_cache, tiering (not yet modelled)
+    source: str = ""
+
+    # -- derived ---------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("source")
+        return d
+
+    def model_dict(self) -> dict:
+        """The normalized model (what the hash covers): no name, description or source."""
+        d = self.to_dict()
+        d.pop("name")
+        d.pop("description")
+        return d
+
+    @property
+    def hash(self) -> str:
+        blob = json.dumps(self.model_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def ignored_sections(self) -> list[str]:
+        return sorted(self.extra_sections)
+
+    def rg_index(self, name: str) -> int:
+        for i, rg in enumerate(self.raid_groups):
+            if rg.name == name:
+                return i
+        raise LookupError(f"no RAID group {name!r}")
+
+    def pool_index(self, name: str) -> int:
+        for i, p in enumerate(self.pools):
+            if p.name == name:
+                return i
+        raise LookupError(f"no pool {name!r}")
+
+    def pool_of_volume(self, volume: str) -> int:
+        """Index of the pool a volume (trace volume name) lives in: first matching map entry,
+        else the default pool."""
+        for m in self.volume_maps:
+            if fnmatchcase(volume, m.pattern):
+                return self.pool_index(m.pool)
+        return self.pool_index(self.default_pool)
+
+    @property
+    def n_drives(self) -> int:
+        return sum(rg.width for rg in self.raid_groups)
+
+    def with_replay(self, **changes) -> Scenario:
+        """A copy with replay options changed (e.g. ``mode="closed", outstanding=48``)."""
+        return replace(self, replay=replace(self.replay, **changes))
+
+    def describe(self) -> dict:
+        """Short summary for listings."""
+        drives = {}
+        for rg in self.raid_groups:
+            drives[rg.drive_class] = drives.get(rg.drive_class, 0) + rg.width
+        return {
+            "name": self.name,
+            "description": self.description,
+            "hash": self.hash,
+            "dram_mode": self.dram.mode,
+            "cache_bytes": self.dram.cache_bytes,
+            "raid_groups": [f"{rg.name}: RAID {rg.level} x{rg.width} {rg.drive_class}" for rg in self.raid_groups],
+            "drives": drives,
+            "replay_mode": self.replay.mode,
+            "outstanding": self.replay.outstanding,
+            "not_yet_modelled": self.ignored_sections,
+            "source": self.source,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# parsing
+# --------------------------------------------------------------------------------------------
+_TOP = {"name", "description", "controller", "dram", "drive_classes", "raid_groups", "pools", "volumes",
+        "replay", *NOT_YET_MODELLED}
+
+
+def _names(cls) -> set[str]:
+    return {f.name for f in fields(cls)}
+
+
+def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
+    sec = f"drive_classes.{name}"
+    _check_keys(w, sec, t, _names(DriveClass) - {"name"})
+    d = DriveClass(name=name)
+    kind = _get(w, sec, t, "kind", "str", d.kind, choices=("hdd", "ssd"))
+    dc = DriveClass(
+        name=name,
+        kind=kind,
+        planning_iops=_get(w, sec, t, "planning_iops", "float", d.planning_iops, minimum=0, strict_min=True),
+        rpm=_get(w, sec, t, "rpm", "int", d.rpm, minimum=1000),
+        avg_seek_ms=_get(w, sec, t, "avg_seek_ms", "float", None, minimum=0),
+        track_to_track_ms=_get(w, sec, t, "track_to_track_ms", "float", d.track_to_track_ms, minimum=0),
+        transfer_mb_per_s=_get(w, sec, t, "transfer_mb_per_s", "float", d.transfer_mb_per_s, minimum=0,
+                               strict_min=True),
+        queue_gain_exponent=_get(w, sec, t, "queue_gain_exponent", "float", d.queue_gain_exponent,
+                                 minimum=0, maximum=1),
+        queue_depth_max=_get(w, sec, t, "queue_depth_max", "int", d.queue_depth_max, minimum=1),
+        capacity_bytes=_get(w, sec, t, "capacity_bytes", "size", d.capacity_bytes),
+    )
+    if dc.kind == "hdd":
+        if dc.seek_ms < 0:
+            raise w.error(sec, "planning_iops", f"{dc.planning_iops} IOPS is faster than half a rotation at "
+                          f"{dc.rpm} rpm plus the transfer: no room for a seek (give avg_seek_ms)")
+        if dc.track_to_track_ms > dc.seek_ms:
+            raise w.error(sec, "track_to_track_ms", f"{dc.track_to_track_ms} ms exceeds the average seek "
+                          f"{dc.seek_ms:.2f} ms")
+    elif dc.latency_ms <= 0:
+        raise w.error(sec, "planning_iops", "an 8 KiB transfer alone takes longer than 1/planning_iops")
+    return dc
+
+
+def _parse_rg(w: _Where, i: int, t: dict, classes: dict[str, DriveClass]) -> RaidGroup:
+    sec = f"raid_groups[{i}]"
+    t = _table(w, sec, t)
+    _check_keys(w, "raid_groups", t, _names(RaidGroup))
+    for k in ("name", "level", "width", "drive_class"):
+        if k not in t:
+            raise w.error("raid_groups", None, f"RAID group #{i + 1} lacks {k!r}")
+    name = _get(w, "raid_groups", t, "name", "str")
+    level = _get(w, "raid_groups", t, "level", "int", choices=RAID_LEVELS)
+    width = _get(w, "raid_groups", t, "width", "int", minimum=1)
+    dclass = _get(w, "raid_groups", t, "drive_class", "str")
+    elem = _get(w, "raid_groups", t, "stripe_element_bytes", "size", 64 << 10, minimum=512)
+    if dclass not in classes:
+        raise w.error("raid_groups", "drive_class", f"RAID group {name!r}: unknown drive class {dclass!r}; "
+                      f"defined: {', '.join(classes) or 'none'}")
+    need = {0: 1, 1: 2, 10: 4, 5: 3, 6: 4}[level]
+    if width < need or (level == 1 and width != 2) or (level == 10 and width % 2):
+        raise w.error("raid_groups", "width", f"RAID group {name!r}: RAID {level} cannot have {width} drives")
+    if elem & (elem - 1):
+        raise w.error("raid_groups", "stripe_element_bytes", f"RAID group {name!r}: {elem} is not a power of two")
+    return RaidGroup(name, level, width, dclass, elem)
+
+
+def _parse_dram(w: _Where, t: dict) -> Dram:
+    d = Dram()
+    allowed = _names(Dram)
+    _check_keys(w, "dram", t, allowed)
+    mode = _get(w, "dram", t, "mode", "str", d.mode, choices=("flare", "mcx"))
+    ft = _table(w, "dram.flare", t.get("flare", {}))
+    mt = _table(w, "dram.mcx", t.get("mcx", {}))
+    _check_keys(w, "dram.flare", ft, _names(Flare))
+    _check_keys(w, "dram.mcx", mt, _names(Mcx))
+    f0, m0 = Flare(), Mcx()
+    flare = Flare(
+        read_cache_bytes=_get(w, "dram.flare", ft, "read_cache_bytes", "size", f0.read_cache_bytes),
+        high_watermark_pct=_get(w, "dram.flare", ft, "high_watermark_pct", "float", f0.high_watermark_pct,
+                                minimum=0, maximum=100),
+        low_watermark_pct=_get(w, "dram.flare", ft, "low_watermark_pct", "float", f0.low_watermark_pct,
+                               minimum=0, maximum=100),
+        idle_after_ms=_get(w, "dram.flare", ft, "idle_after_ms", "float", f0.idle_after_ms, minimum=0),
+        idle_flush_outstanding=_get(w, "dram.flare", ft, "idle_flush_outstanding", "int",
+                                    f0.idle_flush_outstanding, minimum=0),
+    )
+    if flare.low_watermark_pct >= flare.high_watermark_pct:
+        raise w.error("dram.flare", "low_watermark_pct", f"low watermark {flare.low_watermark_pct} % must be "
+                      f"below the high watermark {flare.high_watermark_pct} %")
+    ms = "dram.mcx"
+    mcx = Mcx(
+        initial_age_ms=_get(w, ms, mt, "initial_age_ms", "float", m0.initial_age_ms, minimum=0, strict_min=True),
+        min_age_ms=_get(w, ms, mt, "min_age_ms", "float", m0.min_age_ms, minimum=0, strict_min=True),
+        max_age_ms=_get(w, ms, mt, "max_age_ms", "float", m0.max_age_ms, minimum=0, strict_min=True),
+        adapt_interval_ms=_get(w, ms, mt, "adapt_interval_ms", "float", m0.adapt_interval_ms, minimum=0,
+                               strict_min=True),
+        rate_window_ms=_get(w, ms, mt, "rate_window_ms", "float", m0.rate_window_ms, minimum=0, strict_min=True),
+        dirty_target_pct=_get(w, ms, mt, "dirty_target_pct", "float", m0.dirty_target_pct, minimum=0,
+                              maximum=100, strict_min=True),
+        dirty_max_pct=_get(w, ms, mt, "dirty_max_pct", "float", m0.dirty_max_pct, minimum=0, maximum=100),
+        min_free_pct=_get(w, ms, mt, "min_free_pct", "float", m0.min_free_pct, minimum=0, maximum=100),
+        age_smoothing=_get(w, ms, mt, "age_smoothing", "float", m0.age_smoothing, minimum=0, maximum=1,
+                           strict_min=True),
+        throttle_drain_ms=_get(w, ms, mt, "throttle_drain_ms", "float", m0.throttle_drain_ms, minimum=0),
+        throttle_ratio_max=_get(w, ms, mt, "throttle_ratio_max", "float", m0.throttle_ratio_max, minimum=1),
+        throttle_ratio_min=_get(w, ms, mt, "throttle_ratio_min", "float", m0.throttle_ratio_min, minimum=0,
+                                maximum=1, strict_min=True),
+        throttle_overshoot_pct=_get(w, ms, mt, "throttle_overshoot_pct", "float", m0.throttle_overshoot_pct,
+                                    minimum=0, strict_min=True),
+    )
+    if mcx.dirty_max_pct < mcx.dirty_target_pct:
+        raise w.error(ms, "dirty_max_pct", f"must be >= dirty_target_pct ({mcx.dirty_target_pct}), "
+                      f"got {mcx.dirty_max_pct}")
+    if not mcx.min_age_ms <= mcx.initial_age_ms <= mcx.max_age_ms:
+        raise w.error(ms, "initial_age_ms", f"must lie within min_age_ms..max_age_ms "
+                      f"({mcx.min_age_ms}..{mcx.max_age_ms}), got {mcx.initial_age_ms}")
+    dram = Dram(
+        mode=mode,
+        cache_bytes=_get(w, "dram", t, "cache_bytes", "size", d.cache_bytes),
+        page_bytes=_get(w, "dram", t, "page_bytes", "size", d.page_bytes, minimum=512),
+        flush_unit_bytes=_get(w, "dram", t, "flush_unit_bytes", "size", d.flush_unit_bytes, minimum=512),
+        mirror_latency_us=_get(w, "dram", t, "mirror_latency_us", "float", d.mirror_latency_us, minimum=0),
+        flush_queue_depth=_get(w, "dram", t, "flush_queue_depth", "int", d.flush_queue_depth, minimum=1),
+        flush_order=_get(w, "dram", t, "flush_order", "str", "address" if mode == "mcx" else "age",
+                         choices=("age", "address")),
+        flare=flare,
+        mcx=mcx,
+    )
+    pb, fu = dram.page_bytes, dram.flush_unit_bytes
+    if pb & (pb - 1):
+        raise w.error("dram", "page_bytes", f"{pb} is not a power of two")
+    if fu & (fu - 1) or fu < pb:
+        raise w.error("dram", "flush_unit_bytes", f"{fu} must be a power of two >= the page size {pb}")
+    if fu // pb > 64:
+        raise w.error("dram", "flush_unit_bytes", f"at most 64 pages per flush unit ({fu // pb} given)")
+    if dram.cache_bytes < pb:
+        raise w.error("dram", "cache_bytes", f"{dram.cache_bytes} B holds no {pb} B page")
+    if mode == "flare" and dram.write_cache_bytes < pb:
+        raise w.error("dram.flare", "read_cache_bytes", f"read cache {flare.read_cache_bytes} B leaves no write "
+                      f"cache out of {dram.cache_bytes} B")
+    return dram
+
+
+def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Scenario:
+    """A validated :class:`Scenario` from a parsed TOML document."""
+    w = _Where(source, text)
+    _check_keys(w, "", data, _TOP)
+    name = _get(w, "", data, "name", "str", Path(source).stem)
+    description = _get(w, "", data, "description", "str", "")
+
+    ct = _table(w, "controller", data.get("controller", {}))
+    _check_keys(w, "controller", ct, _names(Controller))
+    c0 = Controller()
+    controller = Controller(
+        overhead_us=_get(w, "controller", ct, "overhead_us", "float", c0.overhead_us, minimum=0),
+        bandwidth_mb_per_s=_get(w, "controller", ct, "bandwidth_mb_per_s", "float", c0.bandwidth_mb_per_s,
+                                minimum=0, strict_min=True),
+    )
+    dram = _parse_dram(w, _table(w, "dram", data.get("dram", {})))
+
+    dct = _table(w, "drive_classes", data.get("drive_classes", {}))
+    classes = {k: _parse_drive(w, k, _table(w, f"drive_classes.{k}", v)) for k, v in dct.items()}
+    rgs_raw = data.get("raid_groups", [])
+    if not isinstance(rgs_raw, list) or not rgs_raw:
+        raise w.error("raid_groups", None, "at least one [[raid_groups]] entry is needed")
+    rgs = tuple(_parse_rg(w, i, t, classes) for i, t in enumerate(rgs_raw))
+    seen = set()
+    for rg in rgs:
+        if rg.name in seen:
+            raise w.error("raid_groups", "name", f"RAID group {rg.name!r} defined twice")
+        seen.add(rg.name)
+        if rg.stripe_element_bytes % dram.flush_unit_bytes:
+            raise w.error("raid_groups", "stripe_element_bytes", f"RAID group {rg.name!r}: stripe element "
+                          f"{rg.stripe_element_bytes} B is not a multiple of the flush unit {dram.flush_unit_bytes} B")
+
+    pools_raw = data.get("pools", [])
+    if not isinstance(pools_raw, list) or not pools_raw:
+        raise w.error("pools", None, "at least one [[pools]] entry is needed")
+    pools = []
+    used: dict[str, str] = {}
+    for i, pt in enumerate(pools_raw):
+        pt = _table(w, f"pools[{i}]", pt)
+        _check_keys(w, "pools", pt, _names(Pool))
+        if "name" not in pt or "raid_groups" not in pt:
+            raise w.error("pools", None, f"pool #{i + 1} needs 'name' and 'raid_groups'")
+        pname = _get(w, "pools", pt, "name", "str")
+        members = pt["raid_groups"]
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+            raise w.error("pools", "raid_groups", f"pool {pname!r}: a non-empty list of RAID group names")
+        for m in members:
+            if m not in seen:
+                raise w.error("pools", "raid_groups", f"pool {pname!r}: unknown RAID group {m!r}")
+            if m in used:
+                raise w.error("pools", "raid_groups", f"RAID group {m!r} is in pools {used[m]!r} and {pname!r}")
+            used[m] = pname
+        p = Pool(
+            name=pname,
+            raid_groups=tuple(members),
+            slice_bytes=_get(w, "pools", pt, "slice_bytes", "size", Pool.slice_bytes, minimum=0),
+            span_fraction=_get(w, "pools", pt, "span_fraction", "float", Pool.span_fraction, minimum=0,
+                               maximum=1, strict_min=True),
+        )
+        if p.slice_bytes and p.slice_bytes % dram.flush_unit_bytes:
+            raise w.error("pools", "slice_bytes", f"pool {pname!r}: slice is not a multiple of the flush unit")
+        for m in members:
+            rg = rgs[[r.name for r in rgs].index(m)]
+            if p.slice_bytes and p.slice_bytes % rg.stripe_element_bytes:
+                raise w.error("pools", "slice_bytes", f"pool {pname!r}: slice is not a multiple of RAID group "
+                              f"{m!r}'s stripe element")
+        if len(members) > 1 and not p.slice_bytes:
+            raise w.error("pools", "slice_bytes", f"pool {pname!r} spreads over {len(members)} RAID groups: "
+                          "give a slice size")
+        if pname in [q.name for q in pools]:
+            raise w.error("pools", "name", f"pool {pname!r} defined twice")
+        pools.append(p)
+
+    vt = _table(w, "volumes", data.get("volumes", {}))
+    _check_keys(w, "volumes", vt, {"default_pool", "map"})
+    pool_names = [p.name for p in pools]
+    default_pool = _get(w, "volumes", vt, "default_pool", "str", pool_names[0])
+    if default_pool not in pool_names:
+        raise w.error("volumes", "default_pool", f"unknown pool {default_pool!r}; defined: {', '.join(pool_names)}")
+    maps = []
+    for i, mt in enumerate(vt.get("map", [])):
+        mt = _table(w, f"volumes.map[{i}]", mt)
+        _check_keys(w, "volumes.map", mt, {"pattern", "pool"})
+        if "pattern" not in mt or "pool" not in mt:
+            raise w.error("volumes.map", None, f"entry #{i + 1} needs 'pattern' and 'pool'")
+        pat = _get(w, "volumes.map", mt, "pattern", "str")
+        pl = _get(w, "volumes.map", mt, "pool", "str")
+        if pl not in pool_names:
+            raise w.error("volumes.map", "pool", f"unknown pool {pl!r}; defined: {', '.join(pool_names)}")
+        maps.append(VolumeMap(pat, pl))
+
+    rt = _table(w, "replay", data.get("replay", {}))
+    _check_keys(w, "replay", rt, {"mode", "outstanding", "interval", "warmup_pct"})
+    r0 = ReplayOptions()
+    replay_opts = ReplayOptions(
+        mode=_get(w, "replay", rt, "mode", "str", r0.mode, choices=("open", "closed")),
+        outstanding=_get(w, "replay", rt, "outstanding", "int", r0.outstanding, minimum=1, maximum=1 << 20),
+        interval_ns=_get(w, "replay", rt, "interval", "duration", r0.interval_ns, minimum=1, strict_min=False),
+        warmup_pct=_get(w, "replay", rt, "warmup_pct", "float", r0.warmup_pct, minimum=0, maximum=99),
+    )
+    if replay_opts.interval_ns < 1_000_000:
+        raise w.error("replay", "interval", "must be at least 1 ms")
+
+    extra = {}
+    for k in NOT_YET_MODELLED:
+        if k in data:
+            extra[k] = _table(w, k, data[k])
+    return Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
+                    replay_opts, extra, source)
+
+
+def loads(text: str, source: str = "<string>") -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{source}: not valid TOML: {e}") from None
+    return parse(data, source, text)
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def load(ref: str | Path) -> Scenario:
+    """A preset by name (``vnx2-mcx``) or a scenario file by path."""
+    p = Path(ref)
+    if not p.suffix and not p.exists():
+        cand = PRESET_DIR / f"{ref}.toml"
+        if not cand.exists():
+            raise LookupError(f"no scenario preset {str(ref)!r}; presets: {', '.join(preset_names())} "
+                              "(or give a path to a .toml file)")
+        p = cand
+    if not p.is_file():
+        raise FileNotFoundError(f"scenario file {p} does not exist")
+    return loads(p.read_text(), str(p))
+
+
+def presets() -> list[Scenario]:
+    return [load(n) for n in preset_names()]
