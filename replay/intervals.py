@@ -56,16 +56,19 @@ class IntervalAggregator:
 
     ``interval`` is a duration ('60s', '5min', or ns as int); ``by`` optional key columns;
     ``sums`` additive aggregations (name -> Polars expression over the frames added); ``ratios``
-    name -> (numerator column, denominator column)."""
+    name -> (numerator column, denominator column); ``maxes`` per-interval maxima (name ->
+    expression), merged across chunks with max."""
 
     def __init__(self, interval: str | int = "60s", by: Sequence[str] = (),
-                 sums: Mapping[str, pl.Expr] | None = None, ratios: Mapping[str, tuple[str, str]] | None = None):
+                 sums: Mapping[str, pl.Expr] | None = None, ratios: Mapping[str, tuple[str, str]] | None = None,
+                 maxes: Mapping[str, pl.Expr] | None = None):
         self.interval_ns = parse_duration_ns(interval) if isinstance(interval, str) else int(interval)
         if self.interval_ns <= 0:
             raise ValueError(f"interval must be positive, got {interval!r}")
         self.by = list(by)
         self.sums = dict(CACHE_SUMS if sums is None else sums)
         self.ratios = dict(CACHE_RATIOS if ratios is None else ratios)
+        self.maxes = dict(maxes or {})  # per-interval maxima: merged with max instead of sum
         for name, (num, den) in self.ratios.items():
             for c in (num, den):
                 if c not in self.sums:
@@ -80,7 +83,7 @@ class IntervalAggregator:
             frame.with_columns(pl.col("ts_ns").cast(pl.Int64))
             .group_by_dynamic("ts_ns", every=f"{self.interval_ns}i", closed="left", label="left",
                               group_by=self.by or None)
-            .agg(**self.sums)
+            .agg(**self.sums, **self.maxes)
             .rename({"ts_ns": "interval_start_ns"})
         )
         self._parts.append(part)
@@ -90,13 +93,14 @@ class IntervalAggregator:
     def _merge(self, parts: list[pl.DataFrame]) -> pl.DataFrame:
         keys = ["interval_start_ns", *self.by]
         return (pl.concat(parts).group_by(keys, maintain_order=True)
-                .agg(pl.col(c).sum() for c in self.sums).sort(keys))
+                .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes)).sort(keys))
 
     def result(self) -> pl.DataFrame:
         """One row per (interval, keys): interval_start_ns, keys, the sums, the ratios."""
         if not self._parts:
             schema = {"interval_start_ns": pl.Int64, **{k: pl.Int64 for k in self.by},
-                      **{c: pl.Int64 for c in self.sums}, **{r: pl.Float64 for r in self.ratios}}
+                      **{c: pl.Int64 for c in self.sums}, **{c: pl.Int64 for c in self.maxes},
+                      **{r: pl.Float64 for r in self.ratios}}
             return pl.DataFrame(schema=schema)
         merged = self._merge(self._parts)
         return merged.with_columns(
