@@ -2,11 +2,11 @@
 
 **Exact** (Mattson et al. 1970): an LRU cache of c pages hits an access exactly when the access's
 stack distance (distinct pages touched since the previous access to the same page, counting the
-page itself) is <= c. One pass computes every distance: each page keeps a marker at the position
-of its latest access in a Fenwick tree over access positions, and the distance is the number of
-markers after the previous position, a prefix sum: O(log n) per access (Bennett & Kruskal 1975;
-Olken 1981). Positions are compacted (live markers renumbered 0..D-1) whenever the position
-space fills up, so memory follows the number of distinct pages, not the trace length, and a
+page itself) is <= c. One pass computes every distance: every access takes the next position;
+a position stays live until its page is accessed again, and the distance of an access is the
+number of live positions after its page's previous one, a Fenwick-tree prefix sum: O(log n)
+per access (Bennett & Kruskal 1975; Olken 1981). Positions are compacted (live ones renumbered
+0..D-1) whenever the position space fills up, so memory follows the number of distinct pages, not the trace length, and a
 trace replays in any number of chunks with identical histograms.
 
 **SHARDS** (Waldspurger et al., FAST'15): only pages whose key hash falls below a threshold T
@@ -46,11 +46,15 @@ MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.In
 
 
 # ---------------------------------------------------------------------------------------------
-# Fenwick tree over access positions with compaction (shared by exact and SHARDS)
+# Fenwick tree over access positions with compaction (shared by exact and SHARDS).
+# Each access takes the next position; the tree counts *holes*, positions whose page has been
+# accessed again since (appending a live position then needs no tree update: one prefix query
+# and one update per access instead of one query and two updates). meta = [next position,
+# live positions]; holes = next position - live.
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _prefix(tree, p):
-    """Markers at positions 0..p."""
+    """Holes at positions 0..p."""
     s = 0
     i = p + 1
     while i > 0:
@@ -59,7 +63,7 @@ def _prefix(tree, p):
     return s
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _add(tree, p, v):
     n = tree.shape[0] - 1
     i = p + 1
@@ -70,7 +74,7 @@ def _add(tree, p, v):
 
 @numba.njit(cache=True, nogil=True)
 def _compact(tree, owner, last_pos, meta):
-    """Renumber live markers to 0..live-1 in order and rebuild the tree in O(T)."""
+    """Renumber live positions to 0..live-1 in order; no holes remain, so the tree is zero."""
     cur = meta[0]
     k = 0
     for p in range(cur):
@@ -81,34 +85,34 @@ def _compact(tree, owner, last_pos, meta):
             last_pos[x] = k
             k += 1
     tree[:] = 0
-    n = tree.shape[0] - 1
-    for i in range(1, k + 1):
-        tree[i] += 1
-        j = i + (i & -i)
-        if j <= n:
-            tree[j] += tree[i]
-    for i in range(k + 1, n + 1):
-        j = i + (i & -i)
-        if j <= n:
-            tree[j] += tree[i]
     meta[0] = k  # next free position
-    meta[1] = k  # live markers
+    meta[1] = k  # live positions
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
+def _drop(x, tree, owner, last_pos, meta):
+    """Forget page x (SHARDS fixed-size): its position becomes a hole."""
+    lp = last_pos[x]
+    if lp >= 0:
+        _add(tree, lp, 1)
+        owner[lp] = -1
+        meta[1] -= 1
+
+
+@numba.njit(cache=True, nogil=True)
 def _touch(x, tree, owner, last_pos, meta):
-    """Stack distance of an access to x (0 for a first access), and x's marker moves to the end.
+    """Stack distance of an access to x (0 for a first access); x moves to the next position.
     Assumes a free position exists (meta[0] < T)."""
     cur = meta[0]
     last = last_pos[x]
     if last >= 0:
-        d = meta[1] - _prefix(tree, last) + 1
-        _add(tree, last, -1)
+        # live positions after ``last`` = (cur - last - 1) - holes after last; + 1 for x itself
+        d = cur - last - ((cur - meta[1]) - _prefix(tree, last))
+        _add(tree, last, 1)
         owner[last] = -1
     else:
         d = 0
         meta[1] += 1
-    _add(tree, cur, 1)
     owner[cur] = x
     last_pos[x] = cur
     meta[0] = cur + 1
@@ -216,7 +220,7 @@ class StackDistances:
 # ---------------------------------------------------------------------------------------------
 # SHARDS
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _mix(key):
     """63-bit hash of a page key: the splitmix64 finalizer (Steele et al., OOPSLA 2014)."""
     z = np.uint64(key) + np.uint64(0x9E3779B97F4A7C15)
@@ -321,11 +325,7 @@ def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, his
                 while smeta[1] > 0 and heap_h[0] == top:
                     smeta[1] = _heap_pop(heap_h, heap_x, smeta[1])
                     v = heap_x[smeta[1]]
-                    lv = last_pos[v]
-                    if lv >= 0:
-                        _add(tree, lv, -1)
-                        owner[lv] = -1
-                        meta[1] -= 1
+                    _drop(v, tree, owner, last_pos, meta)
                     last_pos[v] = -2
                 smeta[0] = top
                 if h == top:

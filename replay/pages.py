@@ -29,6 +29,7 @@ MIN_PAGE_SIZE = 512
 MAX_PAGE_SIZE = 1 << 30
 PAGE_BITS = 44  # page numbers below 2^44: 8 PiB volumes at 512 B pages
 MAX_VOLUMES = 1 << (63 - PAGE_BITS)
+DIRECT_MAX_KEYS = 1 << 24  # page keys below this map through a 64 MiB array (replay.ids)
 
 
 def check_page_size(page_size: int) -> int:
@@ -110,7 +111,7 @@ class ChunkBuilder:
 
     page_size: int
     volumes: dict[str, int] = field(default_factory=dict)
-    ids: IdMap = field(default_factory=IdMap)
+    ids: IdMap = field(default_factory=lambda: IdMap(direct_max=DIRECT_MAX_KEYS))
     n_requests: int = 0
 
     def __post_init__(self) -> None:

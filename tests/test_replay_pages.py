@@ -53,6 +53,23 @@ def test_idmap_first_appearance_order_growth_and_chunks():
         whole.assign(np.array([-1]))
 
 
+def test_idmap_direct_mode_gives_the_same_ids_and_leaves_for_the_hash_table():
+    rng = np.random.default_rng(2)
+    small = rng.integers(0, 3000, 40_000)
+    big = rng.integers(0, 1 << 40, 5_000)
+    keys = np.concatenate([small, big, small[:1000], big[:100]])
+    expected = IdMap().assign(keys)
+    direct = IdMap(direct_max=1 << 12)
+    parts = [direct.assign(p) for p in np.array_split(keys, 9)]
+    assert np.array_equal(np.concatenate(parts), expected)
+    assert not direct.direct_mode and direct.n_ids == len(np.unique(keys))
+    stays = IdMap(direct_max=1 << 12)
+    assert np.array_equal(stays.assign(small), expected[: len(small)]) and stays.direct_mode
+    assert np.array_equal(stays.lookup(np.array([small[3], 4095, 1 << 50])), [expected[3], -1, -1])
+    with pytest.raises(ValueError, match="page key -5 at index 1"):
+        stays.assign(np.array([1, -5]))
+
+
 def test_chunk_builder_volumes_ops_and_ids():
     df = pl.DataFrame({
         "ts_ns": [0, 5, 9, 12, 20],
