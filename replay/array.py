@@ -173,9 +173,9 @@ def _refresh_cache_key() -> None:
 _refresh_cache_key()
 
 # record columns and kinds (``drain_records``)
-REC_TS, REC_KIND, REC_RG, REC_PAGES, REC_BYTES, REC_IOS, REC_BUSY, REC_DIRTY, REC_VAL = range(9)
-N_REC = 9
-REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns")
+REC_TS, REC_KIND, REC_RG, REC_PAGES, REC_BYTES, REC_IOS, REC_BUSY, REC_DIRTY, REC_VAL, REC_VOL = range(10)
+N_REC = 10
+REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns", "volume")
 K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL = 0, 1, 2, 3
 RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush")
 
@@ -209,7 +209,7 @@ def _probe(table, key, shift):
 
 
 @numba.njit(cache=True, nogil=True)
-def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val):
+def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
     i = G[G_REC_N]
     rec[i, REC_TS] = ts
     rec[i, REC_KIND] = kind
@@ -220,6 +220,7 @@ def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val):
     rec[i, REC_BUSY] = busy
     rec[i, REC_DIRTY] = dirty
     rec[i, REC_VAL] = val
+    rec[i, REC_VOL] = v
     G[G_REC_N] = i + 1
 
 
@@ -330,7 +331,8 @@ def _flush(pi, G, rgi, rgs, rgf, dstat, ddyn, dflt, vol, ui, ul, um, utab, rec, 
     rgs[r, RS_FLUSH_OPS] += 1
     rgs[r, RS_FLUSH_PAGES] += pages
     rgs[r, RS_BE_IOS] += ios
-    _record(G, rec, tau, rec_kind, r, pages, pages * page, ios, busy, rgs[r, RS_DPAGES], np.int64(rgf[r, RF_AGE]))
+    _record(G, rec, tau, rec_kind, r, pages, pages * page, ios, busy, rgs[r, RS_DPAGES], np.int64(rgf[r, RF_AGE]),
+            ui[u, U_VOL])
     return done
 
 
@@ -609,7 +611,7 @@ def run_requests(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, pool_rgs, poo
                         G[G_STALL_UNTIL] = end
                         G[G_FORCED_N] += 1
                         G[G_FORCED_STALL_NS] += end - t0
-                        _record(G, rec, t0, K_STALL, -1, 0, 0, 0, 0, G[G_DIRTY], end - t0)
+                        _record(G, rec, t0, K_STALL, -1, 0, 0, 0, 0, G[G_DIRTY], end - t0, v)
                         if end > t_w:
                             stall += end - t_w
                             t_w = end

@@ -1,0 +1,144 @@
+"""``tiercast replay`` (a trace through an array scenario), ``tiercast sweep`` (closed-loop IOPS and
+response time against outstanding I/Os) and ``tiercast scenarios`` (the presets)."""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from pipelines import replay as rp
+from pipelines.catalog import find_trace
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from replay.scenario import load as load_scenario
+from schemas.units import format_bytes
+
+ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
+                                                                   "or path to a scenario .toml file.")]
+
+
+@contextmanager
+def _progress(label: str):
+    if not console.is_terminal:
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("requests"),
+                  TimeRemainingColumn(), console=console, transient=True) as p:
+        task = p.add_task(label, total=None)
+        yield lambda done, total: p.update(task, completed=done, total=total)
+
+
+def _warn_to_console(scenario) -> None:
+    if scenario.ignored_sections:
+        console.print(f"[yellow]note:[/] {scenario.name}: {', '.join(scenario.ignored_sections)} not yet "
+                      "modelled, ignored", markup=True, highlight=False)
+
+
+@app.command()
+def replay(
+    trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
+    scenario: ScenarioOpt,
+    outstanding: Annotated[int | None, typer.Option(help="Closed loop with this many I/Os in flight "
+                                                         "(default: the scenario's replay mode).")] = None,
+    force: Annotated[bool, typer.Option(help="Replay again even if this run exists.")] = False,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay a trace through an array scenario (DRAM cache, RAID back end, queueing); write the run
+    summary and per-interval metrics per volume and RAID group."""
+    d = data_dir_of(data_dir)
+    trace = find_trace(d, trace_id)
+    sc = load_scenario(scenario)
+    if outstanding is not None:
+        sc = sc.with_replay(mode="closed", outstanding=outstanding)
+    _warn_to_console(sc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with _progress(f"replay {sc.name}") as cb:
+            s = rp.replay_trace(trace, d, sc, progress=cb, force=force)
+    if as_json:
+        print_json(s)
+        return
+    out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']}, "
+              f"{s['replay_mode']}{' ' + str(s['outstanding']) + ' outstanding' if s['outstanding'] else ''})"
+              f"{'  [already done]' if s.get('already_done') else ''}")
+    rows = [
+        ("requests", f"{s['requests']:,}"),
+        ("iops", f"{s['iops']:,.0f}"),
+        ("mb_per_s", f"{s['mb_per_s']:,.1f}"),
+        ("latency mean/p95/p99/max ms",
+         f"{s['latency_mean_ms']:.2f} / {s['latency_p95_ms']:.2f} / {s['latency_p99_ms']:.2f} / {s['latency_max_ms']:.1f}"),
+        ("read_hit_ratio", f"{s['read_hit_ratio']:.4f}"),
+        ("write_hit_ratio (coalesced)", f"{s['write_hit_ratio']:.4f}"),
+        ("flush_mb_per_s", f"{s['flush_mb_per_s']:,.2f}"),
+        ("forced flushes / stall ms", f"{s['forced_flush_count']:,} / {s['forced_flush_stall_ms']:,.0f}"),
+        ("throttled_ms", f"{s['throttled_ms']:,.0f}"),
+        ("dirty pages max", f"{s['dirty_pages_max']:,} of {s['write_cache_pages']:,}"),
+    ]
+    for k, v in rows:
+        out.print(f"{k:<30} {v:>20}")
+    if s.get("results_dir"):
+        out.print(f"results {s['results_dir']}")
+
+
+@app.command()
+def sweep(
+    trace_id: Annotated[str, typer.Argument(help="Ingested trace id: supplies the address/op sequence.")],
+    scenario: ScenarioOpt,
+    outstanding: Annotated[str, typer.Option(help="Outstanding I/O counts, e.g. 12,24,48,96,192.")] = "12,24,48,96,192",
+    requests: Annotated[int | None, typer.Option(help="Replay at most this many requests per point.")] = None,
+    warmup: Annotated[float, typer.Option(help="Percent of the requests to skip before measuring.")] = 20.0,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Closed-loop curve: IOPS and response time at each number of outstanding I/Os (IOMeter
+    workers x outstanding, fio numjobs x iodepth). The trace gives addresses and ops, the model
+    the timing."""
+    try:
+        counts = [int(x) for x in outstanding.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--outstanding expects integers like 12,24,48, got {outstanding!r}") from None
+    if requests is not None and requests < 1:
+        raise ValueError(f"--requests must be >= 1, got {requests}")
+    d = data_dir_of(data_dir)
+    trace = find_trace(d, trace_id)
+    sc = load_scenario(scenario)
+    _warn_to_console(sc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with _progress(f"sweep {sc.name}") as cb:
+            rows = rp.sweep_trace(trace, d, sc, counts, max_requests=requests, warmup_pct=warmup, progress=cb)
+    if as_json:
+        print_json([{k: r[k] for k in ("outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms",
+                                       "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")} for r in rows])
+        return
+    t = Table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
+    for c in ("outstanding", "IOPS", "MB/s", "mean ms", "p95 ms", "p99 ms", "read hit", "write hit"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(str(r["outstanding"]), f"{r['iops']:,.0f}", f"{r['mb_per_s']:,.1f}", f"{r['latency_mean_ms']:.2f}",
+                  f"{r['latency_p95_ms']:.2f}", f"{r['latency_p99_ms']:.2f}", f"{r['read_hit_ratio']:.3f}",
+                  f"{r['write_hit_ratio']:.3f}")
+    out.print(t)
+
+
+@app.command()
+def scenarios(as_json: JsonOpt = False) -> None:
+    """List the array scenario presets (replay/scenarios/*.toml)."""
+    rows = rp.scenario_list()
+    if as_json:
+        print_json(rows)
+        return
+    t = Table(title="array scenario presets")
+    for c in ("name", "cache", "mode", "RAID groups", "replay", "hash", "description"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["name"], format_bytes(r["cache_bytes"]), r["dram_mode"], "\n".join(r["raid_groups"]),
+                  f"{r['replay_mode']} {r['outstanding'] if r['replay_mode'] == 'closed' else ''}".strip(),
+                  r["hash"], r["description"] + (f" (not yet modelled: {', '.join(r['not_yet_modelled'])})"
+                                                 if r["not_yet_modelled"] else ""))
+    out.print(t)

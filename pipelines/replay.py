@@ -1,0 +1,473 @@
+"""Array replay steps: a trace through a scenario (``replay_trace``), and the closed-loop curve of
+IOPS and response time against outstanding I/Os (``sweep_trace``).
+
+Plain functions called the same way by the CLI, the DAGs and the tests. The trace is streamed
+in time order, chunk by chunk, through :class:`replay.array.ArrayModel` (state carried across
+chunks, so any chunk size gives the same results). Outputs, under the data directory, one
+dataset per table so the load step can put a view on each::
+
+    results/array_runs/<run_id>/summary.parquet    one row: the run summary (also summary.json)
+    results/array_volume_intervals/<run_id>.parquet  per interval and volume
+    results/array_rg_intervals/<run_id>.parquet      per interval and RAID group
+    results/array_sweeps/<sweep_id>.parquet        one row per outstanding-I/O count
+
+``run_id`` = hash of (trace id, scenario hash, tiercast version): replaying the same trace
+through the same scenario again finds the finished run and returns it (``force`` redoes it).
+
+Per-interval columns (both tables unless noted): requests, reads, writes, read_pages,
+read_hit_pages, write_pages, write_hit_pages (coalesced into a dirty page), bytes, iops, mb_per_s,
+read_hit_ratio, write_hit_ratio, latency_mean_ms / p50 / p95 / p99 / max (response time: issue to
+completion, including stalls and throttling), stalled_ms and throttled_ms (time requests of
+this volume / group waited), dirty_pct_mean / dirty_pct_max (dirty pages of the write cache as
+requests saw it), flush_ops, flush_pages, flush_pages_per_s, flush_mb_per_s, backend_ios,
+forced_flushes and forced_flush_stall_ms (array-wide: a forced flush stalls everyone), and per
+RAID group rg_dirty_pct_max, pre_cleaning_age_ms (MCx) and utilization (drive busy time over
+width x interval; back-end time is counted in the interval the I/O was issued in). A request
+belongs to the RAID group of its first page. Percentiles come from a per-interval histogram of
+1 %-wide logarithmic latency buckets (within 1 %); max is exact.
+
+Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
+``read_hit_ratio``, ``write_hit_ratio``, ``flush_mb_per_s``, ``forced_flush_count``,
+``forced_flush_stall_ms``, ``throttled_ms``, computed over the requests after the scenario's
+``warmup_pct`` (IOMeter's ramp-up), from the first issue to the last completion of those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipelines.catalog import TraceRef, write_json_atomic
+from pipelines.simulate import DEFAULT_BATCH_ROWS, prefetched, read_frames, total_rows
+from replay.array import RECORD_KINDS, ArrayModel
+from replay.intervals import IntervalAggregator, outcome_frame
+from replay.model import Chunk
+from replay.pages import ChunkBuilder
+from replay.scenario import Scenario, load, preset_names
+from schemas.trace import OP_READ, OP_WRITE
+
+Progress = Callable[[int, int], None]
+LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
+_LOG_BASE = math.log(LAT_BASE)
+K_STALL = RECORD_KINDS.index("forced_flush")
+
+
+def tiercast_version() -> str:
+    try:
+        return version("tiercast")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+def run_id(trace_id: str, scenario: Scenario) -> str:
+    """Stable id of (trace, scenario, tiercast version): the same replay gets the same id."""
+    blob = f"{trace_id}\0{scenario.hash}\0{tiercast_version()}"
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def scenario_list() -> list[dict]:
+    """The presets in ``replay/scenarios/`` (``tiercast scenarios``)."""
+    return [load(n).describe() for n in preset_names()]
+
+
+# --------------------------------------------------------------------------------------------
+# per-interval aggregation
+# --------------------------------------------------------------------------------------------
+def _req_sums() -> dict[str, pl.Expr]:
+    lat = pl.col("latency_ns")
+    return {
+        "requests": pl.len().cast(pl.Int64),
+        "reads": (pl.col("op") == OP_READ).sum().cast(pl.Int64),
+        "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
+        "read_pages": pl.col("read_pages").sum(),
+        "read_hit_pages": pl.col("read_hit_pages").sum(),
+        "write_pages": pl.col("write_pages").sum(),
+        "write_hit_pages": pl.col("write_hit_pages").sum(),
+        "bytes": pl.col("size_bytes").cast(pl.Int64).sum(),
+        "latency_sum_ns": lat.sum(),
+        "stall_sum_ns": pl.col("stall_ns").sum(),
+        "throttle_sum_ns": pl.col("throttle_ns").sum(),
+        "backend_read_ios": pl.col("backend_ios").sum(),
+        "backend_read_busy_ns": pl.col("backend_busy_ns").sum(),
+        "dirty_sum": pl.col("dirty_pages").sum(),
+        "rg_dirty_sum": pl.col("rg_dirty_pages").sum(),
+    }
+
+
+_REQ_MAXES = {
+    "latency_max_ns": pl.col("latency_ns").max(),
+    "dirty_max": pl.col("dirty_pages").max(),
+    "rg_dirty_max": pl.col("rg_dirty_pages").max(),
+}
+_FLUSH_SUMS = {
+    "flush_ops": pl.len().cast(pl.Int64),
+    "flush_pages": pl.col("pages").sum(),
+    "flush_bytes": pl.col("bytes").sum(),
+    "backend_write_ios": pl.col("ios").sum(),
+    "backend_write_busy_ns": pl.col("busy_ns").sum(),
+    "age_sum_ns": pl.col("value_ns").sum(),
+}
+_STALL_SUMS = {"forced_flushes": pl.len().cast(pl.Int64), "forced_flush_stall_ns": pl.col("value_ns").sum()}
+
+
+def _lat_bucket(latency_ns: pl.Expr) -> pl.Expr:
+    return (pl.max_horizontal(latency_ns, pl.lit(1)).cast(pl.Float64).log() / _LOG_BASE).floor().cast(pl.Int32)
+
+
+def _percentiles(hist: pl.DataFrame, keys: list[str], qs=(0.5, 0.95, 0.99)) -> pl.DataFrame:
+    """p50/p95/p99 (ms) per key group from a latency histogram (keys + lat_bucket + n)."""
+    if hist.height == 0:
+        return pl.DataFrame(schema={**{k: hist.schema[k] for k in keys},
+                                    **{f"latency_p{int(q * 100)}_ms": pl.Float64 for q in qs}})
+    h = hist.sort([*keys, "lat_bucket"]).with_columns(
+        cum=pl.col("n").cum_sum().over(keys), tot=pl.col("n").sum().over(keys))
+    out = None
+    for q in qs:
+        name = f"latency_p{int(q * 100)}_ms"
+        part = (h.filter(pl.col("cum") >= q * pl.col("tot")).group_by(keys).agg(pl.col("lat_bucket").min())
+                .with_columns(((LAT_BASE ** (pl.col("lat_bucket").cast(pl.Float64) + 0.5)) / 1e6).alias(name))
+                .drop("lat_bucket"))
+        out = part if out is None else out.join(part, on=keys, how="left", nulls_equal=True)
+    return out
+
+
+@dataclass
+class _Aggregates:
+    """Everything accumulated while a replay streams: interval sums, histograms, summary sums."""
+
+    interval_ns: int
+    warmup_requests: int
+    vol: IntervalAggregator = field(init=False)
+    vol_hist: IntervalAggregator = field(init=False)
+    rg: IntervalAggregator = field(init=False)
+    rg_hist: IntervalAggregator = field(init=False)
+    vol_flush: IntervalAggregator = field(init=False)
+    rg_flush: IntervalAggregator = field(init=False)
+    stalls: IntervalAggregator = field(init=False)
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(4096, dtype=np.int64))
+    sums: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = self.interval_ns
+        self.vol = IntervalAggregator(n, by=["volume"], sums=_req_sums(), ratios={}, maxes=_REQ_MAXES)
+        self.rg = IntervalAggregator(n, by=["rg"], sums=_req_sums(), ratios={}, maxes=_REQ_MAXES)
+        self.vol_hist = IntervalAggregator(n, by=["volume", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
+                                           ratios={})
+        self.rg_hist = IntervalAggregator(n, by=["rg", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
+                                          ratios={})
+        self.vol_flush = IntervalAggregator(n, by=["volume"], sums=_FLUSH_SUMS, ratios={})
+        self.rg_flush = IntervalAggregator(n, by=["rg"], sums=_FLUSH_SUMS, ratios={},
+                                           maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
+        self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
+        self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
+                     "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
+                     "stall_sum_ns": 0, "throttle_sum_ns": 0}
+
+    def add(self, chunk: Chunk, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
+        frame = outcome_frame(chunk, out).with_columns(
+            ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
+        frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
+        for agg in (self.vol, self.rg, self.vol_hist, self.rg_hist):
+            agg.add(frame)
+        rec = pl.DataFrame(records)
+        if rec.height:
+            flushes = rec.filter(pl.col("kind") != K_STALL).sort("ts_ns")
+            self.rg_flush.add(flushes)
+            self.vol_flush.add(flushes)
+            self.stalls.add(rec.filter(pl.col("kind") == K_STALL).sort("ts_ns"))
+        # run summary over the requests after the warm-up
+        skip = max(0, self.warmup_requests - chunk.first_request)
+        if skip >= chunk.n_requests:
+            return
+        lat = out["done_ns"][skip:] - out["arrival_ns"][skip:]
+        s = self.sums
+        s["requests"] += lat.size
+        s["bytes"] += int(chunk.size_bytes[skip:].sum())
+        s["latency_sum_ns"] += int(lat.sum())
+        s["latency_max_ns"] = max(s["latency_max_ns"], int(lat.max()))
+        if s["first_ns"] is None:
+            s["first_ns"] = int(out["arrival_ns"][skip])
+        s["last_ns"] = max(s["last_ns"], int(out["done_ns"][skip:].max()))
+        for k in ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages"):
+            s[k] += int(out[k][skip:].sum())
+        s["stall_sum_ns"] += int(out["stall_ns"][skip:].sum())
+        s["throttle_sum_ns"] += int(out["throttle_ns"][skip:].sum())
+        b = (np.log(np.maximum(lat, 1)) / _LOG_BASE).astype(np.int64)
+        top = int(b.max()) + 1
+        if top > self.hist.size:
+            self.hist = np.concatenate([self.hist, np.zeros(top - self.hist.size, dtype=np.int64)])
+        self.hist += np.bincount(b, minlength=self.hist.size)
+
+    def percentile_ms(self, q: float) -> float:
+        total = self.hist.sum()
+        if not total:
+            return 0.0
+        b = int(np.searchsorted(np.cumsum(self.hist), q * total))
+        return LAT_BASE ** (b + 0.5) / 1e6
+
+
+def _finish_intervals(agg_sums: IntervalAggregator, agg_hist: IntervalAggregator, agg_flush: IntervalAggregator,
+                      stalls: pl.DataFrame, key: str, interval_ns: int, cache_pages: int) -> pl.DataFrame:
+    keys = ["interval_start_ns", key]
+    sums = agg_sums.result()
+    pct = _percentiles(agg_hist.result(), keys)
+    flush = agg_flush.result()
+    sec = interval_ns / 1e9
+    df = (sums.join(pct, on=keys, how="left")
+          .join(flush, on=keys, how="full", coalesce=True)
+          .join(stalls, on="interval_start_ns", how="left"))
+    num = [c for c, t in df.schema.items() if t.is_integer() and c not in keys]
+    df = df.with_columns(pl.col(num).fill_null(0))
+    req = pl.col("requests")
+    df = df.with_columns(
+        iops=req / sec,
+        mb_per_s=pl.col("bytes") / sec / 1e6,
+        read_hit_ratio=pl.when(pl.col("read_pages") > 0).then(pl.col("read_hit_pages") / pl.col("read_pages")),
+        write_hit_ratio=pl.when(pl.col("write_pages") > 0).then(pl.col("write_hit_pages") / pl.col("write_pages")),
+        latency_mean_ms=pl.when(req > 0).then(pl.col("latency_sum_ns") / req / 1e6),
+        latency_max_ms=pl.col("latency_max_ns") / 1e6,
+        stalled_ms=pl.col("stall_sum_ns") / 1e6,
+        throttled_ms=pl.col("throttle_sum_ns") / 1e6,
+        dirty_pct_mean=pl.when(req > 0).then(pl.col("dirty_sum") / req / cache_pages * 100),
+        dirty_pct_max=pl.col("dirty_max") / cache_pages * 100,
+        flush_pages_per_s=pl.col("flush_pages") / sec,
+        flush_mb_per_s=pl.col("flush_bytes") / sec / 1e6,
+        backend_ios=pl.col("backend_read_ios") + pl.col("backend_write_ios"),
+        forced_flush_stall_ms=pl.col("forced_flush_stall_ns") / 1e6,
+    )
+    return df.sort(keys)
+
+
+def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[str], trace_id: str, rid: str):
+    sc = model.scenario
+    cache_pages = sc.dram.write_cache_bytes // sc.dram.page_bytes
+    stalls = aggs.stalls.result().select("interval_start_ns", "forced_flushes", "forced_flush_stall_ns")
+    n = aggs.interval_ns
+    vol = _finish_intervals(aggs.vol, aggs.vol_hist, aggs.vol_flush, stalls, "volume", n, cache_pages)
+    vol = vol.with_columns(pl.col("volume").replace_strict(dict(enumerate(volume_names)), default=None,
+                                                          return_dtype=pl.String))
+    rg = _finish_intervals(aggs.rg, aggs.rg_hist, aggs.rg_flush, stalls, "rg", n, cache_pages)
+    widths = {i: r.width for i, r in enumerate(sc.raid_groups)}
+    rg = (rg.filter(pl.col("rg") >= 0)
+          .with_columns(
+              rg_dirty_pct_max=pl.max_horizontal("rg_dirty_max", "rg_dirty_flush_max") / cache_pages * 100,
+              pre_cleaning_age_ms=pl.when(pl.col("flush_ops") > 0).then(
+                  pl.col("age_sum_ns") / pl.col("flush_ops") / 1e6) if sc.dram.mode == "mcx" else pl.lit(None),
+              utilization=(pl.col("backend_read_busy_ns") + pl.col("backend_write_busy_ns"))
+              / (pl.col("rg").replace_strict(widths, return_dtype=pl.Int64) * n))
+          .with_columns(pl.col("rg").replace_strict({i: r.name for i, r in enumerate(sc.raid_groups)},
+                                                   return_dtype=pl.String)))
+    drop_vol = ["latency_sum_ns", "stall_sum_ns", "throttle_sum_ns", "dirty_sum", "rg_dirty_sum", "dirty_max",
+                "rg_dirty_max", "latency_max_ns", "forced_flush_stall_ns", "age_sum_ns"]
+    extra = [pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(sc.name).alias("scenario"),
+             (pl.col("interval_start_ns") + n).alias("interval_end_ns")]
+    vol = vol.drop(drop_vol).with_columns(extra)
+    rg = rg.drop([*drop_vol, "rg_dirty_flush_max"]).with_columns(extra)
+    return vol, rg
+
+
+# --------------------------------------------------------------------------------------------
+# running
+# --------------------------------------------------------------------------------------------
+@dataclass
+class ReplayResult:
+    summary: dict
+    volume_intervals: pl.DataFrame
+    rg_intervals: pl.DataFrame
+
+
+def _check_scenario(sc: Scenario) -> None:
+    if sc.ignored_sections:
+        warnings.warn(f"scenario {sc.name}: section(s) {', '.join(sc.ignored_sections)} not yet modelled, "
+                      "ignored", stacklevel=3)
+
+
+def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: str = "<frames>",
+                  total: int | None = None, progress: Progress | None = None, max_requests: int | None = None,
+                  prefetch: bool = True) -> ReplayResult:
+    """Replay canonical request frames (global time order) through ``scenario``; nothing written."""
+    _check_scenario(scenario)
+    model = ArrayModel(scenario)
+    state = model.new_state()
+    builder = ChunkBuilder(scenario.dram.page_bytes)
+    warm = 0
+    if scenario.replay.warmup_pct:
+        if total is None:
+            raise ValueError("warmup_pct needs the trace's request count (total)")
+        n_all = min(total, max_requests) if max_requests else total
+        warm = int(n_all * scenario.replay.warmup_pct / 100)
+    aggs = _Aggregates(scenario.replay.interval_ns, warm)
+    done = 0
+    chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
+    if prefetch:
+        chunks = prefetched(chunks)
+    for chunk in chunks:
+        state.volume_names = list(builder.volumes)
+        out = model.replay(state, chunk)
+        aggs.add(chunk, out, model.drain_records(state))
+        done += chunk.n_requests
+        if progress:
+            progress(done, total or done)
+    rid = run_id(trace_id, scenario)
+    vol, rg = _interval_tables(aggs, model, list(builder.volumes), trace_id, rid)
+    return ReplayResult(_summary(model, state, aggs, trace_id, rid), vol, rg)
+
+
+def _limit(frames: Iterable[pl.DataFrame], n: int | None) -> Iterator[pl.DataFrame]:
+    if n is None:
+        yield from frames
+        return
+    left = n
+    for df in frames:
+        if left <= 0:
+            return
+        yield df.head(left)
+        left -= df.height
+
+
+def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: str) -> dict:
+    sc = model.scenario
+    c = model.counters(state)
+    s = aggs.sums
+    span_s = (s["last_ns"] - s["first_ns"]) / 1e9 if s["first_ns"] is not None else 0.0
+    n = s["requests"]
+    sim_s = (c["last_done_ns"] - c["first_arrival_ns"]) / 1e9 if c["requests"] else 0.0
+    out = {
+        "run_id": rid,
+        "trace_id": trace_id,
+        "scenario": sc.name,
+        "scenario_hash": sc.hash,
+        "tiercast_version": tiercast_version(),
+        "dram_mode": sc.dram.mode,
+        "replay_mode": sc.replay.mode,
+        "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
+        "warmup_requests": aggs.warmup_requests,
+        "requests": c["requests"],
+        "measured_requests": n,
+        "measured_seconds": span_s,
+        "iops": n / span_s if span_s > 0 else 0.0,
+        "mb_per_s": s["bytes"] / span_s / 1e6 if span_s > 0 else 0.0,
+        "latency_mean_ms": s["latency_sum_ns"] / n / 1e6 if n else 0.0,
+        "latency_p50_ms": aggs.percentile_ms(0.50),
+        "latency_p95_ms": aggs.percentile_ms(0.95),
+        "latency_p99_ms": aggs.percentile_ms(0.99),
+        "latency_max_ms": s["latency_max_ns"] / 1e6,
+        "read_hit_ratio": s["read_hit_pages"] / s["read_pages"] if s["read_pages"] else 0.0,
+        "write_hit_ratio": s["write_hit_pages"] / s["write_pages"] if s["write_pages"] else 0.0,
+        "flush_mb_per_s": c["flush_bytes"] / sim_s / 1e6 if sim_s > 0 else 0.0,
+        "forced_flush_count": c["forced_flush_count"],
+        "forced_flush_stall_ms": c["forced_flush_stall_ns"] / 1e6,
+        "stalled_ms": s["stall_sum_ns"] / 1e6,
+        "throttled_ms": s["throttle_sum_ns"] / 1e6,
+        "simulated_seconds": sim_s,
+        "not_yet_modelled": ",".join(sc.ignored_sections),
+    }
+    for k, v in c.items():
+        out.setdefault(k, v)
+    out["raid_groups"] = json.dumps(model.rg_counters(state))
+    return out
+
+
+def _write_parquet(df: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
+    root = Path(data_dir) / "results"
+    return {
+        "summary": root / "array_runs" / rid / "summary.parquet",
+        "summary_json": root / "array_runs" / rid / "summary.json",
+        "volume_intervals": root / "array_volume_intervals" / f"{rid}.parquet",
+        "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
+    }
+
+
+def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, *,
+                 batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None,
+                 force: bool = False) -> dict:
+    """Replay an ingested trace through ``scenario``, write the outputs (unless ``data_dir`` is
+    None) and return the run summary. A finished run with the same run id is returned as is."""
+    rid = run_id(trace.trace_id, scenario)
+    paths = run_paths(data_dir, rid) if data_dir is not None else None
+    if paths and not force and paths["summary_json"].is_file():
+        summary = json.loads(paths["summary_json"].read_text())
+        summary["already_done"] = True
+        return summary
+    res = replay_frames(read_frames(trace, batch_rows), scenario, trace.trace_id, total=total_rows(trace),
+                        progress=progress)
+    summary = res.summary
+    if paths:
+        # intervals first, summary last: a summary on disk means the run is complete
+        _write_parquet(res.volume_intervals, paths["volume_intervals"])
+        _write_parquet(res.rg_intervals, paths["rg_intervals"])
+        _write_parquet(pl.DataFrame([summary]), paths["summary"])
+        summary["results_dir"] = str(paths["summary"].parent)
+        write_json_atomic(paths["summary_json"], summary)
+    summary["already_done"] = False
+    return summary
+
+
+def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario: Scenario,
+                 outstanding: list[int], trace_id: str = "<frames>", total: int | None = None,
+                 max_requests: int | None = None, warmup_pct: float | None = None,
+                 progress: Progress | None = None) -> list[dict]:
+    """Closed-loop replays at each outstanding-I/O count: the trace supplies the address/op
+    sequence, the model the timing. Returns one row per count: outstanding, iops, mb_per_s,
+    latency_mean_ms, latency_p95_ms (and more), measured after the warm-up."""
+    if not outstanding or min(outstanding) < 1:
+        raise ValueError(f"outstanding I/O counts must be >= 1, got {outstanding}")
+    rows = []
+    n_total = min(total, max_requests) if (total and max_requests) else (max_requests or total)
+    for k, n_out in enumerate(outstanding):
+        changes = {"mode": "closed", "outstanding": int(n_out)}
+        if warmup_pct is not None:
+            changes["warmup_pct"] = float(warmup_pct)
+        sc = scenario.with_replay(**changes)
+
+        def step(done: int, _total: int, k=k) -> None:
+            if progress:
+                progress(k * (n_total or 0) + done, len(outstanding) * (n_total or done))
+
+        res = replay_frames(frames_factory(), sc, trace_id, total=total, max_requests=max_requests,
+                            progress=step)
+        s = res.summary
+        rows.append({
+            "outstanding": int(n_out), "iops": s["iops"], "mb_per_s": s["mb_per_s"],
+            "latency_mean_ms": s["latency_mean_ms"], "latency_p95_ms": s["latency_p95_ms"],
+            "latency_p99_ms": s["latency_p99_ms"], "read_hit_ratio": s["read_hit_ratio"],
+            "write_hit_ratio": s["write_hit_ratio"], "throttled_ms": s["throttled_ms"],
+            "forced_flush_count": s["forced_flush_count"], "backend_ios": s["backend_read_ios"] + s["backend_write_ios"],
+            "drive_busy_ns": s["drive_busy_ns"], "simulated_seconds": s["simulated_seconds"],
+            "measured_requests": s["measured_requests"], "run_id": s["run_id"],
+        })
+    return rows
+
+
+def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, outstanding: list[int], *,
+                max_requests: int | None = None, warmup_pct: float | None = 20.0,
+                batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> list[dict]:
+    """``sweep_frames`` over an ingested trace; writes ``results/array_sweeps/<sweep_id>.parquet``."""
+    rows = sweep_frames(lambda: read_frames(trace, batch_rows), scenario, outstanding, trace.trace_id,
+                        total=total_rows(trace), max_requests=max_requests, warmup_pct=warmup_pct,
+                        progress=progress)
+    if data_dir is not None and rows:
+        blob = json.dumps([trace.trace_id, scenario.hash, outstanding, max_requests, warmup_pct,
+                           tiercast_version()])
+        sid = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        df = pl.DataFrame(rows).with_columns(pl.lit(sid).alias("sweep_id"), pl.lit(trace.trace_id).alias("trace_id"),
+                                             pl.lit(scenario.name).alias("scenario"))
+        _write_parquet(df, Path(data_dir) / "results" / "array_sweeps" / f"{sid}.parquet")
+    return rows

@@ -1,0 +1,205 @@
+"""The DRAM cache in the array model, on hand-worked cases: coalescing, watermark flushing, forced
+flushing (FLARE) against throttling (MCx), closed loop, and chunked replay = one pass."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+from test_backend import replay_rows
+
+from replay.array import RECORD_KINDS
+from replay.scenario import loads
+
+FLARE_SMALL = """
+name = "wm"
+[dram]
+mode = "flare"
+cache_bytes = "800KiB"          # 100 pages of 8 KiB, all write cache
+flush_unit_bytes = "8KiB"       # one page per flush unit: dirty pages = dirty units
+[dram.flare]
+read_cache_bytes = 0
+idle_flush_outstanding = 0      # watermark flushing only
+[drive_classes.sas]
+planning_iops = 150
+rpm = 10000
+[[raid_groups]]
+name = "rg0"
+level = 5
+width = 5
+drive_class = "sas"
+stripe_element_bytes = "64KiB"
+[[pools]]
+name = "p"
+raid_groups = ["rg0"]
+"""
+
+
+def two_groups(mode: str, extra: str = "", idle_flush: int = 0) -> str:
+    """A flooded RAID 5 of 7.2k drives and an application volume on a RAID 10 of SSDs."""
+    return f"""
+name = "two"
+[dram]
+mode = "{mode}"
+cache_bytes = "9MiB"            # 1024 pages of 8 KiB of write cache (FLARE: + 1 MiB read cache)
+[dram.flare]
+read_cache_bytes = "1MiB"
+idle_flush_outstanding = {idle_flush}
+[drive_classes.nl]
+planning_iops = 90
+rpm = 7200
+[drive_classes.ssd]
+kind = "ssd"
+planning_iops = 5000
+transfer_mb_per_s = 500
+[[raid_groups]]
+name = "slow"
+level = 5
+width = 5
+drive_class = "nl"
+[[raid_groups]]
+name = "fast"
+level = 10
+width = 4
+drive_class = "ssd"
+[[pools]]
+name = "slow"
+raid_groups = ["slow"]
+[[pools]]
+name = "fast"
+raid_groups = ["fast"]
+[volumes]
+default_pool = "slow"
+[[volumes.map]]
+pattern = "app"
+pool = "fast"
+{extra}
+"""
+
+
+def flood_and_app(flood_writes: int = 1100):
+    """``flood_writes`` distinct 8 KiB pages written at 10k/s from t=0, and an application
+    reading one of 64 pages every 10 ms for 1 s."""
+    rows = [(i * 100_000, "flood", "write", (i * 977 % 100_000) * 8192, 8192) for i in range(flood_writes)]
+    rows += [(i * 10_000_000 + 5_000, "app", "read", (i % 64) * 8192, 8192) for i in range(100)]
+    rows.sort()
+    app = np.array([r[1] == "app" for r in rows])
+    return rows, app
+
+
+def test_write_coalescing_counts():
+    sc = loads(two_groups("mcx", "[dram.mcx]\ninitial_age_ms = 60000"), "c.toml")
+    rows = [(0, "v", "write", 0, 8192), (1000, "v", "write", 0, 8192), (2000, "v", "write", 8192, 8192),
+            (3000, "v", "write", 0, 4096), (4000, "v", "write", 4096, 8192)]  # last one: pages 0 and 1
+    m, st, out, _ = replay_rows(sc, rows)
+    c = m.counters(st)
+    assert out["write_pages"].tolist() == [1, 1, 1, 1, 2]
+    assert out["write_hit_pages"].tolist() == [0, 1, 0, 1, 2]
+    assert (c["write_pages"], c["write_hit_pages"], c["dirty_pages"], c["flush_ops"]) == (6, 4, 2, 0)
+    assert c["write_hit_ratio"] == pytest.approx(4 / 6)
+    # a read of a dirty page hits
+    m, st, out, _ = replay_rows(sc, rows + [(5000, "v", "read", 8192, 8192)])
+    assert out["read_hit_pages"][-1] == 1 and m.counters(st)["backend_read_ios"] == 0
+
+
+def test_watermark_flushing_stops_at_the_low_mark():
+    sc = loads(FLARE_SMALL, "wm.toml")
+    ms = 1_000_000
+    # 79 dirty pages (every third page: no full stripes): below the high watermark (80 % of
+    # 100 pages), nothing is flushed
+    rows = [(i * ms, "a", "write", 3 * i * 8192, 8192) for i in range(79)] + [(10_000 * ms, "b", "read", 0, 8192)]
+    m, st, _, _ = replay_rows(sc, rows)
+    assert (m.counters(st)["dirty_pages"], m.counters(st)["flush_ops"]) == (79, 0)
+    # the 80th reaches the high watermark: flushing runs down to exactly 60 pages, then stops
+    rows = [(i * ms, "a", "write", 3 * i * 8192, 8192) for i in range(80)] + [(10_000 * ms, "b", "read", 0, 8192)]
+    m, st, out, rec = replay_rows(sc, rows)
+    c = m.counters(st)
+    assert (c["dirty_pages"], c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (60, 20, 20, 80)
+    assert rec["rg_dirty_pages"].tolist() == list(range(79, 59, -1))  # dirty pages after each flush
+    assert c["forced_flush_count"] == 0 and out["stall_ns"].sum() == 0
+    # flushed pages are the oldest (lowest offsets were written first) and stay readable
+    rows2 = rows + [(10_001 * ms, "a", "read", 3 * i * 8192, 8192) for i in range(20)]
+    m, st, out, _ = replay_rows(sc, rows2)
+    assert out["read_hit_pages"][-20:].sum() == 20 and m.counters(st)["backend_read_ios"] == 1
+
+
+def test_forced_flush_stalls_another_volume_on_another_raid_group_under_flare():
+    rows, app = flood_and_app()
+    m, st, out, rec = replay_rows(loads(two_groups("flare"), "ff.toml"), rows)
+    c = m.counters(st)
+    stalls = rec["kind"] == RECORD_KINDS.index("forced_flush")
+    assert c["forced_flush_count"] == 1 == stalls.sum()
+    t0, dur = int(rec["ts_ns"][stalls][0]), int(rec["value_ns"][stalls][0])
+    assert dur == c["forced_flush_stall_ns"] > 100_000_000  # flushing 40 % of 1024 pages on 7.2k drives
+    # the flush that ended the stall brought dirty pages to the low watermark (60 % of 1024)
+    assert rec["rg_dirty_pages"][~stalls].min() <= int(1024 * 0.6)
+    arr = out["arrival_ns"]
+    inside = app & (arr >= t0) & (arr < t0 + dur)
+    assert inside.sum() >= 10  # the application kept issuing reads during the stall...
+    # ... and each waited exactly until the end of the stall, though it never touched the slow group
+    assert (out["stall_ns"][inside] == t0 + dur - arr[inside]).all()
+    assert (out["done_ns"][inside] >= t0 + dur).all()
+    assert (out["stall_ns"][app & (arr < t0)] == 0).all()
+    assert out["rg"][app].tolist() == [1] * app.sum()
+
+
+def test_mcx_throttles_only_the_group_that_cannot_keep_up():
+    rows, app = flood_and_app(5000)  # 0.5 s of flood: more than the pool holds
+    m, st, out, _ = replay_rows(loads(two_groups("mcx"), "ff.toml"), rows)
+    c = m.counters(st)
+    assert c["forced_flush_count"] == 0 and out["stall_ns"].sum() == 0
+    assert out["throttle_ns"][~app].sum() > 1_000_000_000  # the flood's writes were held back
+    assert out["throttle_ns"][app].sum() == 0
+    lat = out["done_ns"] - out["arrival_ns"]
+    assert lat[app].max() < 1_000_000  # SP + mirror-free SSD read: well under 1 ms, flood or not
+    assert out["rg"][app].tolist() == [1] * app.sum()
+
+
+def test_closed_loop_issues_when_the_earliest_outstanding_completes():
+    sc = loads(two_groups("mcx"), "cl.toml").with_replay(mode="closed", outstanding=4)
+    rows = [(0, "app", "read", i * 8192, 8192) for i in range(12)]  # all misses on the SSD group
+    _, _, out, _ = replay_rows(sc, rows)
+    arr, done = out["arrival_ns"], out["done_ns"]
+    assert (arr[:4] == 0).all()
+    for i in range(4, 12):  # request i issues at the i-3rd smallest completion so far
+        assert arr[i] == np.sort(done[:i])[i - 4]
+
+
+@pytest.mark.parametrize("mode, closed", [("flare", False), ("mcx", False), ("mcx", True), ("flare", True)])
+def test_chunked_replay_equals_one_pass(mode, closed):
+    rng = np.random.default_rng(7)
+    n = 6000
+    ops = rng.choice(["read", "write", "write", "trim"], n, p=[0.45, 0.25, 0.25, 0.05])
+    vols = rng.choice(["app", "flood", "other"], n)
+    vols[n // 2:] = rng.choice(["app", "other"], n - n // 2)  # "flood" goes idle half way
+    offs = rng.integers(0, 4000, n) * 4096
+    sizes = rng.choice([4096, 8192, 65536], n)
+    ts = np.cumsum(rng.exponential(300_000, n)).astype(np.int64)
+    rows = list(zip(ts.tolist(), vols.tolist(), ops.tolist(), offs.tolist(), sizes.tolist(), strict=True))
+    sc = loads(two_groups(mode, idle_flush=2), "ch.toml")
+    if closed:
+        sc = sc.with_replay(mode="closed", outstanding=8)
+    m1, st1, out1, rec1 = replay_rows(sc, rows)
+    c1 = m1.counters(st1)
+    assert c1["flush_ops"] > 100 and c1["trimmed_pages"] > 0  # the case exercises flushing and trims
+    if mode == "flare" and not closed:
+        assert c1["idle_flush_ops"] > 0
+    for chunk_rows in (1, 17, 999):
+        m2, st2, out2, rec2 = replay_rows(sc, rows, chunk_rows=chunk_rows)
+        for k in out1:
+            assert np.array_equal(out1[k], out2[k]), (chunk_rows, k)
+        for k in rec1:
+            assert np.array_equal(rec1[k], rec2[k]), (chunk_rows, k)
+        assert m1.counters(st1) == m2.counters(st2)
+
+
+def test_state_is_picklable_and_forks():
+    rows, _ = flood_and_app(300)
+    sc = loads(two_groups("flare"), "p.toml")
+    m, st, _, _ = replay_rows(sc, rows)
+    clone = pickle.loads(pickle.dumps(st))
+    fork = copy.deepcopy(st)
+    assert m.counters(clone) == m.counters(fork) == m.counters(st)
+    assert np.array_equal(clone.ui, st.ui) and clone.unit_ids.n_ids == st.unit_ids.n_ids

@@ -1,0 +1,152 @@
+"""RAID placement and write cost, drive service times and the queueing kernels, by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from replay import backend as be
+from replay import queueing as qk
+from replay.array import ArrayModel
+from replay.pages import ChunkBuilder
+from replay.scenario import load, loads
+
+MS = 1_000_000
+
+
+def scenario(level: int, width: int, extra: str = "") -> str:
+    return f"""
+name = "t"
+[dram]
+mode = "mcx"
+cache_bytes = "64MiB"
+flush_queue_depth = 1
+[dram.mcx]
+initial_age_ms = 10
+min_age_ms = 10
+[drive_classes.sas]
+planning_iops = 150
+rpm = 10000
+[[raid_groups]]
+name = "rg0"
+level = {level}
+width = {width}
+drive_class = "sas"
+[[pools]]
+name = "p"
+raid_groups = ["rg0"]
+{extra}
+"""
+
+
+def replay_rows(sc, rows, chunk_rows=None):
+    """rows: (ts_ns, volume, op, offset, size); returns model, state, outcomes, records."""
+    df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
+    m = ArrayModel(sc)
+    st = m.new_state()
+    b = ChunkBuilder(sc.dram.page_bytes)
+    step = chunk_rows or df.height
+    outs = []
+    for i in range(0, df.height, step):
+        ch = b.build(df.slice(i, step))
+        st.volume_names = list(b.volumes)
+        outs.append(m.replay(st, ch))
+    out = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+    return m, st, out, m.drain_records(st)
+
+
+def test_planning_arithmetic_of_seed_000():
+    # 15 x 150 = 2250 = X*0.67 + 4*X*0.33  ->  X = 2250 / 1.99 = 1130.65
+    assert be.planning_host_iops(150, 15, 0.67, 4) == pytest.approx(2250 / 1.99)
+    assert be.planning_host_iops(150, 15, 1.0, 4) == pytest.approx(2250)
+
+
+@pytest.mark.parametrize("level, width, ios", [(5, 5, 4), (6, 6, 6), (10, 4, 2), (1, 2, 2), (0, 3, 1)])
+def test_small_write_costs_the_raid_penalty(level, width, ios):
+    """One 8 KiB write, flushed once it is older than the 10 ms pre-cleaning age: RAID 5 = 4
+    back-end I/Os (read and write data and parity), RAID 6 = 6, RAID 1/10 = 2, RAID 0 = 1."""
+    sc = loads(scenario(level, width), "t.toml")
+    m, st, out, rec = replay_rows(sc, [(0, "a", "write", 8192 * 3, 8192), (10**9, "b", "read", 0, 8192)])
+    c = m.counters(st)
+    assert (c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (1, 1, ios)
+    assert c["backend_read_ios"] == 1 and c["dirty_pages"] == 0
+    assert rec["ios"].tolist() == [ios] and rec["pages"].tolist() == [1]
+
+
+def test_full_stripe_write_avoids_the_penalty():
+    """RAID 5 4+1, 64 KiB elements: 256 KiB at offset 0 fills a whole stripe -> 5 writes
+    (4 data + parity), no reads; 192 KiB fills 3 units of a stripe -> 3 read-modify-writes."""
+    sc = loads(scenario(5, 5), "t.toml")
+    m, st, _, rec = replay_rows(sc, [(0, "a", "write", 0, 256 << 10), (10**9, "b", "read", 0, 8192)])
+    c = m.counters(st)
+    assert (c["full_stripe_writes"], c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (1, 1, 32, 5)
+    m, st, _, rec = replay_rows(sc, [(0, "a", "write", 0, 192 << 10), (10**9, "b", "read", 0, 8192)])
+    c = m.counters(st)
+    assert (c["full_stripe_writes"], c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (0, 3, 24, 12)
+
+
+def test_raid5_placement_rotates_parity():
+    sc = loads(scenario(5, 5), "t.toml")
+    ba = be.build(sc)
+    out = np.zeros(be.N_UP, dtype=np.int64)
+
+    def place(unit_no):
+        be.place_unit(unit_no, 64 << 10, 0, 0, 0, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.rgi, out)
+        return tuple(int(x) for x in out)
+
+    # stripe 0: parity on drive 4, data units 0..3 on drives 0..3
+    assert [place(u)[1:3] for u in range(4)] == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    # stripe 1: parity on drive 3, data starts after it (left-symmetric)
+    assert [place(u)[1:3] for u in range(4, 8)] == [(4, 3), (0, 3), (1, 3), (2, 3)]
+    assert place(5)[be.UP_SFIRST] == 4 and place(5)[be.UP_SUNITS] == 4
+
+
+def test_pool_spreads_slices_round_robin():
+    sc = load("vnx5400")
+    ba = be.build(sc)
+    out = np.zeros(be.N_UP, dtype=np.int64)
+    per_slice = (256 << 20) // (64 << 10)
+    rgs = []
+    for s in range(6):
+        be.place_unit(s * per_slice, 64 << 10, 0, 1, 1, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.rgi, out)
+        rgs.append(int(out[be.UP_RG]))
+    assert rgs == [1, 2, 0, 1, 2, 0]  # volume base 1: slices start on the second group
+
+
+def test_hdd_service_time_is_the_planning_rate_at_queue_depth_one():
+    ba = be.build(load("vnx2-mcx"))
+    ddyn = np.zeros((5, qk.N_DD), dtype=np.int64)
+    dflt = np.tile(np.array([0.0, 1.0, 0.0]), (5, 1))
+    done, svc = qk.drive_submit(ba.dstat, ddyn, dflt, 0, 0, 1, 8192, 1.0, True)
+    assert svc == round(1e9 / 150) and done == svc  # 6.667 ms: seek 3.61 + rotation 3.0 + transfer
+    # a second read queued behind it: q = 1 + backlog / nominal = 2, positioning / 2**0.12
+    done2, svc2 = qk.drive_submit(ba.dstat, ddyn, dflt, 0, 0, 1, 8192, 1.0, True)
+    pos = ba.dstat[0, qk.DS_POS_RAND]
+    assert svc2 == round(pos / 2 ** 0.12 + 8192 * ba.dstat[0, qk.DS_XFER])
+    assert done2 == done + svc2
+
+
+def test_sorted_sweep_seeks_short_and_host_reads_jump_the_flush_queue():
+    ba = be.build(load("vnx2-mcx"))
+    dstat = ba.dstat
+    # a sweep over 10,000 writes per drive: track-to-track + k*sqrt(1e-4) instead of the 3.61 ms seek
+    short = qk.positioning_ns(dstat, 0, 10_000.0)
+    k = (dstat[0, qk.DS_SEEK_RAND] - dstat[0, qk.DS_TMIN]) / be.SQRT_DISTANCE_MEAN
+    assert short == pytest.approx(0.3 * MS + k * 0.01 + 3.0 * MS)
+    ddyn = np.zeros((5, qk.N_DD), dtype=np.int64)
+    dflt = np.tile(np.array([0.0, 1.0, 0.0]), (5, 1))
+    d1, s1 = qk.drive_submit(dstat, ddyn, dflt, 0, 0, 2, 8192, 1.0, False)  # a 2-op read-modify-write
+    d2, s2 = qk.drive_submit(dstat, ddyn, dflt, 0, 0, 2, 8192, 1.0, False)  # another one queued
+    assert d1 == s1 and d2 == s1 + s2 and s2 < s1  # FCFS; the second saw a queue of 2 ops
+    # a host read at 1 ms waits half an operation (the mean residual), not the 28 ms of backlog
+    d3, s3 = qk.drive_submit(dstat, ddyn, dflt, 0, MS, 1, 8192, 1.0, True)
+    assert d3 == MS + int(0.5 * s2 / 2) + s3
+    assert ddyn[0, qk.DD_FREE_ALL] == d2 + s3  # the flush backlog is pushed back by the read
+
+
+def test_lindley_and_closed_loop_kernels():
+    assert qk.lindley(np.array([0, 1, 2, 10]), np.array([3, 3, 3, 1])).tolist() == [3, 6, 9, 11]
+    issue, done = qk.closed_loop_issue(np.array([5, 1, 1, 1, 10]), 2)
+    # two in flight at 0 (done 5 and 1); the third issues at 1, the fourth at 2, the fifth at 3
+    assert issue.tolist() == [0, 0, 1, 2, 3] and done.tolist() == [5, 1, 2, 3, 13]
