@@ -10,7 +10,9 @@ Guarantees (tested):
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -201,6 +203,9 @@ def _result(man: dict, source_path: Path, final: Path, already: bool = False) ->
 
 def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> dict:
     started = time.time()
+    if validate != "off":
+        # importing Great Expectations takes seconds; do it while the file is being parsed
+        threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
     total_bytes = source.path.stat().st_size
     writer = _PartitionWriter(tmp)
     rejects = RejectsWriter(tmp)

@@ -2,8 +2,9 @@
 
 Row routing (what goes to rejects) happens in Polars while reading; this suite checks the
 result. Up to ``FULL_ROWS`` rows (env ``TIERCAST_GX_FULL_ROWS``) GX sees every row; above it,
-GX sees a uniform random sample of ``SAMPLE_ROWS`` rows (seed 0) and the same conditions are
-also checked exactly on every row with Polars aggregates, stored beside the GX result.
+GX sees a seeded Bernoulli sample of about ``SAMPLE_ROWS`` rows in file order, drawn in the
+same streaming pass that checks the same conditions exactly on every row with Polars
+aggregates (stored beside the GX result).
 """
 
 from __future__ import annotations
@@ -49,20 +50,26 @@ def expectations(gx) -> list:
     return out
 
 
-def exact_aggregates(path: Path, capacities: dict[str, int]) -> dict:
-    """The suite's conditions counted exactly on every row, one Parquet batch at a time."""
+def exact_aggregates(
+    path: Path, capacities: dict[str, int], sample_rate: float = 0.0, seed: int = 0
+) -> tuple[dict, pl.DataFrame]:
+    """The suite's conditions counted exactly on every row, one Parquet batch at a time, and
+    (same pass) a seeded Bernoulli sample at ``sample_rate`` kept in file order, so the
+    per-volume time steps GX checks on it stay meaningful."""
+    import numpy as np
     import pyarrow.parquet as pq
 
+    rng = np.random.default_rng(seed)
     agg = dict.fromkeys(
         ("rows", "null_cells", "size_not_positive", "offset_negative", "ts_negative", "latency_negative",
          "ts_backwards", "beyond_capacity", "ops_outside_set"), 0)
+    picked: list[pl.DataFrame] = []
     for vdir in sorted(Path(path).glob("volume=*")):
         last_ts = None
         for f in sorted(vdir.glob("part-*.parquet")):
             for batch in pq.ParquetFile(f).iter_batches(batch_size=1 << 20):
                 df = pl.from_arrow(batch)
-                vol = str(df["volume"][0])
-                cap = capacities.get(vol)
+                cap = capacities.get(str(df["volume"][0]))
                 ts = df["ts_ns"]
                 prev = ts.shift(1)
                 if last_ts is not None:
@@ -85,23 +92,10 @@ def exact_aggregates(path: Path, capacities: dict[str, int]) -> dict:
                 for k, v in r.items():
                     agg[k] += int(v or 0)
                 last_ts = ts[-1]
-    return agg
-
-
-def _sample(files: list[Path], n: int) -> pl.DataFrame:
-    """A uniform reservoir sample (seed 0) kept in file order, so per-volume time steps stay meaningful."""
-    import duckdb
-
-    listing = ", ".join(f"'{f}'" for f in files)
-    con = duckdb.connect()
-    df = con.sql(
-        f"SELECT * FROM (SELECT * FROM read_parquet([{listing}], filename=true, file_row_number=true, hive_partitioning=false) "
-        f"USING SAMPLE reservoir({int(n)} ROWS) REPEATABLE (0)) ORDER BY filename, file_row_number"
-    ).pl()
-    con.close()
-    return df.drop("filename", "file_row_number").with_columns(
-        pl.col("volume").cast(pl.Categorical), pl.col("op").cast(pl.String)
-    )
+                if sample_rate > 0:
+                    picked.append(df.filter(pl.Series(rng.random(df.height) < sample_rate)))
+    sample = pl.concat(picked) if picked else pl.DataFrame()
+    return agg, sample
 
 
 def validate_trace_dir(path: Path, manifest: dict, mode: str = "auto") -> dict:
@@ -114,8 +108,8 @@ def validate_trace_dir(path: Path, manifest: dict, mode: str = "auto") -> dict:
         df = _derived(pl.scan_parquet(files, hive_partitioning=False), caps).collect()
         aggregates = None
     else:
-        aggregates = exact_aggregates(path, caps)
-        df = _derived(_sample(files, min(SAMPLE_ROWS, n)).lazy(), caps).collect()
+        aggregates, sample = exact_aggregates(path, caps, sample_rate=min(1.0, SAMPLE_ROWS / max(n, 1)))
+        df = _derived(sample.lazy(), caps).collect()
     result = run_suite(SUITE_NAME, expectations, df)
     success, rows, summary = summarize(result)
     if aggregates is not None:
