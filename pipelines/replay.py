@@ -171,7 +171,8 @@ class _Aggregates:
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
                      "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
-                     "stall_sum_ns": 0, "throttle_sum_ns": 0}
+                     "stall_sum_ns": 0, "throttle_sum_ns": 0, "backend_ios": 0}
+        self._pending_write_ios: list[tuple[np.ndarray, np.ndarray]] = []
 
     def add(self, chunk: Chunk, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         frame = outcome_frame(chunk, out).with_columns(
@@ -180,6 +181,7 @@ class _Aggregates:
         for agg in (self.vol, self.rg, self.vol_hist, self.rg_hist):
             agg.add(frame)
         rec = pl.DataFrame(records)
+        self._count_write_ios(records)
         if rec.height:
             flushes = rec.filter(pl.col("kind") != K_STALL).sort("ts_ns")
             self.rg_flush.add(flushes)
@@ -202,11 +204,25 @@ class _Aggregates:
             s[k] += int(out[k][skip:].sum())
         s["stall_sum_ns"] += int(out["stall_ns"][skip:].sum())
         s["throttle_sum_ns"] += int(out["throttle_ns"][skip:].sum())
+        s["backend_ios"] += int(out["backend_ios"][skip:].sum())
+        if self._pending_write_ios:  # flushes seen before the warm-up ended: count those after it
+            for ts, ios in self._pending_write_ios:
+                s["backend_ios"] += int(ios[ts >= s["first_ns"]].sum())
+            self._pending_write_ios = []
         b = (np.log(np.maximum(lat, 1)) / _LOG_BASE).astype(np.int64)
         top = int(b.max()) + 1
         if top > self.hist.size:
             self.hist = np.concatenate([self.hist, np.zeros(top - self.hist.size, dtype=np.int64)])
         self.hist += np.bincount(b, minlength=self.hist.size)
+
+    def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
+        """Back-end write I/Os of flushes issued after the measured window began."""
+        flush = records["kind"] != K_STALL
+        ts, ios = records["ts_ns"][flush], records["ios"][flush]
+        if self.sums["first_ns"] is None:
+            self._pending_write_ios.append((ts, ios))
+        else:
+            self.sums["backend_ios"] += int(ios[ts >= self.sums["first_ns"]].sum())
 
     def percentile_ms(self, q: float) -> float:
         total = self.hist.sum()
@@ -369,6 +385,8 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "forced_flush_stall_ms": c["forced_flush_stall_ns"] / 1e6,
         "stalled_ms": s["stall_sum_ns"] / 1e6,
         "throttled_ms": s["throttle_sum_ns"] / 1e6,
+        "backend_ios_per_request": s["backend_ios"] / n if n else 0.0,
+        "backend_iops_per_drive": s["backend_ios"] / sc.n_drives / span_s if span_s > 0 else 0.0,
         "simulated_seconds": sim_s,
         "not_yet_modelled": ",".join(sc.ignored_sections),
     }
@@ -449,8 +467,8 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
             "latency_mean_ms": s["latency_mean_ms"], "latency_p95_ms": s["latency_p95_ms"],
             "latency_p99_ms": s["latency_p99_ms"], "read_hit_ratio": s["read_hit_ratio"],
             "write_hit_ratio": s["write_hit_ratio"], "throttled_ms": s["throttled_ms"],
-            "forced_flush_count": s["forced_flush_count"], "backend_ios": s["backend_read_ios"] + s["backend_write_ios"],
-            "drive_busy_ns": s["drive_busy_ns"], "simulated_seconds": s["simulated_seconds"],
+            "forced_flush_count": s["forced_flush_count"], "backend_ios_per_request": s["backend_ios_per_request"],
+            "backend_iops_per_drive": s["backend_iops_per_drive"], "simulated_seconds": s["simulated_seconds"],
             "measured_requests": s["measured_requests"], "run_id": s["run_id"],
         })
     return rows

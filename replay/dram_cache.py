@@ -45,10 +45,10 @@ pages would fill S is ``A* = S / I_g``; a group already holding D_g > S dirty pa
 lengthens its age, and when free pages fall below ``min_free_pct`` of the pool A* shrinks in
 proportion. A_g moves a fraction ``age_smoothing`` of the way to A* per
 adaptation (geometrically), within [``min_age_ms``, ``max_age_ms``] (published: 10 ms..120 s,
-starting at 2 s). A dirty unit younger than A_g stays; at A_g it is flushed; with units older
-than A_g waiting (the group is flushing at its maximum, ``flush_queue_depth`` writes per drive
-in flight) and a drain time ``T = dirty pages / F_g`` above ``throttle_drain_ms`` (2 s), the
-group is **throttled**: new dirty pages of that group only are admitted at ``r x F_g`` pages/s
+starting at 2 s). A dirty unit younger than A_g stays; at A_g it is flushed; when the pages already older
+than A_g would take longer than ``throttle_drain_ms`` (2 s) to drain at the flush rate F_g (the
+group is flushing at its maximum, ``flush_queue_depth`` writes per drive in flight, and still
+falling behind), the group is **throttled**: new dirty pages of that group only are admitted at ``r x F_g`` pages/s
 (a token bucket; the host write ack waits). The ratio follows the published curve, 8x
 (``throttle_ratio_max``) -> 1x -> 0.5x (``throttle_ratio_min``), as a function of the group's
 dirty pages relative to its share: ``r = 8 ** (1 - D/S)`` up to the share, then falling to 0.5x
@@ -571,11 +571,12 @@ def mcx_adapt(pi, pf, G, rgs, rgf, ui, ul, now, t_limit):
         rgf[r, RF_AGE] = min(max(age, amin), amax)
         update_due(ui, ul, rgs, rgf, r, now)
         throttle = False
-        if h >= 0:
-            oldest = now - ul[h, UL_SINCE]
+        if h >= 0 and rgs[r, RS_DUE] > 0:
             fl = rgf[r, RF_F]
-            if oldest > rgf[r, RF_AGE] and fl >= 1.0:
-                drain_ns = rgs[r, RS_DPAGES] / fl * 1e9
+            if fl >= 1.0:
+                # drain time of the pages already past the pre-cleaning age at the flush rate
+                due_pages = rgs[r, RS_DUE] * rgs[r, RS_DPAGES] / max(rgs[r, RS_DUNITS], 1)
+                drain_ns = due_pages / fl * 1e9
                 if drain_ns > pf[PF_THR_DRAIN]:
                     ratio = throttle_ratio(rgs[r, RS_DPAGES] / share, pf[PF_RMAX], pf[PF_OVER], pf[PF_RMIN])
                     rgf[r, RF_RATE] = ratio * fl
