@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from pipelines.catalog import traces_root, write_json_atomic
 from pipelines.dataset import RejectsWriter, content_id, ingest_once
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
+from schemas.trace_suite import StreamingContract, validate_trace_dir
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
 from traces.registry import detect, reader_class
@@ -207,6 +208,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         # importing Great Expectations takes seconds; do it while the file is being parsed
         threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
     total_bytes = source.path.stat().st_size
+    streamed = StreamingContract(reader.capacities) if validate in ("auto", "sample") else None
     writer = _PartitionWriter(tmp)
     rejects = RejectsWriter(tmp)
     origin: int | None = None
@@ -228,6 +230,8 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
             for vol, d in _stats_of(rows).items():
                 stats.setdefault(vol, _VolumeStats()).update(d)
             writer.add(rows)
+            if streamed is not None:
+                streamed.update(rows)
         if progress:
             progress(source.raw_bytes_read, total_bytes)
     writer.close()
@@ -246,7 +250,8 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
 
     min_ts = min(s.first_ts_ns for s in stats.values())
     sorted_rows = 0
-    if out_of_order or min_ts < 0:
+    resorted = bool(out_of_order or min_ts < 0)
+    if resorted:
         sorted_rows = out_of_order
         _sort_volumes(tmp, list(stats), shift_ns=-min_ts if min_ts < 0 else 0)
         if min_ts < 0:
@@ -285,9 +290,9 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         "tiercast_version": _version(),
     }
     if validate != "off":
-        from schemas.trace_suite import validate_trace_dir
 
-        report = validate_trace_dir(tmp, manifest, mode=validate)
+        # rows re-sorted after streaming are checked again from disk
+        report = validate_trace_dir(tmp, manifest, mode=validate, streamed=None if resorted else streamed)
         write_json_atomic(tmp / "validation.json", report)
         manifest["validation"] = {k: report[k] for k in ("success", "mode", "rows_validated", "expectations")}
         if not report["success"]:

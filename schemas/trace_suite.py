@@ -98,8 +98,67 @@ def exact_aggregates(
     return agg, sample
 
 
-def validate_trace_dir(path: Path, manifest: dict, mode: str = "auto") -> dict:
-    """Run the contract on the accepted rows written under ``path``."""
+class StreamingContract:
+    """The exact aggregates and the sample of :func:`exact_aggregates`, computed on accepted
+    chunks while they are ingested (no second read of the written data).
+
+    The sample is a bottom-k hash sample: every row gets a seeded pseudo-random key from its
+    ``src_line`` and the ``sample_rows`` smallest keys are kept, which is a uniform sample of
+    exactly that size (or all rows), the same whatever the chunking.
+    """
+
+    KEYS = ("rows", "null_cells", "size_not_positive", "offset_negative", "ts_negative", "latency_negative",
+            "ts_backwards", "beyond_capacity", "ops_outside_set")
+
+    def __init__(self, capacities: dict[str, int] | None = None, sample_rows: int | None = None, seed: int = 0):
+        self.capacities = dict(capacities or {})
+        self.sample_rows = SAMPLE_ROWS if sample_rows is None else sample_rows
+        self.seed = seed
+        self.agg = dict.fromkeys(self.KEYS, 0)
+        self._last_ts: dict[str, int] = {}
+        self._kept: pl.DataFrame | None = None
+
+    def update(self, df: pl.DataFrame) -> None:
+        if not df.height:
+            return
+        vol = pl.col("volume").cast(pl.String)
+        prev_chunk = vol.replace_strict(self._last_ts, default=None, return_dtype=pl.Int64)
+        prev = pl.coalesce(pl.col("ts_ns").shift(1).over("volume"), prev_chunk)
+        cap = vol.replace_strict(self.capacities, default=None, return_dtype=pl.Int64) if self.capacities else None
+        r = df.select(
+            null_cells=pl.sum_horizontal(
+                pl.col(c).null_count() for c in ("ts_ns", "volume", "op", "offset", "size", "src_line")
+            ),
+            size_not_positive=((pl.col("size") <= 0) & (pl.col("op").cast(pl.String) != "flush")).sum(),
+            offset_negative=(pl.col("offset") < 0).sum(),
+            ts_negative=(pl.col("ts_ns") < 0).sum(),
+            latency_negative=(pl.col("latency_ns") < 0).sum(),
+            ts_backwards=(pl.col("ts_ns") < prev).sum(),
+            beyond_capacity=(
+                ((pl.col("offset") + pl.col("size").cast(pl.Int64)) > cap).fill_null(False) if cap is not None
+                else pl.lit(False)
+            ).sum(),
+            ops_outside_set=(~pl.col("op").cast(pl.String).is_in(list(OPS))).sum(),
+        ).row(0, named=True)
+        self.agg["rows"] += df.height
+        for k, v in r.items():
+            self.agg[k] += int(v or 0)
+        last = df.group_by(vol.alias("v")).agg(pl.col("ts_ns").last())
+        self._last_ts.update(dict(zip(last["v"].to_list(), last["ts_ns"].to_list(), strict=True)))
+        keyed = df.with_columns(_key=pl.col("src_line").hash(self.seed))
+        pool = keyed if self._kept is None else pl.concat([self._kept, keyed], how="vertical_relaxed")
+        self._kept = pool.bottom_k(self.sample_rows, by="_key") if pool.height > self.sample_rows else pool
+
+    def result(self) -> tuple[dict, pl.DataFrame]:
+        sample = pl.DataFrame() if self._kept is None else self._kept.sort(["volume", "src_line"]).drop("_key")
+        return dict(self.agg), sample
+
+
+def validate_trace_dir(
+    path: Path, manifest: dict, mode: str = "auto", streamed: StreamingContract | None = None
+) -> dict:
+    """Run the contract on the accepted rows written under ``path``; in sample mode the exact
+    aggregates and the sample come from ``streamed`` when the ingest computed them on the way."""
     files = sorted(Path(path).glob("volume=*/part-*.parquet"))
     caps = {v: s["capacity_bytes"] for v, s in manifest["volumes"].items() if s.get("capacity_bytes")}
     n = manifest["rows_accepted"]
@@ -108,7 +167,10 @@ def validate_trace_dir(path: Path, manifest: dict, mode: str = "auto") -> dict:
         df = _derived(pl.scan_parquet(files, hive_partitioning=False), caps).collect()
         aggregates = None
     else:
-        aggregates, sample = exact_aggregates(path, caps, sample_rate=min(1.0, SAMPLE_ROWS / max(n, 1)))
+        if streamed is not None:
+            aggregates, sample = streamed.result()
+        else:
+            aggregates, sample = exact_aggregates(path, caps, sample_rate=min(1.0, SAMPLE_ROWS / max(n, 1)))
         df = _derived(sample.lazy(), caps).collect()
     result = run_suite(SUITE_NAME, expectations, df)
     success, rows, summary = summarize(result)
