@@ -124,7 +124,8 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
              page_size: int = 4096, interval: str | int | None = "60s", params: dict | None = None,
              batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> dict:
     """Replay ``trace`` through one cache policy; returns the summary (requests, pages, hits,
-    hit_ratio, byte_hit_ratio and the model's other counters) and writes summary and
+    hit_ratio, byte_hit_ratio, the model's other counters, and ``distinct_pages``: pages any
+    request touches, trims included) and writes summary and
     per-interval Parquet under ``data_dir`` (skipped when ``data_dir`` is None; no per-interval
     metrics when ``interval`` is None)."""
     model = cache_model(policy, cache_bytes, page_size, **(params or {}))
@@ -156,11 +157,12 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
 
 
 def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
-        sizes: Sequence[int] | None = None, method: str = "exact", rate: float = 0.01, max_pages: int = 0,
+        sizes: Sequence[int] | None = None, method: str = "exact", rate: float | None = None, max_pages: int = 0,
         n_sizes: int = 20, batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> pl.DataFrame:
     """LRU hit-ratio curve of ``trace`` at ``sizes`` (bytes; default ``n_sizes`` log-spaced sizes
-    up to the footprint). ``method``: ``exact`` (stack distances) or ``shards`` (fixed-rate at
-    ``rate``, or fixed-size with at most ``max_pages`` sampled pages when ``max_pages`` > 0).
+    up to the footprint). ``method``: ``exact`` (stack distances) or ``shards``: fixed-rate at
+    ``rate`` (default 0.01), or fixed-size with at most ``max_pages`` sampled pages when
+    ``max_pages`` > 0 (starting at ``rate``, default 1.0, and lowering it as pages arrive).
     Returns the result rows and writes them as Parquet under ``data_dir`` (unless None)."""
     page_size = check_page_size(page_size)
     if method not in ("exact", "shards"):
@@ -186,7 +188,7 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         footprint = sd.distinct_pages
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
-        sh = Shards(rate=1.0 if max_pages and rate == 0.01 else rate, max_pages=max_pages)
+        sh = Shards(rate=rate if rate is not None else (1.0 if max_pages else 0.01), max_pages=max_pages)
         for n, keys, nbytes in prefetched((df.height, *builder.page_keys(df))
                                          for df in prefetched(read_frames(trace, batch_rows))):
             sh.update(keys, nbytes)

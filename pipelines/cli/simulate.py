@@ -63,7 +63,8 @@ def mrc(
     sizes: Annotated[str | None, typer.Option(help="Cache sizes, e.g. 1GiB,2GiB,4GiB [default: 20 "
                                                    "log-spaced sizes up to the footprint].")] = None,
     method: Annotated[str, typer.Option(help="exact (stack distances) or shards (sampled).")] = "exact",
-    rate: Annotated[float, typer.Option(help="SHARDS sampling rate (fixed-rate).")] = 0.01,
+    rate: Annotated[float | None, typer.Option(help="SHARDS sampling rate [default: 0.01; with "
+                                                    "--max-pages, the starting rate, default 1].")] = None,
     max_pages: Annotated[int, typer.Option("--max-pages", help="SHARDS fixed-size: at most this many "
                                                                "sampled pages (0: fixed-rate).")] = 0,
     data_dir: DataDirOpt = None,
