@@ -3,7 +3,9 @@ when imported below (keep the list sorted)."""
 
 from __future__ import annotations
 
+from pipelines.cli import calibrate as _calibrate  # noqa: F401
 from pipelines.cli import capture as _capture  # noqa: F401
+from pipelines.cli import compare as _compare  # noqa: F401
 from pipelines.cli import demo as _demo  # noqa: F401
 from pipelines.cli import ingest as _ingest  # noqa: F401
 from pipelines.cli import measured as _measured  # noqa: F401
