@@ -172,10 +172,26 @@ def _weighted_service(rows: pl.DataFrame, basis: str) -> tuple[float | None, flo
     return float(sub["d"].sum()) / n, n, int(sub["little"].sum())
 
 
+def request_kb(basis: str) -> pl.Expr:
+    """Mean request size (KiB) of the interval's ``basis`` I/Os: iostat's own size columns
+    (``rareq-sz``/``wareq-sz``, or the combined ``avgrq-sz``/``areq-sz``) where printed, as they
+    are exact to 0.01 KiB while ``-m`` rates are rounded to 0.01 MB/s; else KiB/s over IO/s."""
+    r, w = _z("r_per_s"), _z("w_per_s")
+    combined = pl.coalesce("avgrq_sz_kb", "areq_sz_kb")
+    if basis == "read":
+        return pl.coalesce("rareq_sz_kb", combined, _z("rkb_per_s") / r)
+    if basis == "write":
+        return pl.coalesce("wareq_sz_kb", combined, _z("wkb_per_s") / w)
+    split = (r * _z("rareq_sz_kb") + w * _z("wareq_sz_kb")) / (r + w)
+    has_split = pl.col("rareq_sz_kb").is_not_null() | pl.col("wareq_sz_kb").is_not_null()
+    return pl.when(has_split).then(split).otherwise(
+        pl.coalesce(combined, (_z("rkb_per_s") + _z("wkb_per_s")) / (r + w)))
+
+
 def _request_kb(rows: pl.DataFrame, basis: str) -> float:
-    """I/O-weighted mean request size (KiB) of ``basis``: KiB/s over I/Os per second."""
-    kb = {"read": _z("rkb_per_s"), "write": _z("wkb_per_s"), "all": _z("rkb_per_s") + _z("wkb_per_s")}[basis]
-    s = rows.select(kb=kb.sum(), n=interval_ios(basis).sum()).row(0, named=True)
+    """I/O-weighted mean request size (KiB) of ``basis`` over ``rows``."""
+    s = rows.with_columns(n=interval_ios(basis)).filter(pl.col("n") > 0) \
+        .select(kb=(request_kb(basis) * pl.col("n")).sum(), n=pl.col("n").sum()).row(0, named=True)
     return s["kb"] / s["n"] if s["n"] else 0.0
 
 
@@ -270,11 +286,11 @@ def estimate(rows: pl.DataFrame, device: str, *, name: str | None = None, kind: 
     reg, reg_note = _regression(with_io)
 
     # busiest interval
-    busy = with_io.with_columns(iops=interval_ios("all"), kb=_z("rkb_per_s") + _z("wkb_per_s")) \
+    busy = with_io.with_columns(iops=interval_ios("all"), req_kb=request_kb("all")) \
         .sort("iops", descending=True).row(0, named=True)
     max_iops = {"iops": busy["iops"], "ts": busy.get("ts").isoformat() if busy.get("ts") else None,
                 "report": busy.get("report"), "aqu_sz": busy["aqu_sz"], "util_pct": busy.get("util_pct"),
-                "request_kb": busy["kb"] / busy["iops"] if busy["iops"] else None,
+                "request_kb": busy["req_kb"],
                 "await_ms": busy["aqu_sz"] * 1000.0 / busy["iops"] if busy["aqu_sz"] is not None else None}
 
     if transfer_mb_per_s is None:
@@ -286,7 +302,7 @@ def estimate(rows: pl.DataFrame, device: str, *, name: str | None = None, kind: 
     q, util = busy["aqu_sz"], busy.get("util_pct")
     if q is not None and util is not None and util >= SATURATED_UTIL_PCT and q >= SATURATED_QUEUE:
         pos = chosen - request_bytes / (transfer_mb_per_s * 1e3)  # QD1 positioning: what the queue law speeds up
-        per_io = 1000.0 / busy["iops"] - (busy["kb"] / busy["iops"]) * 1024 / (transfer_mb_per_s * 1e3)
+        per_io = 1000.0 / busy["iops"] - busy["req_kb"] * 1024 / (transfer_mb_per_s * 1e3)
         gain = pos / per_io if per_io > 0 else float("inf")
         qmax = DriveClass("x").queue_depth_max
         beta = 0.0 if gain <= 1 else min(1.0, math.log(gain) / math.log(min(q, qmax)))
