@@ -39,7 +39,8 @@ def compare_measured(
     a = r["alignment"]
     out.print(f"run {r['run_id']} ({r['scenario']}, {r['replay_mode']}"
               f"{' ' + str(r['outstanding']) + ' outstanding' if r['outstanding'] else ''}) vs capture "
-              f"{r['capture_id']}: trace starts {a['trace_start']} ({a['anchor']}), iostat reports at "
+              f"{r['capture_id']}")
+    out.print(f"trace starts {a['trace_start']} ({a['anchor']}), iostat reports at "
               f"whole seconds + {a['iostat_phase_ns'] / 1e9:.3f} s, interval {a['iostat_interval_s']:g} s")
     t = Table("device", "interval end", "cover", *[f"{_LABEL[m]} {s}" for m in METRICS for s in ("model", "meas", "err %")])
     for i in r["intervals"]:
