@@ -24,3 +24,15 @@ def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, o
     return {"kind": "trace", "id": r.trace_id, "format": r.format, "rows_read": r.rows_read,
             "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
             "already_ingested": r.already_ingested}
+
+
+def replay_pair(trace_id: str, scenario: str, data_dir: str | Path) -> dict:
+    """Replay one ingested trace through one scenario (preset name or TOML path), idempotently
+    (a finished run with the same run id is returned as is); returns the run summary."""
+    from pipelines.catalog import find_trace
+    from pipelines.replay import replay_trace
+    from replay.scenario import load as load_scenario
+
+    summary = replay_trace(find_trace(Path(data_dir), trace_id), data_dir, load_scenario(scenario))
+    keys = ("run_id", "requests", "iops", "latency_mean_ms", "latency_p99_ms", "already_done")
+    return {k: summary.get(k) for k in keys} | {"trace_id": trace_id, "scenario": scenario}

@@ -70,15 +70,18 @@ from airflow.utils import db
 db.resetdb()
 from airflow.dag_processing.dagbag import DagBag
 dag = DagBag(dag_folder={str(DAGS)!r}).dags['tiercast_pipeline']
-run = dag.test(run_conf={{'data_dir': {str(data)!r}}})
+run = dag.test(run_conf={{'data_dir': {str(data)!r}, 'scenarios': ['vnx2-mcx']}})
 import duckdb
 con = duckdb.connect({str(data / 'tiercast.duckdb')!r}, read_only=True)
 rows = con.sql('select format, rows_read, rows_accepted, rows_rejected from traces order by format').fetchall()
 n = con.sql('select count(*) from requests').fetchall()[0][0]
-print(json.dumps({{'state': str(run.state), 'traces': rows, 'requests': n}}))
+runs = con.sql('select requests from array_runs order by requests').fetchall()
+print(json.dumps({{'state': str(run.state), 'traces': rows, 'requests': n, 'runs': runs}}))
 """,
         tmp_path,
     )
     assert out["state"].endswith("success")
     assert out["traces"] == [["msr", 3, 2, 1], ["tiercast-parquet", 2000, 2000, 0]]
     assert out["requests"] == 2002
+    # each trace replayed through the scenario, the run summaries loaded as a view
+    assert out["runs"] == [[2], [2000]]
