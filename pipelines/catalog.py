@@ -63,7 +63,7 @@ class TraceRef:
         traces larger than memory stream."""
         import duckdb
 
-        cols = ", ".join(columns) if columns else "*"
+        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
         files = ", ".join(f"'{f}'" for f in self.volume_files)
         con = duckdb.connect()
         try:
