@@ -17,8 +17,16 @@ second is ``await x IOPS`` (uncertain by 0.005 ms x IOPS) or, by Little's law on
 counters, ``aqu-sz x 1000 ms`` (uncertain by 5 ms): above 1,000 IO/s the second is finer (a
 virtio disk at 12,800 IO/s prints ``r_await 0.05`` for 0.0546 ms, a 9 % rounding, while
 ``aqu-sz 0.70`` is within 0.7 %). So per interval the device time comes from ``aqu-sz`` when the
-rate exceeds :data:`LITTLE_MIN_IOPS` and every I/O of the interval is of the kind being
-estimated (reads only for the read estimate; no discards or flushes), else from ``await``.
+rate of the kind being estimated exceeds :data:`LITTLE_MIN_IOPS`, minus the device time of the
+interval's other I/Os (the other direction, discards, flushes: rate x their await) as long as
+that is under half the total; else from ``await``.
+
+*Window.* For a capture, only the iostat intervals that lie wholly inside fio's run (its epoch
+to its end, placed on the wall clock as ``compare`` does) are used: iostat also records the
+seconds before and after the job, and a start-up second holds fio's file layout and other
+programs' I/O (seen: 3,400 reads at 0.96 ms while fio laid out its file, 152 reads at 2.6 ms
+after it ended), which would weigh in the I/O-weighted mean. ``basis`` ``auto`` estimates
+fio's directions (reads for a read job), else reads and writes together.
 
 *Cross-check.* A weighted least-squares line of per-interval await on ``aqu-sz`` over all
 intervals, extrapolated to an empty queue, is reported as ``service_ms_regression`` when the
@@ -46,15 +54,17 @@ response time is the one fio sees. It is reported, never folded into the drive c
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from pipelines.capture import find_capture
+from pipelines.capture import captures_root, find_capture
 from pipelines.ingest_logs import MeasuredRef, find_measured, list_measured
 from replay.scenario import DriveClass
 
@@ -70,6 +80,7 @@ SATURATED_QUEUE = 2.0
 #: the regression cross-check needs queue lengths this far apart
 REGRESSION_MIN_SPREAD = 0.5
 BASES = ("all", "read", "write")
+WINDOWS = ("auto", "job", "all")
 
 
 @dataclass
@@ -105,6 +116,7 @@ class Calibration:
     fio: dict = field(default_factory=dict)
     outstanding: int | None = None
     interval_s: float | None = None
+    window: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     fragment_toml: str = ""
     scenario_toml: str = ""
@@ -129,34 +141,42 @@ def interval_ios(basis: str) -> pl.Expr:
     return _z("r_per_s") + _z("w_per_s")
 
 
-def device_ms_per_s(basis: str) -> pl.Expr:
-    """Device time (ms) per second of interval spent on the I/Os of ``basis``: from aqu-sz
-    (Little's law) when finer and unambiguous, else from the await columns; see module doc."""
-    r, w = _z("r_per_s"), _z("w_per_s")
-    other = _z("d_per_s") + _z("f_per_s")
-    combined = pl.col("await_ms")
-    r_aw = pl.coalesce("r_await_ms", combined)
-    w_aw = pl.coalesce("w_await_ms", combined)
-    if basis == "read":
-        from_await, pure = r * r_aw, (w + other) == 0
-    elif basis == "write":
-        from_await, pure = w * w_aw, (r + other) == 0
-    else:
-        from_await = (pl.when(r > 0).then(r * r_aw).otherwise(0.0)
-                      + pl.when(w > 0).then(w * w_aw).otherwise(0.0))
-        from_await = pl.when(pl.col("r_await_ms").is_null() & pl.col("w_await_ms").is_null()) \
-            .then((r + w) * combined).otherwise(from_await)
-        pure = other == 0
-    n = interval_ios(basis)
-    little = pure & (n > LITTLE_MIN_IOPS) & pl.col("aqu_sz").is_not_null()
-    return pl.when(n <= 0).then(0.0).when(little).then(pl.col("aqu_sz") * 1000.0).otherwise(from_await)
+#: the I/O kinds iostat times: rate and await column of each
+KINDS = {"read": ("r_per_s", "r_await_ms"), "write": ("w_per_s", "w_await_ms"), "discard": ("d_per_s", "d_await_ms"),
+         "flush": ("f_per_s", "f_await_ms")}
+BASIS_KINDS = {"read": ("read",), "write": ("write",), "all": ("read", "write")}
+
+
+def _await_ms_per_s(kinds) -> pl.Expr:
+    """Device time (ms per second) of ``kinds`` from their rate x await (sysstat <= 10 prints
+    one ``await`` for all kinds); null when a kind with I/O has no await printed."""
+    total = pl.lit(0.0)
+    for k in kinds:
+        rate, aw = KINDS[k]
+        total = total + pl.when(_z(rate) > 0).then(pl.col(rate) * pl.coalesce(aw, "await_ms")).otherwise(0.0)
+    return total
+
+
+def _other_ms_per_s(basis: str) -> pl.Expr:
+    return _await_ms_per_s([k for k in KINDS if k not in BASIS_KINDS[basis]])
 
 
 def uses_little(basis: str) -> pl.Expr:
-    r, w = _z("r_per_s"), _z("w_per_s")
-    other = _z("d_per_s") + _z("f_per_s")
-    pure = {"read": (w + other) == 0, "write": (r + other) == 0, "all": other == 0}[basis]
-    return pure & (interval_ios(basis) > LITTLE_MIN_IOPS) & pl.col("aqu_sz").is_not_null()
+    """Whether the interval's device time for ``basis`` comes from aqu-sz: more than
+    LITTLE_MIN_IOPS of them, and the other kinds' device time (subtracted, from their awaits)
+    known and under half of the total."""
+    aqu_ms = pl.col("aqu_sz") * 1000.0
+    return ((interval_ios(basis) > LITTLE_MIN_IOPS) & pl.col("aqu_sz").is_not_null()
+            & (_other_ms_per_s(basis) < 0.5 * aqu_ms)).fill_null(False)
+
+
+def device_ms_per_s(basis: str) -> pl.Expr:
+    """Device time (ms) per second of interval spent on the I/Os of ``basis``: aqu-sz x 1000
+    minus the other kinds' await x rate when finer (see module doc), else rate x await."""
+    n = interval_ios(basis)
+    return (pl.when(n <= 0).then(0.0)
+            .when(uses_little(basis)).then(pl.col("aqu_sz") * 1000.0 - _other_ms_per_s(basis))
+            .otherwise(_await_ms_per_s(BASIS_KINDS[basis])))
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,6 +390,60 @@ def _host_overhead(cal: Calibration, fio: dict) -> tuple[float | None, str]:
 # --------------------------------------------------------------------------------------------
 # sources
 # --------------------------------------------------------------------------------------------
+def fio_doc(fio_json: Path) -> dict:
+    text = fio_json.read_text(errors="replace")
+    try:
+        return json.loads(text[text.index("{"):])
+    except ValueError as e:
+        raise ValueError(f"{fio_json}: not fio JSON ({e}): cannot place the job in time") from None
+
+
+def _job_start_ns(doc: dict, j: dict, where: Path) -> tuple[int, int, str]:
+    """(start ns, runtime ms, anchor) of one job of a fio JSON document."""
+    runtime = j.get("job_runtime")
+    if runtime is None:  # older fio: the longest direction's runtime
+        runtime = max(int((j.get(d) or {}).get("runtime", 0)) for d in ("read", "write", "trim"))
+    runtime = int(runtime)
+    if isinstance(j.get("job_start"), int) and j["job_start"] > 0:
+        return j["job_start"] * 1_000_000, runtime, "fio job_start"
+    if "timestamp_ms" in doc:
+        return (int(doc["timestamp_ms"]) - runtime) * 1_000_000, runtime, "fio timestamp_ms - job_runtime"
+    if "timestamp" in doc:
+        return (int(doc["timestamp"]) * 1000 - runtime) * 1_000_000, runtime, "fio timestamp (s) - job_runtime"
+    raise ValueError(f"{where}: no job_start, timestamp_ms or timestamp: cannot place the job in time")
+
+
+def fio_job_start_ns(fio_json: Path, job: int) -> tuple[int, str]:
+    """Wall-clock epoch (ns) of fio job ``job`` (1-based), the origin of its logs' times: fio's
+    ``job_start`` (ms, fio >= 3.36) or else the report's ``timestamp_ms`` minus the job's
+    ``job_runtime`` (ms from its epoch to its end; late by the teardown, milliseconds)."""
+    doc = fio_doc(fio_json)
+    jobs = doc.get("jobs") or []
+    if not 1 <= job <= len(jobs):
+        raise ValueError(f"{fio_json}: has {len(jobs)} job(s), the trace is job {job}")
+    start, _, anchor = _job_start_ns(doc, jobs[job - 1], fio_json)
+    return start, anchor
+
+
+def fio_run_window_ns(fio_json: Path) -> tuple[int, int, str]:
+    """(first job's epoch, last job's end, anchor) on the wall clock, ns."""
+    doc = fio_doc(fio_json)
+    spans = [_job_start_ns(doc, j, fio_json) for j in doc.get("jobs") or [] if isinstance(j, dict)]
+    if not spans:
+        raise ValueError(f"{fio_json}: no jobs")
+    return min(s for s, _, _ in spans), max(s + r * 1_000_000 for s, r, _ in spans), spans[0][2]
+
+
+def iostat_phase_ns(capture: dict) -> int:
+    """iostat of a capture samples at ``started_at`` + k x interval, but prints whole seconds:
+    a report stamped ``ts`` was taken at ``ts`` + this many ns."""
+    return datetime.fromisoformat(capture["started_at"]).microsecond * 1000
+
+
+def _iso_ns(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
+
+
 def resolve_source(data_dir: str | Path, ref: str) -> tuple[MeasuredRef, dict | None]:
     """The iostat dataset named by ``ref``: a capture id (its linked iostat dataset) or a
     measured dataset id (or an unambiguous prefix of either)."""
@@ -391,8 +465,14 @@ def resolve_source(data_dir: str | Path, ref: str) -> tuple[MeasuredRef, dict | 
 
 def calibrate(data_dir: str | Path, ref: str, device: str | None = None, *, name: str | None = None,
               kind: str = "ssd", rpm: int | None = None, transfer_mb_per_s: float | None = None,
-              basis: str = "all", max_queue: float = 1.0, min_intervals: int = 3) -> Calibration:
-    """Calibrate ``device`` from the iostat rows of a capture or measured dataset ``ref``."""
+              basis: str = "auto", window: str = "auto", max_queue: float = 1.0, min_intervals: int = 3) -> Calibration:
+    """Calibrate ``device`` from the iostat rows of a capture or measured dataset ``ref``.
+    ``basis`` auto: fio's directions for a capture, else all; ``window`` auto: a capture's fio
+    run (whole iostat intervals inside it), else every interval."""
+    if window not in WINDOWS:
+        raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
+    if basis not in (*BASES, "auto"):
+        raise ValueError(f"basis must be one of auto, {', '.join(BASES)}, got {basis!r}")
     ds, cap = resolve_source(data_dir, ref)
     if "iostat_device" not in ds.manifest["tables"]:
         raise ValueError(f"measured dataset {ds.dataset_id} ({ds.manifest['format']}) has no iostat_device table: "
@@ -412,18 +492,42 @@ def calibrate(data_dir: str | Path, ref: str, device: str | None = None, *, name
               "iostat_dataset": ds.dataset_id,
               "tool_version": ds.manifest.get("tool_version") or (cap or {}).get("versions", {}).get("iostat"),
               "hosts": ds.manifest.get("hosts", []), "source_path": ds.manifest.get("source_path")}
+    fio = {}
+    if cap and "fio" in cap.get("datasets", {}):
+        fio = fio_view(find_measured(data_dir, cap["datasets"]["fio"]))
+    if basis == "auto":
+        basis = ("read" if fio.get("read_ios") and not fio.get("write_ios") else
+                 "write" if fio.get("write_ios") and not fio.get("read_ios") else "all")
+    win: dict = {"kind": "all"}
+    use_job = window == "job" or (window == "auto" and cap is not None)
+    if use_job:
+        if cap is None:
+            raise ValueError("--window job needs a capture (fio's run places the window)")
+        start, end, anchor = fio_run_window_ns(captures_root(data_dir) / cap["capture_id"] / "raw" / "fio.json")
+        iv_ns = int(float(cap.get("iostat_interval_s") or 1) * 1e9)
+        e = pl.col("ts").dt.epoch("ns") + iostat_phase_ns(cap)
+        inside = rows.filter((e - iv_ns >= start) & (e <= end))
+        win = {"kind": "fio job", "start": _iso_ns(start), "end": _iso_ns(end), "anchor": anchor,
+               "intervals": inside.height, "intervals_outside": rows.height - inside.height}
+        if inside.filter(interval_ios("all") > 0).height < min_intervals:
+            raise ValueError(f"device {device!r}: fio's run ({win['start']} to {win['end']}) holds only "
+                             f"{inside.height} whole iostat interval(s); calibration needs at least {min_intervals}: "
+                             "run the job longer, or use --window all")
+        rows = inside
     cal = estimate(rows, device, name=name, kind=kind, rpm=rpm, transfer_mb_per_s=transfer_mb_per_s, basis=basis,
                    max_queue=max_queue, min_intervals=min_intervals, source=source)
+    cal.window = win
     if cap and cap.get("iostat_interval_s"):
         cal.interval_s = float(cap["iostat_interval_s"])
-    if cap and "fio" in cap.get("datasets", {}):
-        cal.fio = fio_view(find_measured(data_dir, cap["datasets"]["fio"]))
-        cal.host_overhead_us, cal.host_note = _host_overhead(cal, cal.fio)
-        if cal.fio.get("iodepth"):
-            cal.outstanding = cal.fio["iodepth"]
-            if cal.fio["jobs"] > 1:
-                cal.warnings.append(f"the capture ran {cal.fio['jobs']} fio jobs; each per-I/O log is its own trace, "
-                                    f"the scenario's closed loop uses one job's iodepth ({cal.outstanding})")
+    if fio:
+        cal.fio = fio
+        cal.host_overhead_us, cal.host_note = _host_overhead(cal, fio)
+        cal.outstanding = fio["iodepth"]
+        if fio["jobs"] > 1:
+            cal.warnings.append(f"the capture ran {fio['jobs']} fio jobs; each per-I/O log is its own trace, "
+                                f"the scenario's closed loop uses one job's iodepth ({cal.outstanding})")
+    elif cap:
+        cal.host_note = "the capture has no successful fio job"
     else:
         cal.host_note = "not a capture: no fio numbers to separate host time from device time"
     cal.fragment_toml = fragment_toml(cal)
@@ -454,6 +558,8 @@ def fragment_toml(cal: Calibration) -> str:
         f"(iostat {src.get('iostat_dataset', '-')}, {src.get('tool_version') or 'sysstat'})",
         f"# service time {cal.service_ms:.4f} ms ({cal.basis}) = I/O-weighted device time per I/O over "
         f"{cal.low_queue_intervals} of {cal.intervals_with_io} intervals with aqu-sz <= {cal.max_queue:g}",
+        *([f"# window: fio's run {cal.window['start']} to {cal.window['end']} ({cal.window['intervals']} whole "
+           f"iostat intervals)"] if cal.window.get("kind") == "fio job" else []),
         f"# read {rd}, write {wr}" + (f", write/read {cal.write_read_ratio:.2f}" if cal.write_read_ratio else "")
         + f"; mean request {cal.request_kb:.2f} KiB",
         f"# max observed {cal.max_iops['iops']:.0f} IO/s at aqu-sz {cal.max_iops['aqu_sz']}, util "

@@ -53,7 +53,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines.calibrate import device_ms_per_s, fio_view, interval_ios
+from pipelines.calibrate import device_ms_per_s, fio_job_start_ns, fio_view, interval_ios, iostat_phase_ns
 from pipelines.capture import captures_root, find_capture
 from pipelines.catalog import find_trace
 from pipelines.ingest_logs import find_measured
@@ -101,29 +101,6 @@ def _job_number(capture: dict, trace_id: str) -> int | None:
     return None
 
 
-def fio_job_start_ns(fio_json: Path, job: int) -> tuple[int, str]:
-    """Wall-clock start (ns) of fio job ``job`` (1-based): ``job_start`` or ``timestamp_ms - job_runtime``."""
-    text = fio_json.read_text(errors="replace")
-    try:
-        doc = json.loads(text[text.index("{"):])
-    except ValueError as e:
-        raise ValueError(f"{fio_json}: not fio JSON ({e}): cannot place the trace in time") from None
-    jobs = doc.get("jobs") or []
-    if not 1 <= job <= len(jobs):
-        raise ValueError(f"{fio_json}: has {len(jobs)} job(s), the trace is job {job}")
-    j = jobs[job - 1]
-    if isinstance(j.get("job_start"), int) and j["job_start"] > 0:
-        return j["job_start"] * 1_000_000, "fio job_start"
-    runtime = j.get("job_runtime")
-    if runtime is None:  # fio < 3.x: the longest direction's runtime
-        runtime = max(int((j.get(d) or {}).get("runtime", 0)) for d in ("read", "write", "trim"))
-    if "timestamp_ms" in doc:
-        return (int(doc["timestamp_ms"]) - int(runtime)) * 1_000_000, "fio timestamp_ms - job_runtime"
-    if "timestamp" in doc:
-        return (int(doc["timestamp"]) * 1000 - int(runtime)) * 1_000_000, "fio timestamp (s) - job_runtime"
-    raise ValueError(f"{fio_json}: no job_start, timestamp_ms or timestamp: cannot place the trace in time")
-
-
 def align(data_dir: str | Path, capture: dict, trace_id: str) -> Alignment:
     """Tie trace time 0 and iostat's report times to wall-clock time; see the module doc."""
     trace = find_trace(Path(data_dir), trace_id)
@@ -140,10 +117,8 @@ def align(data_dir: str | Path, capture: dict, trace_id: str) -> Alignment:
         raise ValueError(f"trace {trace_id} is not one of capture {capture['capture_id']}'s traces "
                          f"({', '.join(capture.get('traces', {}).values()) or 'none'}) and has no absolute start "
                          "time: nothing ties its clock to iostat's")
-    started = datetime.fromisoformat(capture["started_at"])
-    phase_ns = started.microsecond * 1000
     interval_ns = int(float(capture.get("iostat_interval_s") or 1) * 1e9)
-    return Alignment(start, anchor, fio_start, origin, phase_ns, interval_ns)
+    return Alignment(start, anchor, fio_start, origin, iostat_phase_ns(capture), interval_ns)
 
 
 def device_map(specs: list[str] | None, volumes: list[str], present: list[str], default: list[str]) -> dict[str, str]:

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.calibrate import build_drive_class, calibrate, estimate
+from pipelines.calibrate import build_drive_class, calibrate, estimate, fragment_toml, scenario_toml
 from pipelines.cli import app
 from pipelines.ingest_logs import ingest_log_file
 from pipelines.replay import replay_frames
@@ -61,10 +61,16 @@ def test_little_law_replaces_coarse_await_above_1000_iops():
     c = estimate(rows(qd1_read(5000, 0.05, 0.30), qd1_read(500, 0.10, 0.05), qd1_read(800, 0.10, 0.08)), "sdx")
     assert c.service_ms == pytest.approx((300 + 50 + 80) / 6300)
     assert c.little_intervals == 1
-    # a discard in the interval makes aqu-sz ambiguous: await again (0.05 x 5000 = 250 ms/s)
-    c = estimate(rows(qd1_read(5000, 0.05, 0.30, d_per_s=10.0), qd1_read(500, 0.10, 0.05),
+    # other I/O in the interval is subtracted at its own await: 10 discards/s at 2 ms = 20 ms/s
+    c = estimate(rows(qd1_read(5000, 0.05, 0.30, d_per_s=10.0, d_await_ms=2.0), qd1_read(500, 0.10, 0.05),
                       qd1_read(800, 0.10, 0.08)), "sdx")
-    assert c.service_ms == pytest.approx((250 + 50 + 80) / 6300) and c.little_intervals == 0
+    assert c.service_ms == pytest.approx((280 + 50 + 80) / 6300) and c.little_intervals == 1
+    # ... unless it is half the device time or more (40 writes at 4 ms = 160 of 300 ms), or its
+    # await is not printed: then reads come from r_await (0.05 x 5000 = 250 ms/s)
+    for extra in ({"w_per_s": 40.0, "w_await_ms": 4.0}, {"d_per_s": 10.0}):
+        c = estimate(rows(qd1_read(5000, 0.05, 0.30, **extra), qd1_read(500, 0.10, 0.05),
+                          qd1_read(800, 0.10, 0.08)), "sdx", basis="read")
+        assert c.service_ms == pytest.approx((250 + 50 + 80) / 6300) and c.little_intervals == 0
 
 
 def test_read_write_asymmetry_and_basis():
@@ -144,7 +150,6 @@ def test_fragment_and_device_scenario_load_and_replay():
     and a closed-loop QD1 replay of 4 KiB random reads answers in S (no cache hits, no host
     time without a capture): IOPS = 1 / S."""
     c = estimate(rows(qd1_read(2000, 0.25, 0.5), qd1_read(1800, 0.25, 0.45), qd1_read(1900, 0.25, 0.475)), "sdx")
-    from pipelines.calibrate import fragment_toml, scenario_toml
     c.fragment_toml = fragment_toml(c)
     sc = loads(scenario_toml(c), "device.toml")
     dc = sc.drive_classes["sdx"]

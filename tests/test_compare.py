@@ -247,9 +247,19 @@ def test_cli_compare_measured(pair, data_dir):
 
 
 def test_calibrate_from_capture_separates_host_time(pair, data_dir):
-    """Only 00:00:05.250 has aqu-sz <= 1 (100 IO/s at 1 ms): S = 1 ms. fio saw 2 ms per I/O, so
+    """fio ran from 00:00:00.749 to 00:00:04.749: the whole iostat intervals inside are those
+    ending at :02.25, :03.25, :04.25, all queued (aqu-sz 2.46 and up). With every interval,
+    only 00:00:05.250 has aqu-sz <= 1 (100 IO/s at 1 ms): S = 1 ms; fio saw 2 ms per I/O, so
     the host stack took 1000 us; fio's iodepth 4 becomes the scenario's closed loop."""
-    c = calibrate(data_dir, CAPTURE_ID[:12])
+    with pytest.raises(ValueError, match=r"no low-queue-depth interval: all 3 intervals .* \(lowest 2.46\)"):
+        calibrate(data_dir, CAPTURE_ID[:12])
+    w = calibrate(data_dir, CAPTURE_ID, max_queue=30)
+    assert w.window == {"kind": "fio job", "start": "2026-01-01T00:00:00.749+00:00",
+                        "end": "2026-01-01T00:00:04.749+00:00", "anchor": "fio timestamp_ms - job_runtime",
+                        "intervals": 3, "intervals_outside": 3}
+    assert w.service_ms == pytest.approx((2460 + 6500 + 25000) / 8700) and w.basis == "read"
+    assert w.host_overhead_us is None and "not above the device service time" in w.host_note
+    c = calibrate(data_dir, CAPTURE_ID, window="all")
     assert c.device == "sdz" and c.source["kind"] == "capture" and c.source["tool_version"] == "sysstat version 12.6.1"
     assert (c.intervals, c.intervals_with_io, c.low_queue_intervals) == (6, 4, 1)
     assert c.service_ms == pytest.approx(1.0) and c.host_overhead_us == pytest.approx(1000.0)
@@ -257,3 +267,5 @@ def test_calibrate_from_capture_separates_host_time(pair, data_dir):
     sc = loads(c.scenario_toml, "dev.toml")
     assert sc.controller.overhead_us == pytest.approx(1000.0)
     assert (sc.replay.mode, sc.replay.outstanding) == ("closed", 4)
+    with pytest.raises(ValueError, match="--window job needs a capture"):
+        calibrate(data_dir, c.source["iostat_dataset"], "sdz", window="job")

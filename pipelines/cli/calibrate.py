@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines.calibrate import BASES
+from pipelines.calibrate import BASES, WINDOWS
 from pipelines.calibrate import calibrate as run_calibrate
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, print_json
 
@@ -30,7 +30,10 @@ def calibrate(
     rpm: Annotated[int | None, typer.Option(help="Spindle speed for --kind hdd.")] = None,
     transfer_mb_per_s: Annotated[float | None, typer.Option(help="Media rate (default 2000 for ssd, 150 for "
                                                                  "hdd: one request size cannot identify it).")] = None,
-    basis: Annotated[str, typer.Option(help=f"Service time of: {', '.join(BASES)} I/Os.")] = "all",
+    basis: Annotated[str, typer.Option(help=f"Service time of: auto (a capture's fio directions, else all), "
+                                            f"{', '.join(BASES)}.")] = "auto",
+    window: Annotated[str, typer.Option(help=f"Intervals used: {', '.join(WINDOWS)} (auto: a capture's fio run, "
+                                             "else all).")] = "auto",
     max_queue: Annotated[float, typer.Option(help="Low-queue intervals: aqu-sz at most this.")] = 1.0,
     min_intervals: Annotated[int, typer.Option(help="Fewest interval rows with I/O accepted.")] = 3,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write the fragment ([drive_classes.NAME]) "
@@ -43,7 +46,7 @@ def calibrate(
     """Derive a drive class (service time at low queue depth, max IOPS, read/write asymmetry,
     queue gain) from measured iostat rows; print it as a scenario fragment."""
     c = run_calibrate(data_dir_of(data_dir), measured, device, name=name, kind=kind, rpm=rpm,
-                      transfer_mb_per_s=transfer_mb_per_s, basis=basis, max_queue=max_queue,
+                      transfer_mb_per_s=transfer_mb_per_s, basis=basis, window=window, max_queue=max_queue,
                       min_intervals=min_intervals)
     if out_file:
         out_file.write_text(c.fragment_toml)
