@@ -434,10 +434,20 @@ def fio_run_window_ns(fio_json: Path) -> tuple[int, int, str]:
     return min(s for s, _, _ in spans), max(s + r * 1_000_000 for s, r, _ in spans), spans[0][2]
 
 
-def iostat_phase_ns(capture: dict) -> int:
-    """iostat of a capture samples at ``started_at`` + k x interval, but prints whole seconds:
-    a report stamped ``ts`` was taken at ``ts`` + this many ns."""
-    return datetime.fromisoformat(capture["started_at"]).microsecond * 1000
+def iostat_phase_ns(capture: dict, first_ts_ns: int | None = None) -> int:
+    """iostat of a capture samples at ``started_at`` + k x interval (+ its start-up delay, ms),
+    but prints whole seconds: a report stamped ``ts`` was taken at ``ts`` + this many ns. When
+    the start-up delay carried the first sample past a whole second (``started_at`` just
+    before one), the first report's stamp is a second later than ``started_at`` + interval
+    predicts; then the phase is the fraction minus one second."""
+    started = datetime.fromisoformat(capture["started_at"])
+    phase = started.microsecond * 1000
+    if first_ts_ns is not None:
+        interval_ns = int(float(capture.get("iostat_interval_s") or 1) * 1e9)
+        expected = int(started.timestamp()) * 10**9 + phase + interval_ns
+        if first_ts_ns + phase - expected > 500_000_000:
+            phase -= 1_000_000_000
+    return phase
 
 
 def _iso_ns(ns: int) -> str:
@@ -505,7 +515,9 @@ def calibrate(data_dir: str | Path, ref: str, device: str | None = None, *, name
             raise ValueError("--window job needs a capture (fio's run places the window)")
         start, end, anchor = fio_run_window_ns(captures_root(data_dir) / cap["capture_id"] / "raw" / "fio.json")
         iv_ns = int(float(cap.get("iostat_interval_s") or 1) * 1e9)
-        e = pl.col("ts").dt.epoch("ns") + iostat_phase_ns(cap)
+        first = rows_all["ts"].min()
+        phase = iostat_phase_ns(cap, int(first.timestamp() * 1e9) if first is not None else None)
+        e = pl.col("ts").dt.epoch("ns") + phase
         inside = rows.filter((e - iv_ns >= start) & (e <= end))
         win = {"kind": "fio job", "start": _iso_ns(start), "end": _iso_ns(end), "anchor": anchor,
                "intervals": inside.height, "intervals_outside": rows.height - inside.height}

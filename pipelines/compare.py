@@ -17,7 +17,9 @@ during a live capture (and against fio's own totals), interval by interval.
 - *iostat*: ``S_TIME_FORMAT=ISO`` prints each report's time truncated to the second. iostat
   samples every interval from when it started (``capture.json`` ``started_at``), so each
   report was taken at ``ts + frac(started_at)``; a report covers the interval before it:
-  ``[ts + frac - I, ts + frac)``. (Residual error: iostat's start-up delay, milliseconds.)
+  ``[ts + frac - I, ts + frac)``. (Residual error: iostat's start-up delay, milliseconds; when
+  that delay carried its first sample past a whole second, the first report is stamped a
+  second later than ``started_at + I`` predicts and ``frac - 1 s`` is used instead.)
 
 **Apportioning.** Model and iostat intervals need not line up (the calibrated device scenario
 uses a tenth of iostat's interval to make this fine). Each model interval, clipped to the
@@ -101,7 +103,7 @@ def _job_number(capture: dict, trace_id: str) -> int | None:
     return None
 
 
-def align(data_dir: str | Path, capture: dict, trace_id: str) -> Alignment:
+def align(data_dir: str | Path, capture: dict, trace_id: str, first_ts_ns: int | None = None) -> Alignment:
     """Tie trace time 0 and iostat's report times to wall-clock time; see the module doc."""
     trace = find_trace(Path(data_dir), trace_id)
     origin = trace.manifest.get("ts_origin_raw_ns")
@@ -118,7 +120,7 @@ def align(data_dir: str | Path, capture: dict, trace_id: str) -> Alignment:
                          f"({', '.join(capture.get('traces', {}).values()) or 'none'}) and has no absolute start "
                          "time: nothing ties its clock to iostat's")
     interval_ns = int(float(capture.get("iostat_interval_s") or 1) * 1e9)
-    return Alignment(start, anchor, fio_start, origin, iostat_phase_ns(capture), interval_ns)
+    return Alignment(start, anchor, fio_start, origin, iostat_phase_ns(capture, first_ts_ns), interval_ns)
 
 
 def device_map(specs: list[str] | None, volumes: list[str], present: list[str], default: list[str]) -> dict[str, str]:
@@ -215,7 +217,8 @@ def compare_measured(data_dir: str | Path, run_ref: str, capture_ref: str, devic
     if "iostat" not in cap.get("datasets", {}):
         raise LookupError(f"capture {cap['capture_id']} links no iostat dataset")
     iostat = find_measured(data_dir, cap["datasets"]["iostat"])
-    al = align(data_dir, cap, run["trace_id"])
+    first_ts = iostat.scan("iostat_device").select(pl.col("ts").min()).collect().item()
+    al = align(data_dir, cap, run["trace_id"], int(first_ts.timestamp() * 1e9) if first_ts is not None else None)
 
     con = duckdb.connect()
     try:

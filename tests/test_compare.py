@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from pipelines.calibrate import calibrate
+from pipelines.calibrate import calibrate, iostat_phase_ns
 from pipelines.capture import captures_root
 from pipelines.catalog import write_json_atomic
 from pipelines.cli import app
@@ -269,3 +269,14 @@ def test_calibrate_from_capture_separates_host_time(pair, data_dir):
     assert (sc.replay.mode, sc.replay.outstanding) == ("closed", 4)
     with pytest.raises(ValueError, match="--window job needs a capture"):
         calibrate(data_dir, c.source["iostat_dataset"], "sdz", window="job")
+
+
+def test_iostat_phase_across_a_whole_second():
+    """Started at .250: the first report (stamped 00:00:01) was taken at 1.250. Started at .999
+    with a few ms of start-up: the first sample fell at 1.003 + 1 s and is stamped 00:00:02 -
+    the phase is then -0.001 s, not +0.999 (which would put every interval a second late)."""
+    s = int(MIDNIGHT.timestamp()) * 10**9
+    assert iostat_phase_ns({"started_at": "2026-01-01T00:00:00.250000+00:00"}, s + 10**9) == 250_000_000
+    late = {"started_at": "2026-01-01T00:00:00.999000+00:00", "iostat_interval_s": 1}
+    assert iostat_phase_ns(late, s + 2 * 10**9) == -1_000_000
+    assert iostat_phase_ns(late, s + 1 * 10**9) == 999_000_000
