@@ -76,7 +76,7 @@ def test_capture_calibrate_replay_compare(tmp_path, data_dir):
     fio = rc["fio"]
     dev_c, dev_o = rc["devices"][cal.device], ro["devices"][cal.device]
     figures = {
-        "service_ms": cal.service_ms, "host_us": cal.host_overhead_us,
+        "service_ms": cal.service_ms, "kernel_ms": du["read_ticks_ms"] / du["read_ios"], "host_us": cal.host_overhead_us,
         "fio_iops": fio["iops"]["fio"], "model_iops": fio["iops"]["model"], "iops_err": fio["iops"]["error_pct"],
         "fio_lat_ms": fio["latency_mean_ms"]["fio"], "model_lat_ms": fio["latency_mean_ms"]["model"],
         "lat_err": fio["latency_mean_ms"]["error_pct"], "closed_iostat": {m: dev_c[m] for m in ("iops", "latency_mean_ms")},
