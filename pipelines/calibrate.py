@@ -72,7 +72,7 @@ from replay.scenario import DriveClass
 LITTLE_MIN_IOPS = 1000.0
 #: est: media rate of flash / virtio devices when sizes do not vary (4 KiB = 2 us of transfer)
 SSD_TRANSFER_MB_PER_S = 2000.0
-#: MODELS.md via the drive-class default: 10k SAS media rate
+#: est: the drive-class default, the media rate of a 10k SAS drive
 HDD_TRANSFER_MB_PER_S = DriveClass("x").transfer_mb_per_s
 #: saturation test for the queue-gain fit: the queue never emptied and held >= 2 I/Os on average
 SATURATED_UTIL_PCT = 90.0
