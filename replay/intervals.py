@@ -76,15 +76,17 @@ class IntervalAggregator:
         self._parts: list[pl.DataFrame] = []
 
     def add(self, frame: pl.DataFrame) -> None:
-        """Aggregate one chunk's rows (sorted by ts_ns) into partial interval sums."""
+        """Aggregate one chunk's rows into partial interval sums (ts_ns >= 0; any order)."""
         if frame.height == 0:
             return
+        # the window of each row computed directly (same windows as group_by_dynamic with
+        # closed="left", label="left" on multiples of the interval): a plain hash group_by is
+        # ~15x faster than group_by_dynamic with group keys on a million rows
+        n = self.interval_ns
         part = (
-            frame.with_columns(pl.col("ts_ns").cast(pl.Int64))
-            .group_by_dynamic("ts_ns", every=f"{self.interval_ns}i", closed="left", label="left",
-                              group_by=self.by or None)
+            frame.with_columns(interval_start_ns=(pl.col("ts_ns").cast(pl.Int64) // n) * n)
+            .group_by(["interval_start_ns", *self.by])
             .agg(**self.sums, **self.maxes)
-            .rename({"ts_ns": "interval_start_ns"})
         )
         self._parts.append(part)
         if len(self._parts) >= 64:  # keep the list short on long traces
