@@ -49,8 +49,8 @@ def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
         raise LookupError(f"trace {trace.trace_id} has no request files under {trace.path}")
     volumes = {f.parent.name for f in files}
     if len(volumes) > 1:
-        # quoted: OFFSET is an SQL keyword, and iter_ordered pastes column names into its query
-        yield from trace.iter_ordered(batch_rows, [f'"{c}"' for c in columns])
+        # iter_ordered quotes the names itself (OFFSET is an SQL keyword)
+        yield from trace.iter_ordered(batch_rows, list(columns))
         return
     for f in files:  # one volume: its part files are in time order already
         # Polars' reader (multi-threaded, one contiguous chunk per column) is ~3x faster here
