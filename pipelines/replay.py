@@ -143,31 +143,26 @@ def _percentiles(hist: pl.DataFrame, keys: list[str], qs=(0.5, 0.95, 0.99)) -> p
 
 @dataclass
 class _Aggregates:
-    """Everything accumulated while a replay streams: interval sums, histograms, summary sums."""
+    """Everything accumulated while a replay streams: interval sums, histograms, summary sums.
+    Requests and flushes are aggregated once per (interval, volume, RAID group); the per-volume
+    and per-group tables are sums over the other key at the end."""
 
     interval_ns: int
     warmup_requests: int
-    vol: IntervalAggregator = field(init=False)
-    vol_hist: IntervalAggregator = field(init=False)
-    rg: IntervalAggregator = field(init=False)
-    rg_hist: IntervalAggregator = field(init=False)
-    vol_flush: IntervalAggregator = field(init=False)
-    rg_flush: IntervalAggregator = field(init=False)
+    req: IntervalAggregator = field(init=False)
+    hist: IntervalAggregator = field(init=False)
+    flush: IntervalAggregator = field(init=False)
     stalls: IntervalAggregator = field(init=False)
-    hist: np.ndarray = field(default_factory=lambda: np.zeros(4096, dtype=np.int64))
+    lat_hist: np.ndarray = field(default_factory=lambda: np.zeros(4096, dtype=np.int64))
     sums: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.interval_ns
-        self.vol = IntervalAggregator(n, by=["volume"], sums=_req_sums(), ratios={}, maxes=_REQ_MAXES)
-        self.rg = IntervalAggregator(n, by=["rg"], sums=_req_sums(), ratios={}, maxes=_REQ_MAXES)
-        self.vol_hist = IntervalAggregator(n, by=["volume", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
-                                           ratios={})
-        self.rg_hist = IntervalAggregator(n, by=["rg", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
-                                          ratios={})
-        self.vol_flush = IntervalAggregator(n, by=["volume"], sums=_FLUSH_SUMS, ratios={})
-        self.rg_flush = IntervalAggregator(n, by=["rg"], sums=_FLUSH_SUMS, ratios={},
-                                           maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
+        self.req = IntervalAggregator(n, by=["volume", "rg"], sums=_req_sums(), ratios={}, maxes=_REQ_MAXES)
+        self.hist = IntervalAggregator(n, by=["volume", "rg", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
+                                       ratios={})
+        self.flush = IntervalAggregator(n, by=["volume", "rg"], sums=_FLUSH_SUMS, ratios={},
+                                        maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
                      "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
@@ -178,14 +173,12 @@ class _Aggregates:
         frame = outcome_frame(chunk, out).with_columns(
             ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
-        for agg in (self.vol, self.rg, self.vol_hist, self.rg_hist):
-            agg.add(frame)
+        self.req.add(frame)
+        self.hist.add(frame)
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
-            flushes = rec.filter(pl.col("kind") != K_STALL).sort("ts_ns")
-            self.rg_flush.add(flushes)
-            self.vol_flush.add(flushes)
+            self.flush.add(rec.filter(pl.col("kind") != K_STALL).sort("ts_ns"))
             self.stalls.add(rec.filter(pl.col("kind") == K_STALL).sort("ts_ns"))
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - chunk.first_request)
@@ -211,9 +204,9 @@ class _Aggregates:
             self._pending_write_ios = []
         b = (np.log(np.maximum(lat, 1)) / _LOG_BASE).astype(np.int64)
         top = int(b.max()) + 1
-        if top > self.hist.size:
-            self.hist = np.concatenate([self.hist, np.zeros(top - self.hist.size, dtype=np.int64)])
-        self.hist += np.bincount(b, minlength=self.hist.size)
+        if top > self.lat_hist.size:
+            self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
+        self.lat_hist += np.bincount(b, minlength=self.lat_hist.size)
 
     def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""
@@ -225,36 +218,41 @@ class _Aggregates:
             self.sums["backend_ios"] += int(ios[ts >= self.sums["first_ns"]].sum())
 
     def percentile_ms(self, q: float) -> float:
-        total = self.hist.sum()
+        total = self.lat_hist.sum()
         if not total:
             return 0.0
-        b = int(np.searchsorted(np.cumsum(self.hist), q * total))
+        b = int(np.searchsorted(np.cumsum(self.lat_hist), q * total))
         return LAT_BASE ** (b + 0.5) / 1e6
 
 
-def _finish_intervals(agg_sums: IntervalAggregator, agg_hist: IntervalAggregator, agg_flush: IntervalAggregator,
-                      stalls: pl.DataFrame, key: str, interval_ns: int, cache_pages: int) -> pl.DataFrame:
+def _by(df: pl.DataFrame, keys: list[str], sums: list[str], maxes: list[str]) -> pl.DataFrame:
+    """Collapse (interval, volume, rg) rows onto ``keys``."""
+    return df.group_by(keys).agg(*(pl.col(c).sum() for c in sums), *(pl.col(c).max() for c in maxes))
+
+
+def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame, stalls: pl.DataFrame, key: str,
+                      interval_ns: int, cache_pages: int) -> pl.DataFrame:
     keys = ["interval_start_ns", key]
-    sums = agg_sums.result()
-    pct = _percentiles(agg_hist.result(), keys)
-    flush = agg_flush.result()
+    sums = _by(req, keys, list(_req_sums()), list(_REQ_MAXES))
+    pct = _percentiles(_by(hist, [*keys, "lat_bucket"], ["n"], []), keys)
+    fl = _by(flush, keys, list(_FLUSH_SUMS), ["rg_dirty_flush_max"])
     sec = interval_ns / 1e9
     df = (sums.join(pct, on=keys, how="left")
-          .join(flush, on=keys, how="full", coalesce=True)
+          .join(fl, on=keys, how="full", coalesce=True)
           .join(stalls, on="interval_start_ns", how="left"))
     num = [c for c, t in df.schema.items() if t.is_integer() and c not in keys]
     df = df.with_columns(pl.col(num).fill_null(0))
-    req = pl.col("requests")
+    req_n = pl.col("requests")
     df = df.with_columns(
-        iops=req / sec,
+        iops=req_n / sec,
         mb_per_s=pl.col("bytes") / sec / 1e6,
         read_hit_ratio=pl.when(pl.col("read_pages") > 0).then(pl.col("read_hit_pages") / pl.col("read_pages")),
         write_hit_ratio=pl.when(pl.col("write_pages") > 0).then(pl.col("write_hit_pages") / pl.col("write_pages")),
-        latency_mean_ms=pl.when(req > 0).then(pl.col("latency_sum_ns") / req / 1e6),
+        latency_mean_ms=pl.when(req_n > 0).then(pl.col("latency_sum_ns") / req_n / 1e6),
         latency_max_ms=pl.col("latency_max_ns") / 1e6,
         stalled_ms=pl.col("stall_sum_ns") / 1e6,
         throttled_ms=pl.col("throttle_sum_ns") / 1e6,
-        dirty_pct_mean=pl.when(req > 0).then(pl.col("dirty_sum") / req / cache_pages * 100),
+        dirty_pct_mean=pl.when(req_n > 0).then(pl.col("dirty_sum") / req_n / cache_pages * 100),
         dirty_pct_max=pl.col("dirty_max") / cache_pages * 100,
         flush_pages_per_s=pl.col("flush_pages") / sec,
         flush_mb_per_s=pl.col("flush_bytes") / sec / 1e6,
@@ -269,10 +267,11 @@ def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[st
     cache_pages = sc.dram.write_cache_bytes // sc.dram.page_bytes
     stalls = aggs.stalls.result().select("interval_start_ns", "forced_flushes", "forced_flush_stall_ns")
     n = aggs.interval_ns
-    vol = _finish_intervals(aggs.vol, aggs.vol_hist, aggs.vol_flush, stalls, "volume", n, cache_pages)
+    req, hist, flush = aggs.req.result(), aggs.hist.result(), aggs.flush.result()
+    vol = _finish_intervals(req, hist, flush, stalls, "volume", n, cache_pages)
     vol = vol.with_columns(pl.col("volume").replace_strict(dict(enumerate(volume_names)), default=None,
                                                           return_dtype=pl.String))
-    rg = _finish_intervals(aggs.rg, aggs.rg_hist, aggs.rg_flush, stalls, "rg", n, cache_pages)
+    rg = _finish_intervals(req, hist, flush, stalls, "rg", n, cache_pages)
     widths = {i: r.width for i, r in enumerate(sc.raid_groups)}
     rg = (rg.filter(pl.col("rg") >= 0)
           .with_columns(
@@ -284,11 +283,11 @@ def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[st
           .with_columns(pl.col("rg").replace_strict({i: r.name for i, r in enumerate(sc.raid_groups)},
                                                    return_dtype=pl.String)))
     drop_vol = ["latency_sum_ns", "stall_sum_ns", "throttle_sum_ns", "dirty_sum", "rg_dirty_sum", "dirty_max",
-                "rg_dirty_max", "latency_max_ns", "forced_flush_stall_ns", "age_sum_ns"]
+                "rg_dirty_max", "latency_max_ns", "forced_flush_stall_ns", "age_sum_ns", "rg_dirty_flush_max"]
     extra = [pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(sc.name).alias("scenario"),
              (pl.col("interval_start_ns") + n).alias("interval_end_ns")]
     vol = vol.drop(drop_vol).with_columns(extra)
-    rg = rg.drop([*drop_vol, "rg_dirty_flush_max"]).with_columns(extra)
+    rg = rg.drop(drop_vol).with_columns(extra)
     return vol, rg
 
 

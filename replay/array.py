@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
 from replay import backend as be
@@ -194,7 +193,7 @@ STATE_ARRAYS = ("pi", "pf", "G", "rgi", "rgs", "rgf", "win", "dstat", "ddyn", "d
 # --------------------------------------------------------------------------------------------
 # compiled pieces
 # --------------------------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _probe(table, key, shift):
     """Dense id of ``key`` in a ``replay.ids.IdMap`` table, -1 if absent."""
     mask = (table.shape[0] >> 1) - 1
@@ -208,7 +207,7 @@ def _probe(table, key, shift):
         s = (s + 1) & mask
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
     i = G[G_REC_N]
     rec[i, REC_TS] = ts
@@ -224,7 +223,7 @@ def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
     G[G_REC_N] = i + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _place(pi, rgi, pool_rgs, pool_nrg, pool_slice, vol, ui, ul, u, v, unit_no, tmp):
     be.place_unit(unit_no, pi[PI_UNIT], vol[v, V_POOL], vol[v, V_BASE], v, pool_rgs, pool_nrg, pool_slice, rgi, tmp)
     ui[u, U_RG] = tmp[be.UP_RG]
@@ -237,7 +236,7 @@ def _place(pi, rgi, pool_rgs, pool_nrg, pool_slice, vol, ui, ul, u, v, unit_no, 
     ui[u, U_FLAGS] |= F_PLACED
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _write_run(ui, dstat, ddyn, dflt, u, tau, nops, nbytes, batch):
     """Back-end writes of one contiguous dirty run of unit u; returns (done, busy, ios)."""
     d = ui[u, U_DATA]
@@ -258,7 +257,7 @@ def _write_run(ui, dstat, ddyn, dflt, u, tau, nops, nbytes, batch):
     return done, busy, ios
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _flush(pi, G, rgi, rgs, rgf, dstat, ddyn, dflt, vol, ui, ul, um, utab, rec, u, tau, kind):
     """Flush the dirty pages of unit u at time tau (a full stripe if every unit of its stripe is
     fully dirty); returns the completion time of the last back-end write."""
@@ -336,7 +335,7 @@ def _flush(pi, G, rgi, rgs, rgf, dstat, ddyn, dflt, vol, ui, ul, um, utab, rec, 
     return done
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _window_add(pi, rgi, rgs, win, r, done):
     m = pi[PI_FDEPTH] * rgi[r, be.RG_WIDTH]
     n = rgs[r, RS_WIN_N]
@@ -346,7 +345,7 @@ def _window_add(pi, rgi, rgs, win, r, done):
         qk.heap_replace_top(win[r], n, done)
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _rg_next(pi, G, rgi, rgs, rgf, win, ul, r):
     """Earliest time RAID group r's flusher may issue its next write (INF: nothing to do)."""
     if rgs[r, RS_DUNITS] == 0:
@@ -366,7 +365,7 @@ def _rg_next(pi, G, rgi, rgs, rgf, win, ul, r):
     return ready if ready > base else base
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _idle_next(pi, G, vol, iwin):
     """FLARE idle flushing: the least recently active LUN with dirty pages, once idle."""
     if pi[PI_MODE] != MODE_FLARE or pi[PI_IDLE_OUT] == 0:
@@ -384,7 +383,7 @@ def _idle_next(pi, G, vol, iwin):
     return base
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _advance(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, vol, ui, ul, um, iwin, utab, rec, t_limit, mode):
     """Run background events in time order. mode 0: those due by ``t_limit``; mode 1 (FLARE
     forced flush): flush until dirty pages <= low watermark, return that write's completion;
@@ -441,7 +440,7 @@ def _advance(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, vol, ui, ul, um, 
             return done
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _start_flushers(G, rgs, t):
     for r in range(rgs.shape[0]):
         if rgs[r, RS_CLOCK] < t:
@@ -450,7 +449,7 @@ def _start_flushers(G, rgs, t):
         G[G_NEXT_EV] = t
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def _read_miss(rgi, ui, dstat, ddyn, dflt, u, nbytes, tc):
     d = ui[u, U_DATA]
     lvl = rgi[ui[u, U_RG], be.RG_LEVEL]
@@ -461,13 +460,12 @@ def _read_miss(rgi, ui, dstat, ddyn, dflt, u, nbytes, tc):
     return qk.drive_submit(dstat, ddyn, dflt, d, tc, 1, nbytes, 1.0, True)
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def run_requests(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, pool_rgs, pool_nrg, pool_slice, vol, ui, ul,
-                 um, heap, iwin, utab, rec, start, ts, op, vols, size, pstart, punit, pbit, puno, out):
+                 um, heap, iwin, utab, rec, start, ts, op, vols, size, pstart, punit, pbit, puno, out, tmp):
     """Process requests ``start..``; returns the index of the first request not processed (the
-    record buffer would overflow: drain it and call again)."""
+    record buffer would overflow: drain it and call again). ``tmp``: N_UP int64 scratch."""
     n = ts.shape[0]
-    tmp = np.zeros(be.N_UP, dtype=np.int64)
     mode = pi[PI_MODE]
     closed = pi[PI_CLOSED]
     n_out = pi[PI_OUT]
@@ -670,19 +668,19 @@ def run_requests(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, pool_rgs, poo
         vol[v, V_LAST] = tc
         dc.vlru_touch(vol, G, v)
         # outputs
-        out[i, O_ARR] = arr
-        out[i, O_DONE] = done
-        out[i, O_RP] = rp
-        out[i, O_RH] = rh
-        out[i, O_WP] = wp
-        out[i, O_WH] = wh
-        out[i, O_STALL] = stall
-        out[i, O_THR] = thr
-        out[i, O_RG] = rg_req
-        out[i, O_BIOS] = bios
-        out[i, O_BBUSY] = bbusy
-        out[i, O_DIRTY] = G[G_DIRTY]
-        out[i, O_RGDIRTY] = rgs[rg_req, RS_DPAGES] if rg_req >= 0 else 0
+        out[O_ARR, i] = arr
+        out[O_DONE, i] = done
+        out[O_RP, i] = rp
+        out[O_RH, i] = rh
+        out[O_WP, i] = wp
+        out[O_WH, i] = wh
+        out[O_STALL, i] = stall
+        out[O_THR, i] = thr
+        out[O_RG, i] = rg_req
+        out[O_BIOS, i] = bios
+        out[O_BBUSY, i] = bbusy
+        out[O_DIRTY, i] = G[G_DIRTY]
+        out[O_RGDIRTY, i] = rgs[rg_req, RS_DPAGES] if rg_req >= 0 else 0
         G[G_REQ] += 1
         G[G_LAT_SUM] += done - arr
         if stall > 0:
@@ -824,7 +822,6 @@ class ArrayModel(Model):
         rgf[:, RF_AGE] = m.initial_age_ms * 1e6
         win_cols = int(d.flush_queue_depth * ba.rgi[:, be.RG_WIDTH].max())
         n_drives = ba.dstat.shape[0]
-        cap_pages = int(g[G_CAP0] + g[G_CAP1])
         state = ArrayState(
             pi=pi, pf=pf, G=g, rgi=ba.rgi.copy(), rgs=rgs, rgf=rgf,
             win=np.zeros((n_rg, win_cols), dtype=np.int64),
@@ -838,7 +835,7 @@ class ArrayModel(Model):
             um=np.zeros((0, 2), dtype=np.uint64),
             heap=np.zeros(max(1, sc.replay.outstanding), dtype=np.int64),
             iwin=np.zeros(max(1, d.flare.idle_flush_outstanding), dtype=np.int64),
-            rec=np.zeros((max(1 << 16, 2 * cap_pages + 4096), N_REC), dtype=np.int64),
+            rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
         )
         return state
 
@@ -896,7 +893,7 @@ class ArrayModel(Model):
 
     def replay(self, state: ArrayState, chunk: Chunk) -> Outcomes:
         n = chunk.n_requests
-        out = np.zeros((n, N_O), dtype=np.int64)
+        out = np.empty((N_O, n), dtype=np.int64)  # one contiguous row per outcome, all written
         if n:
             self._ensure_volumes(state, int(chunk.volume.max()) + 1)
             unit, pbit, unit_no, pstart = self.prepare(state, chunk)
@@ -907,13 +904,14 @@ class ArrayModel(Model):
             op = np.ascontiguousarray(chunk.op, dtype=np.uint8)
             vol = np.ascontiguousarray(chunk.volume, dtype=np.int32)
             size = np.ascontiguousarray(chunk.size_bytes, dtype=np.int64)
+            tmp = np.zeros(be.N_UP, dtype=np.int64)
             while i < n:
-                nxt = run_requests(*state.arrays(), i, ts, op, vol, size, pstart, unit, pbit, unit_no, out)
-                if nxt == i and state.G[G_REC_N] == 0:  # one request needs more room than the buffer
+                nxt = run_requests(*state.arrays(), i, ts, op, vol, size, pstart, unit, pbit, unit_no, out, tmp)
+                if nxt == i and state.G[G_REC_N] == 0:  # one request may need more room than the buffer
                     state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
                 self._stash_records(state)
-        return {name: np.ascontiguousarray(out[:, k]) for k, name in enumerate(OUTCOMES)}
+        return {name: out[k] for k, name in enumerate(OUTCOMES)}
 
     def _stash_records(self, state: ArrayState) -> None:
         r = int(state.G[G_REC_N])

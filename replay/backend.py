@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from replay import queueing as qk
@@ -105,6 +104,7 @@ def build(sc: Scenario) -> BackendArrays:
         row[qk.DS_BETA] = dc.queue_gain_exponent
         row[qk.DS_QMAX] = dc.queue_depth_max
         row[qk.DS_NOM] = row[qk.DS_POS_RAND] + page * xfer_ns_per_byte
+        row[qk.DS_GAIN:] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
         for _ in range(rg.width):
             rows.append(row)
             drive_rg.append(g)
@@ -123,7 +123,7 @@ def build(sc: Scenario) -> BackendArrays:
     )
 
 
-@numba.njit(cache=True, nogil=True)
+@qk.kernel
 def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, pool_rgs, pool_nrg, pool_slice, rgi, out):
     """Fill ``out`` (N_UP int64) with the RAID group, drives and stripe of a cache unit."""
     off = unit_no * unit_bytes

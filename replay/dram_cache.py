@@ -69,8 +69,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from replay.queueing import kernel
 
 # ---- unit columns -------------------------------------------------------------------------
 # int32 ``ui``
@@ -226,7 +227,7 @@ MODE_FLARE, MODE_MCX = 0, 1
 INF = np.int64(1 << 62)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def popcount(x):
     x = np.uint64(x)
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
@@ -235,7 +236,7 @@ def popcount(x):
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def full_mask(ppu):
     if ppu >= 64:
         return np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -243,7 +244,7 @@ def full_mask(ppu):
 
 
 # ---- linked lists (arrays passed explicitly: numba refcounts every field of a large tuple) --
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lru_remove(ui, G, u):
     h = G_LH0 + 2 * ui[u, U_PART]
     p = ui[u, U_LP]
@@ -261,7 +262,7 @@ def lru_remove(ui, G, u):
     ui[u, U_FLAGS] &= ~F_CLEAN
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def lru_push(ui, G, u, at_head):
     """Insert a clean unit into its partition's LRU: at the head (most recent) or the tail."""
     h = G_LH0 + 2 * ui[u, U_PART]
@@ -286,7 +287,7 @@ def lru_push(ui, G, u, at_head):
     ui[u, U_FLAGS] |= F_CLEAN
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def fifo_append(ui, rgs, u, r):
     t = rgs[r, RS_FT]
     ui[u, U_FN] = -1
@@ -299,7 +300,7 @@ def fifo_append(ui, rgs, u, r):
     ui[u, U_FLAGS] |= F_FIFO
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def fifo_remove(ui, rgs, u, r):
     p = ui[u, U_FP]
     n = ui[u, U_FN]
@@ -320,7 +321,7 @@ def fifo_remove(ui, rgs, u, r):
     ui[u, U_FLAGS] &= ~(F_FIFO | F_DUE)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def vfifo_append(ui, vol, u, v):
     t = vol[v, V_FT]
     ui[u, U_VN] = -1
@@ -332,7 +333,7 @@ def vfifo_append(ui, vol, u, v):
     vol[v, V_FT] = u
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def vfifo_remove(ui, vol, u, v):
     p = ui[u, U_VP]
     n = ui[u, U_VN]
@@ -348,7 +349,7 @@ def vfifo_remove(ui, vol, u, v):
     ui[u, U_VN] = -1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def vlru_remove(vol, G, v):
     p = vol[v, V_LP]
     n = vol[v, V_LN]
@@ -365,7 +366,7 @@ def vlru_remove(vol, G, v):
     vol[v, V_INLRU] = 0
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def vlru_push_head(vol, G, v):
     old = G[G_VH]
     vol[v, V_LP] = -1
@@ -378,7 +379,7 @@ def vlru_push_head(vol, G, v):
     vol[v, V_INLRU] = 1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def vlru_touch(vol, G, v):
     """A host I/O to volume v: most recently active (if it has dirty units)."""
     if vol[v, V_INLRU] and G[G_VH] != v:
@@ -387,7 +388,7 @@ def vlru_touch(vol, G, v):
 
 
 # ---- cache operations ---------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
+@kernel
 def evict_unit(ui, um, G, u):
     part = ui[u, U_PART]
     lru_remove(ui, G, u)
@@ -396,7 +397,7 @@ def evict_unit(ui, um, G, u):
     ui[u, U_PART] = -1
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def make_room(ui, um, G, part, k):
     """Evict least recently used clean units of ``part`` until ``k`` more pages fit; False if
     the partition has too few clean pages (all dirty, or capacity below k)."""
@@ -409,7 +410,7 @@ def make_room(ui, um, G, part, k):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def mark_dirty(pi, G, rgs, rgf, vol, ui, ul, um, u, bit, t):
     """Page ``bit`` of unit u (valid, in the write partition) becomes dirty at time t."""
     r = ui[u, U_RG]
@@ -441,7 +442,7 @@ def mark_dirty(pi, G, rgs, rgf, vol, ui, ul, um, u, bit, t):
                     G[G_NEXT_EV] = t
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def _leave_dirty_lists(pi, G, rgs, vol, ui, u, r):
     fifo_remove(ui, rgs, u, r)
     rgs[r, RS_DUNITS] -= 1
@@ -454,7 +455,7 @@ def _leave_dirty_lists(pi, G, rgs, vol, ui, u, r):
             vlru_remove(vol, G, v)
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def clean_unit(pi, G, rgs, vol, ui, um, u):
     """All dirty pages of u are being written: u leaves the dirty lists and becomes evictable
     (MCx: most recently used end; FLARE: least recently used end, first reused)."""
@@ -469,7 +470,7 @@ def clean_unit(pi, G, rgs, vol, ui, um, u):
     return pages
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def drop_pages(pi, G, rgs, vol, ui, um, u, bits):
     """Trim: forget pages ``bits`` of unit u (dirty ones are discarded, not written)."""
     if ui[u, U_PART] < 0:
@@ -499,7 +500,7 @@ def drop_pages(pi, G, rgs, vol, ui, um, u, bits):
 
 
 # ---- MCx control law ----------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
+@kernel
 def throttle_ratio(u, rmax, overshoot, rmin):
     """Allowed incoming:flushed page ratio for a group holding ``u`` times its dirty share:
     ``rmax`` at 0, 1x at its share, ``rmin`` from ``1 + overshoot`` on (log-linear between)."""
@@ -512,7 +513,7 @@ def throttle_ratio(u, rmax, overshoot, rmin):
     return rmin
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def update_due(ui, ul, rgs, rgf, r, now):
     """Extend the due prefix of group r's FIFO to units older than its pre-cleaning age."""
     age = np.int64(rgf[r, RF_AGE])
@@ -525,7 +526,7 @@ def update_due(ui, ul, rgs, rgf, r, now):
         nxt = ui[nxt, U_FN]
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def mcx_adapt(pi, pf, G, rgs, rgf, ui, ul, now, t_limit):
     """One adaptation tick at ``now``: rates, pre-cleaning ages, throttles (see module docstring)."""
     n_rg = rgs.shape[0]
@@ -598,7 +599,7 @@ def mcx_adapt(pi, pf, G, rgs, rgf, ui, ul, now, t_limit):
     G[G_NEXT_TICK] = nxt
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel
 def throttle_admit(rgs, rgf, r, t):
     """Admission time of one new dirty page of group r arriving at t (MCx throttling)."""
     if not rgs[r, RS_THROT]:

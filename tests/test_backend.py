@@ -120,7 +120,7 @@ def test_hdd_service_time_is_the_planning_rate_at_queue_depth_one():
     dflt = np.tile(np.array([0.0, 1.0, 0.0]), (5, 1))
     done, svc = qk.drive_submit(ba.dstat, ddyn, dflt, 0, 0, 1, 8192, 1.0, True)
     assert svc == round(1e9 / 150) and done == svc  # 6.667 ms: seek 3.61 + rotation 3.0 + transfer
-    # a second read queued behind it: q = 1 + backlog / nominal = 2, positioning / 2**0.12
+    # a second read queued behind it: q = 1 + backlog / nominal = 2 requests, positioning / 2**0.12
     done2, svc2 = qk.drive_submit(ba.dstat, ddyn, dflt, 0, 0, 1, 8192, 1.0, True)
     pos = ba.dstat[0, qk.DS_POS_RAND]
     assert svc2 == round(pos / 2 ** 0.12 + 8192 * ba.dstat[0, qk.DS_XFER])
@@ -134,6 +134,8 @@ def test_sorted_sweep_seeks_short_and_host_reads_jump_the_flush_queue():
     short = qk.positioning_ns(dstat, 0, 10_000.0)
     k = (dstat[0, qk.DS_SEEK_RAND] - dstat[0, qk.DS_TMIN]) / be.SQRT_DISTANCE_MEAN
     assert short == pytest.approx(0.3 * MS + k * 0.01 + 3.0 * MS)
+    assert qk.queue_gain(dstat, 0, 8.7) == pytest.approx(8 ** 0.12)  # whole requests
+    assert qk.queue_gain(dstat, 0, 5000.0) == pytest.approx(256 ** 0.12)  # capped at queue_depth_max
     ddyn = np.zeros((5, qk.N_DD), dtype=np.int64)
     dflt = np.tile(np.array([0.0, 1.0, 0.0]), (5, 1))
     d1, s1 = qk.drive_submit(dstat, ddyn, dflt, 0, 0, 2, 8192, 1.0, False)  # a 2-op read-modify-write

@@ -1,0 +1,149 @@
+"""Array model throughput: requests/s per core of ``vnx2-mcx`` and ``vnx1-flare`` on one trace,
+with libCacheSim's LRU on the same page sequence as the yardstick.
+
+The trace: seed 000's IOMeter database pattern (8 KiB, 67 % read, 100 % random) over a 15 GiB
+test file, ``--requests`` requests (default 10 M), written by ``traces.synth`` and ingested as
+Parquet (not timed). Each scenario replays it in its preset's mode (closed loop, 16 outstanding
+I/Os: every request gets a full timing: SP queue, cache, flushers, drive queues):
+
+* ``kernel``: ``ArrayModel.replay`` over chunks built beforehand (one thread; page split and
+  dense ids included, chunk building not);
+* ``end to end``: ``pipelines.replay.replay_trace`` from the Parquet dataset to the written
+  per-interval tables and summary (reading, chunk building in a prefetch thread, kernel,
+  Polars aggregation, Parquet). Per core = requests / process CPU seconds (all threads).
+
+libCacheSim: ``LRU`` with the scenario's cache size (4 GiB of 8 KiB pages) on an oracleGeneral
+file of the same page ids (written beforehand, not timed), driven through its C reader and
+``process_trace`` at the default ``hashpower`` (24), as PITFALLS.md prescribes; its rate is in
+page accesses per second (a request here is one page: 8 KiB aligned). Best of ``--repeat``.
+
+    .venv/bin/python benchmarks/array.py                  # 10 M requests
+    .venv/bin/python benchmarks/array.py --requests 1000000
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named array.py (as the issue asks): run as a script, its folder would come first on
+# sys.path and shadow the standard library's ``array`` module. Put the repository root there.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[0] = str(ROOT)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba-cache"))
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from pipelines import replay as rp  # noqa: E402
+from pipelines import simulate as sim  # noqa: E402
+from pipelines.catalog import find_trace  # noqa: E402
+from pipelines.ingest import ingest_file  # noqa: E402
+from replay.array import ArrayModel  # noqa: E402
+from replay.pages import ChunkBuilder  # noqa: E402
+from replay.scenario import load  # noqa: E402
+from traces import synth  # noqa: E402
+
+ORACLE_RECORD = np.dtype([("time", "<u4"), ("obj_id", "<u8"), ("size", "<u4"), ("next_access", "<i8")])
+SCENARIOS = ("vnx2-mcx", "vnx1-flare")
+
+
+def prepare(requests: int, work: Path):
+    w = synth.pattern("database", requests=requests, region_bytes=15 << 30, seed=42, volume="db15g")
+    p = work / "db15g.parquet"
+    synth.write(w, p)
+    trace = find_trace(work, ingest_file(p, work, validate="off").trace_id)
+    frames = list(sim.read_frames(trace))
+    builder = ChunkBuilder(8192)
+    chunks = [builder.build(df) for df in frames]
+    rec = np.zeros(sum(c.n_pages for c in chunks), ORACLE_RECORD)
+    rec["time"] = np.concatenate([c.ts_ns[c.page_req] for c in chunks]) // 1_000_000_000
+    rec["obj_id"] = np.concatenate([c.page_id for c in chunks]) + 1
+    rec["size"] = 1
+    rec["next_access"] = -1
+    oracle = work / "db15g.oracleGeneral.bin"
+    rec.tofile(oracle)
+    return trace, chunks, builder, oracle, len(rec)
+
+
+def kernel_run(name: str, chunks, names) -> tuple[float, dict]:
+    m = ArrayModel(load(name))
+    st = m.new_state()
+    t = time.perf_counter()
+    for c in chunks:
+        st.volume_names = names
+        m.replay(st, c)
+        m.drain_records(st)
+    return time.perf_counter() - t, m.counters(st)
+
+
+def end_to_end(name: str, trace, work: Path) -> tuple[float, float, dict]:
+    t, cpu = time.perf_counter(), time.process_time()
+    s = rp.replay_trace(trace, work, load(name), force=True)
+    return time.perf_counter() - t, time.process_time() - cpu, s
+
+
+def libcachesim_lru(oracle: Path, capacity_pages: int, n: int, readers: list) -> tuple[float, float]:
+    import libcachesim as lcs
+
+    t = time.perf_counter()
+    reader = lcs.TraceReader(str(oracle), lcs.TraceType.ORACLE_GENERAL_TRACE)
+    cache = lcs.LRU(capacity_pages)  # default hashpower=24
+    miss_ratio, _ = cache.process_trace(reader)
+    dt = time.perf_counter() - t
+    readers.append(reader)  # PITFALLS: keep readers alive until the end (double free otherwise)
+    return dt, 1 - miss_ratio
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--requests", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    readers: list = []
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tiercast-bench-array-") as tmp:
+        work = Path(tmp)
+        trace, chunks, builder, oracle, n_pages = prepare(args.requests, work)
+        names = list(builder.volumes)
+        n = args.requests
+        kernel_run(SCENARIOS[0], [ChunkBuilder(8192).build(pl.DataFrame(
+            {"ts_ns": [0], "volume": ["w"], "op": ["write"], "offset": [0], "size": [8192]}))], ["w"])  # compile
+        for name in SCENARIOS:
+            kt, c = min((kernel_run(name, chunks, names) for _ in range(args.repeat)), key=lambda r: r[0])
+            wall, cpu, s = min((end_to_end(name, trace, work) for _ in range(args.repeat)), key=lambda r: r[0])
+            rows.append({"tool": f"tiercast {name}", "kernel_req_per_s": n / kt, "end_to_end_req_per_s": n / wall,
+                         "end_to_end_req_per_cpu_s": n / cpu, "simulated_iops": s["iops"],
+                         "latency_mean_ms": s["latency_mean_ms"], "read_hit_ratio": c["read_hit_ratio"],
+                         "flush_ops": c["flush_ops"], "forced_flushes": c["forced_flush_count"]})
+        cap = load(SCENARIOS[0]).dram.cache_bytes // 8192
+        lt, hit = min((libcachesim_lru(oracle, cap, n_pages, readers) for _ in range(args.repeat)), key=lambda r: r[0])
+        rows.append({"tool": "libCacheSim LRU (C reader)", "kernel_req_per_s": n_pages / lt, "hit_ratio": hit})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    print(f"trace: database pattern, {n:,} requests of 8 KiB (67 % read, uniform over 15 GiB); "
+          f"best of {args.repeat}; {os.cpu_count()} cores")
+    print(f"{'':30s} {'kernel req/s':>14s} {'end-to-end req/s':>17s} {'per CPU-s':>12s}  simulated")
+    for r in rows:
+        extra = (f"{r['simulated_iops']:,.0f} IOPS, {r['latency_mean_ms']:.1f} ms, read hits "
+                 f"{r['read_hit_ratio']:.3f}, {r['flush_ops']:,} flushes" if "simulated_iops" in r
+                 else f"hit ratio {r['hit_ratio']:.3f} (pages)")
+        e2e = f"{r['end_to_end_req_per_s']:>17,.0f} {r['end_to_end_req_per_cpu_s']:>12,.0f}" \
+            if "end_to_end_req_per_s" in r else f"{'':>17s} {'':>12s}"
+        print(f"{r['tool']:30s} {r['kernel_req_per_s']:>14,.0f} {e2e}  {extra}")
+
+
+if __name__ == "__main__":
+    main()
