@@ -25,6 +25,13 @@ tool replays each trace once untimed first (both then read from the page cache).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# benchmarks/array.py (named as the issue asks) would shadow the standard library's ``array``
+# module for any script in this folder: put the repository root first on sys.path instead.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
 import argparse
 import json
 import os

@@ -13,6 +13,13 @@ file and reports the peak RSS of the ingest process (goal < 2 GB).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# benchmarks/array.py (named as the issue asks) would shadow the standard library's ``array``
+# module for any script in this folder: put the repository root first on sys.path instead.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
 import argparse
 import json
 import os

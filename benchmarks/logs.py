@@ -18,6 +18,13 @@ sample, then prints the figures and the ratio.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# benchmarks/array.py (named as the issue asks) would shadow the standard library's ``array``
+# module for any script in this folder: put the repository root first on sys.path instead.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
 import argparse
 import shutil
 import sys
