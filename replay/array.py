@@ -491,10 +491,7 @@ def run_requests(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, pool_rgs, poo
             stall = G[G_STALL_UNTIL] - t
             t = G[G_STALL_UNTIL]
         # 3. storage processor
-        svc = pi[PI_SP_NS] + np.int64(size[i] * pf[PF_SP_NS_PER_BYTE])
-        sp = G[G_SP_FREE]
-        tc = (sp if sp > t else t) + svc
-        G[G_SP_FREE] = tc
+        tc = qk.fcfs_server(G, G_SP_FREE, t, pi[PI_SP_NS] + np.int64(size[i] * pf[PF_SP_NS_PER_BYTE]))
         # 4. background work due by now
         if tc >= G[G_NEXT_EV]:
             _advance(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, vol, ui, ul, um, iwin, utab, rec, tc, 0)

@@ -13,8 +13,8 @@ later). Reads hit on any valid page, clean or dirty.
 
 FLARE (``mode = "flare"``; seed 002, MODELS.md):
 * two partitions: a read cache (``read_cache_bytes``, filled by read misses) and a write cache
-  (the rest); a write to a unit in the read cache moves the unit to the write cache; flushed
-  pages stay readable in the write cache and are the first reused;
+  (the rest); a write to a unit held in the read cache drops that copy and the unit starts
+  over in the write cache; flushed pages stay readable in the write cache and are reused first;
 * **idle flushing**: a LUN with no host I/O for ``idle_after_ms`` has its dirty units written
   oldest first, at most ``idle_flush_outstanding`` writes in flight array-wide;
 * **watermark flushing**: when dirty pages reach the high watermark (80 % of the write cache)
@@ -38,31 +38,31 @@ most-recent end of the LRU). Each RAID group g keeps a **pre-cleaning age** A_g,
 Control law: with n active groups (incoming writes or dirty pages) and coalescing effectiveness
 ``c = 1 - I_g / W_g``, group g may hold ``S = (dirty_target_pct + (dirty_max_pct -
 dirty_target_pct) x c) x pool / n`` dirty pages: holding dirty pages pays only when writes come
-back to them (a hot set that fits stays dirty and costs no flushing; random writes over a
-large volume get the small share); by Little's law the age at which its incoming
-pages would fill S is ``A* = S / I_g``; a group already holding D_g > S dirty pages aims at
-``A_g x S / D_g`` instead (flush sooner in proportion), a group with overdue pages never
-lengthens its age, and when free pages fall below ``min_free_pct`` of the pool A* shrinks in
-proportion. A_g moves a fraction ``age_smoothing`` of the way to A* per
-adaptation (geometrically), within [``min_age_ms``, ``max_age_ms``] (published: 10 ms..120 s,
-starting at 2 s). A dirty unit younger than A_g stays; at A_g it is flushed; when the pages already older
-than A_g would take longer than ``throttle_drain_ms`` (2 s) to drain at the flush rate F_g (the
-group is flushing at its maximum, ``flush_queue_depth`` writes per drive in flight, and still
-falling behind), the group is **throttled**: new dirty pages of that group only are admitted at ``r x F_g`` pages/s
-(a token bucket; the host write ack waits). The ratio follows the published curve, 8x
+back to them (a hot set that fits stays dirty and costs no flushing; random writes over a large
+volume get the small share); by Little's law the age at which its incoming pages would fill S is
+``A* = S / I_g``; a group already holding D_g > S dirty pages aims at ``A_g x S / D_g`` instead
+(flush sooner in proportion), a group with overdue pages never lengthens its age, and when free
+pages fall below ``min_free_pct`` of the pool A* shrinks in proportion. A_g moves a fraction
+``age_smoothing`` of the way to A* per adaptation (geometrically), within [``min_age_ms``,
+``max_age_ms``] (published: 10 ms..120 s, starting at 2 s). A dirty unit younger than A_g stays;
+at A_g it is flushed; when the pages already older than A_g would take longer than
+``throttle_drain_ms`` (2 s) to drain at the flush rate F_g (the group is flushing at its
+maximum, ``flush_queue_depth`` writes per drive in flight, and still falling behind), the group
+is **throttled**: new dirty pages of that group only are admitted at ``r x F_g`` pages/s (a
+token bucket; the host write ack waits). The ratio follows the published curve, 8x
 (``throttle_ratio_max``) -> 1x -> 0.5x (``throttle_ratio_min``), as a function of the group's
 dirty pages relative to its share: ``r = 8 ** (1 - D/S)`` up to the share, then falling to 0.5x
-at ``(1 + throttle_overshoot_pct) x S``. The published tuning drives the same curve by drain time
-over the oldest page's age; with oldest-first flushing that ratio equals incoming/flushed in a
-steady state, so a curve reaching 0.5x at 1 has no steady state with incoming = flush rate and
-makes the cache fill and drain in cycles of minutes; the share keeps the curve and levels off,
-as seed 002 describes ("throttling continues until the incoming write workload matches the
+at ``(1 + throttle_overshoot_pct) x S``. The published tuning drives the same curve by drain
+time over the oldest page's age; with oldest-first flushing that ratio equals incoming/flushed
+in a steady state, so a curve reaching 0.5x at 1 has no steady state with incoming = flush rate
+and makes the cache fill and drain in cycles of minutes; the share keeps the curve and levels
+off, as seed 002 describes ("throttling continues until the incoming write workload matches the
 capability of the underlying RAID group"). Other RAID groups keep their cache room. MCx flushes
 in address order (``flush_order = "address"``): the aged units of a group are swept in LBA
-order, which turns random writes into short seeks (seed 002: coalescing "to turn random I/O
-into sequential I/O"); the service time uses the number of due units per drive as the sweep
-length (``replay.backend``). If the pool is ever 100 % dirty a write waits for the next flush
-to finish (counted as throttled time and a cache-full wait), never stalling other groups.
+order, which turns random writes into short seeks (seed 002: coalescing "to turn random I/O into
+sequential I/O"); the service time uses the number of due units per drive as the sweep length
+(``replay.backend``). If the pool is ever 100 % dirty a write waits for the next flush to finish
+(counted as throttled time and a cache-full wait), never stalling other groups.
 """
 
 from __future__ import annotations

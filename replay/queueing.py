@@ -26,9 +26,10 @@ request's time first (see ``replay.array``). Two refinements for drives:
   at 1.5-2x its planning IOPS. q is estimated from the drive's backlog of work:
   ``1 + backlog * gain_prev / nominal_op``.
 
-A closed loop of N outstanding I/Os is a min-heap of N completion times: the next request issues
-when the earliest outstanding one completes (``heap_replace_top``). Flushers use the same heap to
-keep at most ``flush_queue_depth x width`` writes in flight per RAID group.
+The storage processor is one such server (``fcfs_server``). A closed loop of N outstanding I/Os
+is a min-heap of N completion times: the next request issues when the earliest outstanding one
+completes (``heap_replace_top``). Flushers use the same heap to keep at most
+``flush_queue_depth x width`` writes in flight per RAID group.
 """
 
 from __future__ import annotations
@@ -150,12 +151,12 @@ def drive_submit(dstat, ddyn, dflt, d, t, nops, nbytes, batch, fg):
 
 
 @kernel
-def fcfs_server(free, t, service):
-    """One step of the Lindley recursion for a single FCFS server held in ``free[0]``;
-    returns the completion time."""
-    start = free[0] if free[0] > t else t
+def fcfs_server(free, i, t, service):
+    """One step of the Lindley recursion for the FCFS server whose next free time is
+    ``free[i]``: start = max(arrival, free), done = start + service. Returns done."""
+    start = free[i] if free[i] > t else t
     done = start + service
-    free[0] = done
+    free[i] = done
     return done
 
 
@@ -189,42 +190,3 @@ def heap_replace_top(heap, n, value):
             break
         heap[i], heap[c] = heap[c], heap[i]
         i = c
-
-
-@numba.njit(cache=True, nogil=True)
-def lindley(arrival_ns, service_ns):
-    """Completion times of a FCFS single server (open loop): the Lindley recursion
-    ``done[i] = max(arrival[i], done[i-1]) + service[i]`` over requests in arrival order."""
-    n = arrival_ns.shape[0]
-    out = np.empty(n, dtype=np.int64)
-    free = np.int64(0)
-    for i in range(n):
-        a = arrival_ns[i]
-        start = a if a > free else free
-        free = start + service_ns[i]
-        out[i] = free
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def closed_loop_issue(service_ns, outstanding):
-    """Issue and completion times of a closed loop of ``outstanding`` I/Os on infinite servers
-    with the given service times: request i issues when the earliest outstanding one completes.
-    (The array kernel does the same with its heap; this standalone form is the textbook case.)"""
-    n = service_ns.shape[0]
-    heap = np.empty(max(1, outstanding), dtype=np.int64)
-    hn = 0
-    issue = np.empty(n, dtype=np.int64)
-    done = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        if hn < outstanding:
-            t = np.int64(0)
-            issue[i] = t
-            done[i] = t + service_ns[i]
-            hn = heap_push(heap, hn, done[i])
-        else:
-            t = heap[0]
-            issue[i] = t
-            done[i] = t + service_ns[i]
-            heap_replace_top(heap, hn, done[i])
-    return issue, done

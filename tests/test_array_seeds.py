@@ -48,10 +48,12 @@ def test_seed000_planning_rate_gives_the_planning_host_iops(seed000_curve):
     f = (150 - per_drive[k - 1]) / (per_drive[k] - per_drive[k - 1])
     x = iops[k - 1] + f * (iops[k] - iops[k - 1])
     assert abs(x / PLANNING - 1) <= 0.15, (x, list(zip(ns, per_drive, iops, strict=True)))
-    # the arithmetic behind it: back-end I/Os per host I/O = 0.67 x misses + 4 x 0.33 x not coalesced
+    # the arithmetic behind it: back-end I/Os per host I/O = 0.67 x read misses + 4 x 0.33 x
+    # writes not coalesced, a little less where two dirty pages of a 64 KB unit are adjacent and
+    # go to disk in one read-modify-write
     r = seed000_curve[ns[k]]
     expect = 0.67 * (1 - r["read_hit_ratio"]) + 4 * 0.33 * (1 - r["write_hit_ratio"])
-    assert r["backend_ios_per_request"] == pytest.approx(expect, rel=0.03)
+    assert 0.95 * expect <= r["backend_ios_per_request"] <= expect
 
 
 def test_seed000_deep_queues_give_one_and_a_half_to_two_times_and_slow_responses(seed000_curve):

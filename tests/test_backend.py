@@ -147,8 +147,16 @@ def test_sorted_sweep_seeks_short_and_host_reads_jump_the_flush_queue():
     assert ddyn[0, qk.DD_FREE_ALL] == d2 + s3  # the flush backlog is pushed back by the read
 
 
-def test_lindley_and_closed_loop_kernels():
-    assert qk.lindley(np.array([0, 1, 2, 10]), np.array([3, 3, 3, 1])).tolist() == [3, 6, 9, 11]
-    issue, done = qk.closed_loop_issue(np.array([5, 1, 1, 1, 10]), 2)
-    # two in flight at 0 (done 5 and 1); the third issues at 1, the fourth at 2, the fifth at 3
-    assert issue.tolist() == [0, 0, 1, 2, 3] and done.tolist() == [5, 1, 2, 3, 13]
+def test_fcfs_server_and_heap_kernels():
+    free = np.zeros(1, dtype=np.int64)
+    # Lindley: done = max(arrival, previous done) + service
+    assert [qk.fcfs_server(free, 0, a, s) for a, s in ((0, 3), (1, 3), (2, 3), (10, 1))] == [3, 6, 9, 11]
+    # the closed-loop heap: N = 2 in flight, the next issues at the earliest completion
+    heap = np.zeros(2, dtype=np.int64)
+    n = qk.heap_push(heap, 0, 5)
+    n = qk.heap_push(heap, n, 1)
+    assert n == 2 and heap[0] == 1
+    qk.heap_replace_top(heap, n, 2)  # the request issued at 1 completes at 2
+    assert heap[0] == 2
+    qk.heap_replace_top(heap, n, 13)
+    assert heap[0] == 5
