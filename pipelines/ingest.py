@@ -225,7 +225,10 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         if rows.height:
             if origin is None:
                 origin = int(rows["ts_raw_ns"][0])
-            rows = rows.with_columns(ts_ns=pl.col("ts_raw_ns") - origin).drop("ts_raw_ns")
+            # a categorical volume makes the per-volume group-bys below hash integers, not strings
+            rows = rows.with_columns(
+                ts_ns=pl.col("ts_raw_ns") - origin, volume=pl.col("volume").cast(pl.Categorical)
+            ).drop("ts_raw_ns")
             accepted += rows.height
             for vol, d in _stats_of(rows).items():
                 stats.setdefault(vol, _VolumeStats()).update(d)

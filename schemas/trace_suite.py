@@ -121,11 +121,12 @@ class StreamingContract:
     def update(self, df: pl.DataFrame) -> None:
         if not df.height:
             return
-        df = df.with_columns(pl.col("volume").cast(pl.String), pl.col("op").cast(OP_DTYPE, strict=False))
+        if df.schema["op"] != OP_DTYPE:
+            df = df.with_columns(pl.col("op").cast(OP_DTYPE, strict=False))
         ts = pl.col("ts_ns")
         ends = df.group_by("volume").agg(first=ts.first(), last=ts.last())
         cap = (
-            pl.col("volume").replace_strict(self.capacities, default=None, return_dtype=pl.Int64)
+            pl.col("volume").cast(pl.String).replace_strict(self.capacities, default=None, return_dtype=pl.Int64)
             if self.capacities else None
         )
         r = df.select(
@@ -147,7 +148,7 @@ class StreamingContract:
         if r.pop("ts_dips"):
             prev = pl.coalesce(
                 ts.shift(1).over("volume"),
-                pl.col("volume").replace_strict(self._last_ts, default=None, return_dtype=pl.Int64),
+                pl.col("volume").cast(pl.String).replace_strict(self._last_ts, default=None, return_dtype=pl.Int64),
             )
             r["ts_backwards"] = df.select((ts < prev).sum()).item()
         else:
