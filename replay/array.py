@@ -702,7 +702,9 @@ def run_requests(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, pool_rgs, poo
 # --------------------------------------------------------------------------------------------
 @dataclass
 class ArrayState:
-    """Explicit, picklable state of an array replay (see module docstring)."""
+    """Explicit, picklable state of an array replay (see module docstring). ``volume_names``:
+    the trace's volume names by dense id (the caller copies them from its ``ChunkBuilder``),
+    used to place each volume in its pool; a volume without a name goes to the default pool."""
 
     pi: np.ndarray
     pf: np.ndarray
