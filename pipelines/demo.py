@@ -1,32 +1,69 @@
-"""The demo job: synthetic workloads from the seed articles, ingested into the data directory."""
+"""The demo job on the embedded default: the seed articles' workloads generated, ingested,
+replayed through the seed arrays, loaded into DuckDB and reported as HTML."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
+from pipelines.catalog import find_trace
 from pipelines.ingest import IngestResult, ingest_file
+from pipelines.load import load
+from pipelines.replay import replay_trace, sweep_trace
+from pipelines.report import write_report
+from pipelines.simulate import mrc
+from replay.scenario import load as load_scenario
 from traces import synth
 
-#: (name, pattern, overrides): seed 000's database pattern on a 2 GB and a 15 GB test file,
-#: seed 002's 8 KB random writes, seed 003's 4 KB random reads.
+#: (name, pattern, overrides, request multiplier): seed 000's database pattern on a 2 GB test file
+#: (long enough to warm the cache) and a 15 GB one, seed 002's sustained 8 KB random writes
+#: (enough to fill a 4 GB write cache many times), seed 003's 4 KB random reads (Zipf-skewed).
 DEMO_WORKLOADS = (
-    ("database-2g", "database", {"region_bytes": 2 << 30, "volume": "lun-db2g"}),
-    ("database-15g", "database", {"region_bytes": 15 << 30, "volume": "lun-db15g"}),
-    ("randwrite-8k", "randwrite-8k", {"region_bytes": 50 << 30, "volume": "lun-rw"}),
-    ("randread-4k", "randread-4k", {"region_bytes": 100 << 30, "volume": "lun-rr", "distribution": "zipf:0.9"}),
+    ("database-2g", "database", {"region_bytes": 2 << 30, "volume": "lun-db2g"}, 4),
+    ("database-15g", "database", {"region_bytes": 15 << 30, "volume": "lun-db15g"}, 1),
+    # seed 002: IOMeter's unaligned (512 B) random writes over a whole 1 TiB LUN
+    ("randwrite-8k", "randwrite-8k", {"region_bytes": 1 << 40, "align_bytes": 512, "volume": "lun-rw"}, 6),
+    ("randread-4k", "randread-4k", {"region_bytes": 100 << 30, "volume": "lun-rr", "distribution": "zipf:0.9"}, 1),
 )
+#: workload -> scenarios it is replayed through (seed 000: vnx5400; seed 002: FLARE vs MCx)
+DEMO_REPLAYS = {
+    "database-2g": ["vnx5400"],
+    "database-15g": ["vnx5400"],
+    "randwrite-8k": ["vnx1-flare", "vnx2-mcx"],
+}
+#: (workload, page size): exact LRU hit-ratio curves
+DEMO_CURVES = (("database-15g", 8192), ("randread-4k", 4096))
+#: seed 000's IOPS / response time against IOMeter streams
+DEMO_SWEEP = ("database-15g", "vnx5400", [12, 24, 48, 96, 192])
 
 
-def run_demo(data_dir: Path, requests: int = 200_000, log: Callable[[str], None] = print) -> dict[str, IngestResult]:
+def run_demo(
+    data_dir: Path, requests: int = 200_000, log: Callable[[str], None] = print, report: Path | None = None
+) -> dict[str, IngestResult]:
     data_dir = Path(data_dir)
     src = data_dir / "synth"
     src.mkdir(parents=True, exist_ok=True)
-    results = {}
-    for name, pat, over in DEMO_WORKLOADS:
-        path = src / f"{name}.parquet"
+    results: dict[str, IngestResult] = {}
+    for name, pat, over, mult in DEMO_WORKLOADS:
+        path = src / f"{name}-{requests * mult}.parquet"
         if not path.exists():
-            synth.write(synth.pattern(pat, requests=requests, **over), path)
-            log(f"generated {name}: {requests:,} requests -> {path}")
+            synth.write(synth.pattern(pat, requests=requests * mult, **over), path)
+            log(f"generated {name}: {requests * mult:,} requests -> {path}")
         results[name] = ingest_file(path, data_dir)
+    traces = {name: find_trace(data_dir, r.trace_id) for name, r in results.items()}
+    for name, page in DEMO_CURVES:
+        curve = mrc(traces[name], data_dir, page_size=page)
+        log(f"hit-ratio curve {name}: {curve.height} sizes, {curve['hit_ratio'].max():.3f} at the footprint")
+    for name, scenarios in DEMO_REPLAYS.items():
+        for sc in scenarios:
+            s = replay_trace(traces[name], data_dir, load_scenario(sc))
+            log(f"replay {name} on {sc}: {s['iops']:,.0f} IOPS, mean {s['latency_mean_ms']:.2f} ms, "
+                f"forced flushes {s['forced_flush_count']}, throttled {s['throttled_ms'] / 1000:,.1f} s")
+    name, sc, outstanding = DEMO_SWEEP
+    rows = sweep_trace(traces[name], data_dir, load_scenario(sc), outstanding)
+    log("sweep " + name + " on " + sc + ": " + ", ".join(f"{r['outstanding']}: {r['iops']:,.0f} IOPS" for r in rows))
+    counts = load(data_dir)
+    log(f"warehouse {data_dir / 'tiercast.duckdb'}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    if report is not None:
+        log(f"report {write_report(data_dir, report, 'tiercast demo: the seed articles replayed')}")
     return results

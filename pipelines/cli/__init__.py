@@ -10,6 +10,7 @@ from pipelines.cli import demo as _demo  # noqa: F401
 from pipelines.cli import ingest as _ingest  # noqa: F401
 from pipelines.cli import measured as _measured  # noqa: F401
 from pipelines.cli import replay as _replay  # noqa: F401
+from pipelines.cli import report as _report  # noqa: F401
 from pipelines.cli import simulate as _simulate  # noqa: F401
 from pipelines.cli import synth as _synth  # noqa: F401
 from pipelines.cli import warehouse as _warehouse  # noqa: F401

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,9 +16,11 @@ from pipelines.demo import run_demo
 def demo(
     data_dir: DataDirOpt = None,
     requests: Annotated[int, typer.Option(help="Requests per synthetic workload.")] = 200_000,
+    report: Annotated[Path, typer.Option(help="HTML report to write.")] = Path("reports/demo.html"),
 ) -> None:
-    """Generate the seed articles' workloads, ingest them and print what was ingested."""
-    results = run_demo(data_dir_of(data_dir), requests=requests, log=out.print)
+    """Generate the seed articles' workloads, ingest, replay and sweep them through the seed
+    arrays, compute hit-ratio curves, load DuckDB and write an HTML report."""
+    results = run_demo(data_dir_of(data_dir), requests=requests, log=out.print, report=report)
     table = Table("workload", "trace_id", "requests", "rejected", "volumes")
     for name, r in results.items():
         table.add_row(name, r.trace_id, f"{r.rows_accepted:,}", f"{r.rows_rejected:,}", str(len(r.volumes)))
