@@ -179,11 +179,15 @@ class Source:
                 raise TraceFormatError(self.path, None, "trailing bytes after the zstd stream")
 
     def iter_line_blocks(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineBlock]:
-        """Blocks of whole lines (the last line of the file may lack its newline)."""
+        """Blocks of whole lines (the last line of the file may lack its newline), assembled
+        one block ahead in a background thread (reading, hashing, decompressing, splitting)."""
+        return prefetch(self._line_blocks(block_bytes), depth=1)
+
+    def _line_blocks(self, block_bytes: int) -> Iterator[LineBlock]:
         pieces: list[bytes] = []
         size = 0
         first_line = 1
-        for data in prefetch(self.iter_bytes(), depth=4):
+        for data in self.iter_bytes():
             pieces.append(data)
             size += len(data)
             if size < block_bytes:
