@@ -48,13 +48,14 @@ import numpy as np
 import polars as pl
 
 from pipelines.catalog import TraceRef, write_json_atomic
-from pipelines.simulate import DEFAULT_BATCH_ROWS, prefetched, read_frames, total_rows
+from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import IntervalAggregator, outcome_frame
 from replay.model import Chunk
 from replay.pages import ChunkBuilder
 from replay.scenario import Scenario, load, preset_names
 from schemas.trace import OP_READ, OP_WRITE
+from traces.source import prefetch as prefetch_items
 
 Progress = Callable[[int, int], None]
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
@@ -325,7 +326,7 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
     done = 0
     chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
     if prefetch:
-        chunks = prefetched(chunks)
+        chunks = prefetch_items(chunks, depth=1)
     for chunk in chunks:
         state.volume_names = list(builder.volumes)
         out = model.replay(state, chunk)

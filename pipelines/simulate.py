@@ -15,8 +15,6 @@ multi-volume trace goes through the catalog's DuckDB merge.
 from __future__ import annotations
 
 import os
-import queue
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from replay.kernels import cache_model
 from replay.mrc import Shards, StackDistances, curve_frame, default_sizes
 from replay.pages import ChunkBuilder, check_page_size
 from schemas.trace import OP_WRITE
+from traces.source import prefetch
 
 REPLAY_COLUMNS = ["ts_ns", "volume", "op", "offset", "size"]
 DEFAULT_BATCH_ROWS = 1 << 21
@@ -64,50 +63,6 @@ def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
                 yield lf.slice(start, batch_rows).collect()
 
 
-def prefetched(items: Iterator, depth: int = 1) -> Iterator:
-    """Yield from ``items``, computing up to ``depth`` items ahead in a background thread.
-
-    Reading Parquet (Polars), splitting pages and mapping ids (numba, nogil) release the GIL, so
-    the replay steps chain two of these: frame k+2 is read while chunk k+1 is built and the
-    kernel runs on chunk k. ``depth`` bounds the memory."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        q.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put((done, None))
-        except BaseException as e:  # handed to the consumer, raised there
-            q.put((done, e))
-
-    t = threading.Thread(target=produce, name="tiercast-prefetch", daemon=True)
-    t.start()
-    try:
-        while True:
-            item, err = q.get()
-            if item is done:
-                if err is not None:
-                    raise err
-                return
-            yield item
-    finally:
-        stop.set()
-        while t.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                t.join(0.05)
-
-
 def results_dir(data_dir: str | Path, kind: str, trace_id: str) -> Path:
     return Path(data_dir) / "results" / kind / trace_id
 
@@ -134,7 +89,7 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
     agg = IntervalAggregator(interval) if interval is not None else None
     total = total_rows(trace)
     done = 0
-    for chunk in prefetched(builder.build(df) for df in prefetched(read_frames(trace, batch_rows))):
+    for chunk in prefetch(builder.build(df) for df in prefetch(read_frames(trace, batch_rows))):
         outcomes = model.replay(state, chunk)
         if agg is not None:
             agg.add(outcome_frame(chunk, outcomes))
@@ -176,7 +131,7 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
     done = 0
     if method == "exact":
         sd = StackDistances()
-        for chunk in prefetched(builder.build(df) for df in prefetched(read_frames(trace, batch_rows))):
+        for chunk in prefetch(builder.build(df) for df in prefetch(read_frames(trace, batch_rows))):
             ids, nbytes = chunk.page_id, chunk.page_bytes
             if chunk.op.size and chunk.op.max() > OP_WRITE:
                 access = chunk.op[chunk.page_req] <= OP_WRITE
@@ -189,8 +144,8 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
         sh = Shards(rate=rate if rate is not None else (1.0 if max_pages else 0.01), max_pages=max_pages)
-        for n, keys, nbytes in prefetched((df.height, *builder.page_keys(df))
-                                         for df in prefetched(read_frames(trace, batch_rows))):
+        for n, keys, nbytes in prefetch((df.height, *builder.page_keys(df))
+                                         for df in prefetch(read_frames(trace, batch_rows))):
             sh.update(keys, nbytes)
             done += n
             if progress:
