@@ -231,19 +231,6 @@ def _mix(key):
 
 
 @numba.njit(cache=True, nogil=True)
-def _hash_all(keys, out):
-    for i in range(keys.shape[0]):
-        out[i] = _mix(keys[i])
-
-
-def sample_hash(keys: np.ndarray) -> np.ndarray:
-    """63-bit sampling hash of each page key."""
-    out = np.empty(len(keys), dtype=np.int64)
-    _hash_all(np.ascontiguousarray(keys, dtype=np.int64), out)
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def _candidates(keys, nbytes, threshold, out_keys, out_hash, out_bytes):
     """Keep the accesses whose key hash is below ``threshold`` (one pass, no temporaries);
     returns (kept, total bytes of all accesses)."""

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from schemas.trace import OP_DTYPE, REJECT_SCHEMA
-from traces.source import LineBlock, Source
+from traces.source import Source
 
 INT32_MAX = 2**31 - 1
 
@@ -215,10 +215,6 @@ class TraceReader(ABC):
 
 Check = tuple[pl.Expr, pl.Expr]
 """A row check as ``(condition, reason text)``: the text is built only when some row fails."""
-
-
-def raw_from_block(block: LineBlock) -> Callable[[np.ndarray], list[str]]:
-    return block.raw_lines
 
 
 def op_from_codes(field: str, codes: dict[str, str], case_sensitive: bool = False) -> tuple[pl.Expr, Check]:
