@@ -9,13 +9,18 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import require
 
 from pipelines.capture import block_devices_of, capture, find_capture, list_captures, missing_tools
 from pipelines.catalog import find_trace
 from pipelines.ingest_logs import find_measured
 
 MISSING = missing_tools()
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat")
+
+
+@pytest.fixture(autouse=True)
+def _tools():
+    require(not MISSING, f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat (.ci/run does)")
 
 JOB = """[global]
 ioengine=psync
@@ -31,10 +36,9 @@ filename={file}
 """
 
 
-def test_capture_fio_and_iostat_agree(tmp_path, data_dir):
+def test_capture_fio_and_iostat_agree(blockdir, data_dir):
+    tmp_path = blockdir  # tmp_path, or another directory on a block device (conftest)
     devices = block_devices_of(tmp_path)
-    if not devices:
-        pytest.skip(f"{tmp_path} is not on a block device (tmpfs/overlay): iostat cannot see the job's I/O")
     job = tmp_path / "rr.fio"
     job.write_text(JOB.format(runtime=3, file=tmp_path / "data.bin"))
     t0 = time.time()

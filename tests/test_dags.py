@@ -9,13 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_module
 
 from traces import synth
 
 ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "dags"
 
-pytest.importorskip("airflow", reason="apache-airflow is installed by `make venv` (extra 'airflow')")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _airflow():
+    require_module("airflow", "apache-airflow is installed by `make venv` (extra 'airflow')")
 
 
 def run_airflow(script: str, tmp_path: Path) -> dict:

@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 import pytest
+from conftest import require
 
 from pipelines.calibrate import calibrate
 from pipelines.capture import block_devices_of, capture, missing_tools
@@ -19,7 +20,11 @@ from pipelines.replay import replay_trace
 from replay.scenario import loads
 
 MISSING = missing_tools()
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat")
+
+
+@pytest.fixture(autouse=True)
+def _tools():
+    require(not MISSING, f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat (.ci/run does)")
 
 # one synchronous stream (psync: queue depth 1) of direct 4 KiB random reads: every I/O is one
 # device read, nothing waits behind another, so the device's await is its service time
@@ -37,10 +42,9 @@ filename={file}
 """
 
 
-def test_capture_calibrate_replay_compare(tmp_path, data_dir):
+def test_capture_calibrate_replay_compare(blockdir, data_dir):
+    tmp_path = blockdir  # tmp_path, or another directory on a block device (conftest)
     devices = block_devices_of(tmp_path)
-    if not devices:
-        pytest.skip(f"{tmp_path} is not on a block device (tmpfs/overlay): iostat cannot see the job's I/O")
     t0 = time.time()
     job = tmp_path / "rr.fio"
     job.write_text(JOB.format(file=tmp_path / "data.bin"))
