@@ -153,9 +153,9 @@ class DriveClass:
     planning_iops: float = 150.0  # seed 000: SAS 10k 150, 15k 180, NL-SAS 90, SSD eMLC 3500, SLC 5000
     rpm: int = 10_000
     avg_seek_ms: float | None = None  # None: 1000/planning_iops - half rotation - 8 KiB transfer
-    track_to_track_ms: float = 0.5  # est: short-seek floor (vendor data sheets: 0.2-0.8 ms)
+    track_to_track_ms: float = 0.5  # est: short-seek floor of any HDD (data sheets 0.2-0.8 ms; SAS 10k presets 0.3)
     transfer_mb_per_s: float = 150.0  # est: media rate of a 10k SAS drive
-    queue_gain_exponent: float = 0.12  # est: q^0.12, 1.28x at q=8, 1.52x at 32 (calibrated: seed 000 peaks)
+    queue_gain_exponent: float = 0.12  # (fit: seed 000 peak 1.5-2x) q^0.12: 1.28x at q=8, 1.52x at 32
     queue_depth_max: int = 256  # est: gain stops growing there (1.95x; MODELS: deep queues up to 2-2.5x)
     capacity_bytes: int = 0  # informational (reports); 0 = unknown
 
@@ -234,7 +234,9 @@ class Mcx:
     max_age_ms: float = 120_000.0  # doc
     adapt_interval_ms: float = 100.0  # est: how often the four signals are re-read
     rate_window_ms: float = 1000.0  # est: time constant of the rate averages
-    dirty_target_pct: float = 10.0  # est: dirty share of the pool (over active groups) when writes do not coalesce
+    # (fit: seed 000 planning IOPS 1,130; 10 gives +25 %) dirty share of the pool (over active groups)
+    # when writes do not coalesce
+    dirty_target_pct: float = 5.0
     dirty_max_pct: float = 80.0  # est: ... growing to this share as all writes coalesce
     min_free_pct: float = 10.0  # est: below this many free pages every age shrinks
     age_smoothing: float = 0.5  # est: fraction of the way to the target age per adaptation
@@ -252,7 +254,9 @@ class Dram:
     flush_unit_bytes: int = 64 << 10  # doc: flushes in 64 KB units / MCx 64 KB logical blocks
     mirror_latency_us: float = 100.0  # doc: write ack waits for the CMI mirror hop; value est
     flush_queue_depth: int = 4  # est: flush writes kept in flight per drive of a RAID group
-    flush_order: str = "age"  # age (oldest first, FLARE) | address (sorted sweep, MCx)
+    # age (oldest first, FLARE, doc) | address (sorted sweep, MCx, seed 002); a scenario file that omits
+    # it gets the one of its mode (parse), this field's value only when the dataclass is built directly
+    flush_order: str = "age"
     flare: Flare = field(default_factory=Flare)
     mcx: Mcx = field(default_factory=Mcx)
 
@@ -269,7 +273,8 @@ class Dram:
 class Controller:
     """The storage processor as one FCFS server: per-I/O CPU cost plus a bandwidth limit."""
 
-    overhead_us: float = 30.0  # est: SP time per host I/O (caps cache-hit IOPS near 30k)
+    # (fit: seed 000 2 GB file, ~29k IOPS at 192 outstanding) SP time per host I/O: caps cache-hit IOPS
+    overhead_us: float = 30.0
     bandwidth_mb_per_s: float = 3200.0  # est: SP/front-end data rate
 
 

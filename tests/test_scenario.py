@@ -55,11 +55,11 @@ def test_drive_class_derives_the_seek_from_the_planning_rate():
 
 
 def test_every_preset_number_has_its_source():
-    """Each numeric or size setting in a preset carries a (seed)/(doc)/(est) comment."""
+    """Each numeric or size setting in a preset carries a (seed)/(doc)/(est)/(fit: ...) comment."""
     for path in PRESET_DIR.glob("*.toml"):
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if re.match(r"^\s*[a-z_]+\s*=\s*(\"?[0-9.]+\s*[KMGTiB]*\"?)\s*(#.*)?$", line):
-                assert re.search(r"#\s*\((seed|doc|est)", line), f"{path.name}:{i}: no source: {line}"
+                assert re.search(r"#\s*\((seed|doc|est|fit:)", line), f"{path.name}:{i}: no source: {line}"
 
 
 def test_hash_is_stable_across_spelling_and_names_but_not_content():

@@ -1,0 +1,89 @@
+"""The parameter dataclasses' defaults (replay/scenario.py) are the presets' values: a scenario
+that leaves a key out gets what the presets were calibrated and checked with. Every difference
+between a preset and the defaults is listed here with its reason; anything else fails (a fitted
+value changed in one place only, a new preset key that drifts from the default)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from replay.scenario import load, preset_names
+
+# (preset, field path) -> why the preset differs from the dataclass default on purpose
+DELIBERATE = {
+    # the array each preset models (seed 002: FLARE side; seed 003: a QSAN with NL-SAS)
+    ("vnx1-flare", "dram.mode"): "FLARE array (seed 002)",
+    ("xs5224d", "dram.mode"): "watermark cache: QSAN publishes no adaptive flushing",
+    ("xs5224d", "controller.overhead_us"): "seed 003 reaches 216k-461k IOPS with SSD cache",
+    ("xs5224d", "controller.bandwidth_mb_per_s"): "12 Gb SAS / 16 Gb FC controller",
+    ("xs5224d", "dram.cache_bytes"): "share of the 16 GB controller memory (seed 003)",
+    ("xs5224d", "dram.page_bytes"): "seed 003 tests use 4 KB I/O",
+    ("xs5224d", "dram.mirror_latency_us"): "single controller",
+    ("xs5224d", "dram.flare.read_cache_bytes"): "cache size per model",
+    # drives: the default class is a generic 10k SAS HDD
+    ("xs5224d", "drive_classes.nlsas7k.planning_iops"): "NL-SAS 90 (seed 000)",
+    ("xs5224d", "drive_classes.nlsas7k.rpm"): "7.2k (seed 003)",
+    ("vnx1-flare", "drive_classes.sas10k.track_to_track_ms"): "10k SAS data sheets 0.2-0.4 ms; default: any HDD",
+    ("vnx2-mcx", "drive_classes.sas10k.track_to_track_ms"): "10k SAS data sheets 0.2-0.4 ms; default: any HDD",
+    ("vnx5400", "drive_classes.sas10k.track_to_track_ms"): "10k SAS data sheets 0.2-0.4 ms; default: any HDD",
+    ("vnx1-flare", "drive_classes.sas10k.capacity_bytes"): "informational: 300 GB (seed 002)",
+    ("vnx2-mcx", "drive_classes.sas10k.capacity_bytes"): "informational: 300 GB (seed 002)",
+    ("vnx5400", "drive_classes.sas10k.capacity_bytes"): "informational: 900 GB (seed 000)",
+    ("xs5224d", "drive_classes.nlsas7k.capacity_bytes"): "informational: 500 GB (seed 003)",
+    ("xs5224d", "pools.pool1.span_fraction"): "2 x 45 GB on 16 x 500 GB (seed 003)",
+    # how the seeds drove them: closed loop, their outstanding I/Os, their intervals
+    **{(p, "replay.mode"): "closed loop like IOMeter" for p in ("vnx1-flare", "vnx2-mcx", "vnx5400", "xs5224d")},
+    ("vnx1-flare", "replay.interval_ns"): "10 s: forced-flush cycles are seconds long",
+    ("vnx2-mcx", "replay.interval_ns"): "10 s: forced-flush cycles are seconds long",
+    ("vnx5400", "replay.outstanding"): "4 workers x 3 (seed 000)",
+    ("xs5224d", "replay.outstanding"): "QD 128 (seed 003)",
+}
+
+
+def _default(f: dataclasses.Field):
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _differences(obj, path: str, dram_mode: str) -> dict[str, tuple]:
+    out = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v):
+            out.update(_differences(v, f"{path}.{f.name}", dram_mode))
+            continue
+        d = _default(f)
+        if d is dataclasses.MISSING:  # names, levels, widths: no default to compare
+            continue
+        if path == "dram" and f.name == "flush_order":
+            d = "address" if dram_mode == "mcx" else "age"  # the parser's default follows the mode
+        if v != d:
+            out[f"{path}.{f.name}"] = (v, d)
+    return out
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_preset_values_equal_the_dataclass_defaults_except_the_listed_ones(name):
+    sc = load(name)
+    mode = sc.dram.mode
+    diffs = {}
+    diffs.update(_differences(sc.controller, "controller", mode))
+    diffs.update(_differences(sc.dram, "dram", mode))
+    for n, dc in sc.drive_classes.items():
+        diffs.update(_differences(dc, f"drive_classes.{n}", mode))
+    for rg in sc.raid_groups:
+        diffs.update(_differences(rg, f"raid_groups.{rg.name}", mode))
+    for p in sc.pools:
+        diffs.update(_differences(p, f"pools.{p.name}", mode))
+    diffs.update(_differences(sc.replay, "replay", mode))
+    listed = {path for (preset, path) in DELIBERATE if preset == name}
+    unexpected = {k: v for k, v in diffs.items() if k not in listed}
+    assert not unexpected, f"{name}: (preset value, default) differ and are not listed as deliberate: {unexpected}"
+    stale = listed - set(diffs)
+    assert not stale, f"{name}: listed as deliberate differences but equal to the default now: {stale}"
+
