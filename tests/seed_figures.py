@@ -1,10 +1,13 @@
 """How each quantitative seed figure is measured on the model: shared by tests/test_array_seeds.py
 (calibration), tests/test_seed_validation.py (validation) and the README's seed-figures table.
 
-Run it to print that table and the sensitivity tables behind the misses (about 3 min):
+Run it to print the measurements (~30 s), the README table, or the sensitivity tables behind the
+misses (~3 min):
 
-    .venv/bin/python tests/seed_figures.py            # the table
+    .venv/bin/python tests/seed_figures.py            # model vs published vs README, per figure
+    .venv/bin/python tests/seed_figures.py --readme   # the README table
     .venv/bin/python tests/seed_figures.py --sensitivity
+    .venv/bin/python tests/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
 
 Every measurement is a closed-loop replay of the seed's synthetic pattern (``traces.synth``) on
 the seed's preset, as IOMeter would drive it: the trace gives the address/op sequence, the model
@@ -301,8 +304,36 @@ def sensitivity() -> None:
         print(f"| {label} | {r:,.0f} ({err(r, 4512):+.0f} %) | {w:,.0f} ({err(w, 1660):+.0f} %) |", flush=True)
 
 
+def detail() -> None:
+    """Where the time goes in the runs behind the validation figures: per RAID group, drive
+    utilisation, back-end I/Os per drive per second and drive busy time per back-end I/O (the
+    service time), plus back-end I/Os per host I/O and the host I/Os outstanding per drive."""
+    import json
+
+    runs = [("seed 002 FLARE", "vnx1-flare", 16, lambda: seed002("vnx1-flare")),
+            ("seed 002 MCx", "vnx2-mcx", 16, lambda: seed002("vnx2-mcx")),
+            ("seed 003 read", "xs5224d", 128, lambda: seed003("read")),
+            ("seed 003 write", "xs5224d", 128, lambda: seed003("write"))]
+    for label, preset, n_out, fn in runs:
+        v, s = fn()
+        sc = load(preset)
+        print(f"{label}: {v:,.0f} IOPS sustained, {s['backend_ios_per_request']:.2f} back-end I/Os per host I/O, "
+              f"write hits {s['write_hit_ratio']:.3f}, {n_out / sc.n_drives:.1f} host I/Os outstanding per drive, "
+              f"forced flushes {s['forced_flush_count']}, throttle delay summed over requests {s['throttled_ms'] / 1e3:,.0f} s")
+        for r, rg in zip(json.loads(s["raid_groups"]), sc.raid_groups, strict=True):
+            busy = r["drive_busy_ns"]
+            ios = s["backend_read_ios"] + s["backend_write_ios"] if len(sc.raid_groups) == 1 else None
+            line = f"  {r['rg']}: busy {busy / rg.width / (s['simulated_seconds'] * 1e9):.1%}"
+            if ios:
+                line += (f", {ios / rg.width / s['simulated_seconds']:.0f} I/Os per drive per s, "
+                         f"{busy / ios / 1e6:.2f} ms per I/O")
+            print(line, flush=True)
+
+
 if __name__ == "__main__":
-    if "--sensitivity" in sys.argv:
+    if "--detail" in sys.argv:
+        detail()
+    elif "--sensitivity" in sys.argv:
         sensitivity()
     elif "--readme" in sys.argv:
         print(readme_table())
