@@ -234,8 +234,8 @@ class Mcx:
     max_age_ms: float = 120_000.0  # doc
     adapt_interval_ms: float = 100.0  # est: how often the four signals are re-read
     rate_window_ms: float = 1000.0  # est: time constant of the rate averages
-    # (fit: seed 000 planning IOPS 1,130; 10 gives +25 %) dirty share of the pool (over active groups)
-    # when writes do not coalesce
+    # (fit: seed 000 planning IOPS 1,130; 10 gives +17 %, outside the 15 % bar) dirty share of the
+    # pool (over active groups) when writes do not coalesce
     dirty_target_pct: float = 5.0
     dirty_max_pct: float = 80.0  # est: ... growing to this share as all writes coalesce
     min_free_pct: float = 10.0  # est: below this many free pages every age shrinks

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.calibration
 
 
 def test_seed000_planning_iops():
-    """fit: ``dirty_target_pct`` 5 (MCx dirty share; 10 gives +25 %). The host IOPS where each
+    """fit: ``dirty_target_pct`` 5 (MCx dirty share; 10 gives +17 %). The host IOPS where each
     drive does 150 back-end IOPS is within 15 % of 2250 / (0.67 + 4 x 0.33). 15 %: MODELS.md's
     bar for array models (Uysal et al.: 15 % average error); the fit sits at +14 %, at its edge."""
     curve = seed000_curve()
