@@ -71,7 +71,7 @@ import math
 
 import numpy as np
 
-from replay.queueing import kernel
+from replay.jit import kernel
 
 # ---- unit columns -------------------------------------------------------------------------
 # int32 ``ui``

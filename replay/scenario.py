@@ -34,8 +34,6 @@ from schemas.units import parse_duration_ns, parse_size
 PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
 RAID_LEVELS = (0, 1, 5, 6, 10)
-#: Back-end I/Os per small random host write (seed 000, doc): RAID 1/10 = 2, 5 = 4, 6 = 6.
-WRITE_PENALTY = {0: 1, 1: 2, 10: 2, 5: 4, 6: 6}
 PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
 NOT_YET_MODELLED = ("ssd_cache", "tiering")
 
@@ -194,10 +192,6 @@ class RaidGroup:
     @property
     def data_drives(self) -> int:
         return self.width // 2 if self.level in (1, 10) else self.width - self.parity_drives
-
-    @property
-    def write_penalty(self) -> int:
-        return WRITE_PENALTY[self.level]
 
 
 @dataclass(frozen=True)
