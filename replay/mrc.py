@@ -42,7 +42,7 @@ HASH_SPACE = float(1 << 63)  # sampling hashes are 63-bit non-negative integers
 MIN_POSITIONS = 1 << 16
 
 MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.Int64, "hit_ratio": pl.Float64,
-              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64}
+              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64, "model_version": pl.String}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,13 +442,14 @@ def default_sizes(footprint_pages: int, page_size: int, n: int = 20) -> list[int
 
 
 def curve_frame(trace_id: str, page_size: int, cache_bytes, hit_ratio, byte_hit_ratio, method: str,
-                sample_rate: float) -> pl.DataFrame:
-    """Result rows: trace_id, page_size, cache_bytes, hit_ratio, byte_hit_ratio, method, sample_rate."""
+                sample_rate: float, model_version: str) -> pl.DataFrame:
+    """Result rows: trace_id, page_size, cache_bytes, hit_ratio, byte_hit_ratio, method, sample_rate,
+    model_version (``replay.version``)."""
     n = len(cache_bytes)
     return pl.DataFrame({
         "trace_id": [trace_id] * n, "page_size": [page_size] * n,
         "cache_bytes": [int(c) for c in cache_bytes],
         "hit_ratio": np.asarray(hit_ratio, dtype=np.float64),
         "byte_hit_ratio": np.asarray(byte_hit_ratio, dtype=np.float64),
-        "method": [method] * n, "sample_rate": [float(sample_rate)] * n,
+        "method": [method] * n, "sample_rate": [float(sample_rate)] * n, "model_version": [model_version] * n,
     }, schema=MRC_SCHEMA)

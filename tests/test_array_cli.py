@@ -10,13 +10,14 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.ingest import ingest_file
-from pipelines.replay import replay_frames, run_id
+from pipelines.replay import array_model_version, replay_frames, run_id
 from replay.scenario import load
 from traces import synth
 
 SUMMARY_KEYS = ("run_id", "requests", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms", "latency_p99_ms",
                 "read_hit_ratio", "write_hit_ratio", "flush_mb_per_s", "forced_flush_count",
-                "forced_flush_stall_ms", "throttled_ms")
+                "forced_flush_stall_ms", "throttle_delay_sum_ms", "throttled_requests", "throttle_delay_mean_ms",
+                "stall_delay_sum_ms", "stalled_requests", "stall_delay_mean_ms", "model_version")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,8 @@ def test_replay_json_parquet_and_idempotent_reruns(trace):
     assert vol.filter(pl.col("volume") == "lun-rw")["reads"].sum() == 0
     assert rg["flush_pages"].sum() == s["flush_pages"] and rg["backend_write_ios"].sum() == s["backend_write_ios"]
     for col in ("iops", "mb_per_s", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms",
-                "dirty_pct_max", "flush_pages_per_s", "flush_mb_per_s", "stalled_ms", "throttled_ms",
+                "dirty_pct_max", "flush_pages_per_s", "flush_mb_per_s", "stall_delay_sum_ms", "stalled_requests",
+                "throttle_delay_sum_ms", "throttled_requests",
                 "forced_flushes", "forced_flush_stall_ms", "utilization", "pre_cleaning_age_ms"):
         assert col in rg.columns, col
     assert (rg["latency_p50_ms"] <= rg["latency_p99_ms"] * 1.0001).all()
@@ -75,7 +77,8 @@ def test_replay_json_parquet_and_idempotent_reruns(trace):
     again = json.loads(_run("replay", tid, "--scenario", "vnx5400", "--data-dir", str(d), "--json").stdout)
     assert again["already_done"] and again["run_id"] == s["run_id"] and again["iops"] == s["iops"]
     text = _run("replay", tid, "--scenario", "vnx5400", "--data-dir", str(d)).stdout
-    for word in ("iops", "latency", "read_hit_ratio", "forced flushes", "throttled_ms", "already done"):
+    for word in ("iops", "latency", "read_hit_ratio", "forced flushes", "throttled requests / delay sum ms",
+                 "already done"):
         assert word in text
 
 
@@ -96,8 +99,9 @@ def test_replay_from_a_scenario_file_and_errors(trace, tmp_path):
 
 def test_sweep_json_rows(trace):
     d, tid, _ = trace
-    rows = json.loads(_run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
-                           "--data-dir", str(d), "--json").stdout)
+    res = json.loads(_run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
+                          "--data-dir", str(d), "--json").stdout)
+    rows = res["rows"]
     assert [r["outstanding"] for r in rows] == [1, 8]
     for r in rows:
         assert set(r) >= {"outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms"}
@@ -105,7 +109,12 @@ def test_sweep_json_rows(trace):
         assert r["iops"] * r["latency_mean_ms"] / 1000 == pytest.approx(r["outstanding"], rel=0.05)
     assert rows[1]["iops"] > rows[0]["iops"]
     saved = list((d / "results" / "array_sweeps").glob("*.parquet"))
-    assert len(saved) == 1 and pl.read_parquet(saved[0])["outstanding"].to_list() == [1, 8]
+    assert [str(p) for p in saved] == [res["results_path"]] and res["results_path"].endswith(f"{res['sweep_id']}.parquet")
+    stored = pl.read_parquet(saved[0])
+    assert stored["outstanding"].to_list() == [1, 8] and set(stored["model_version"]) == {array_model_version()}
+    text = _run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
+                "--data-dir", str(d)).stdout
+    assert text.rstrip().splitlines()[-1] == f"results {res['results_path']}"
 
 
 def test_scenarios_lists_the_presets():

@@ -75,7 +75,7 @@ def test_seed000_a_2gb_hot_set_runs_from_cache():
     assert r["read_hit_ratio"] > 0.98
     # writes are acknowledged from the cache; most land on a page still dirty (MCx flushes a page
     # at most 120 s after it was dirtied, and each page is rewritten every ~30 s here)
-    assert r["write_hit_ratio"] > 0.6 and r["throttled_ms"] / r["measured_requests"] < 0.1
+    assert r["write_hit_ratio"] > 0.6 and r["throttle_delay_sum_ms"] / r["measured_requests"] < 0.1
     assert r["iops"] > 10 * PLANNING  # controller-bound, not spindle-bound
     assert r["latency_mean_ms"] < 10
 
@@ -98,7 +98,7 @@ def test_seed002_mcx_sustains_about_900_where_flare_gets_513():
             assert res.summary["forced_flush_count"] >= 4  # it lives in forced-flush cycles
             lo, hi = stalls[1], stalls[-1]
         else:
-            assert res.summary["forced_flush_count"] == 0 and res.summary["throttled_ms"] > 0
+            assert res.summary["forced_flush_count"] == 0 and res.summary["throttle_delay_sum_ms"] > 0
             lo, hi = t[len(t) // 2], t[-1]
         sel = (t >= lo) & (t < hi)
         sustained[name] = n[sel].sum() / (sel.sum())  # requests per 1 s interval

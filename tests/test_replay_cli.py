@@ -61,15 +61,20 @@ def test_mrc_json_matches_simulate(trace):
     r = CliRunner().invoke(app, ["mrc", tid, "--page-size", "4KiB", "--sizes", "1MiB,8MiB,64MiB",
                                  "--data-dir", str(d), "--json"])
     assert r.exit_code == 0, r.output
-    curve = json.loads(r.stdout)
+    res = json.loads(r.stdout)
+    curve = res["rows"]
     assert [c["cache_bytes"] for c in curve] == [1 << 20, 8 << 20, 64 << 20]
+    assert res["results_path"] == str(d / "results" / "mrc" / tid / "exact-4096.parquet")
+    assert pl.read_parquet(res["results_path"])["model_version"].to_list() == [res["model_version"]] * 3
     for c in curve:
         want = _oracle(df, "lru", c["cache_bytes"])
         assert c["hit_ratio"] == want["hit_ratio"] and c["byte_hit_ratio"] == want["byte_hit_ratio"]
     r = CliRunner().invoke(app, ["mrc", tid, "--data-dir", str(d), "--method", "shards", "--rate", "0.1"])
     assert r.exit_code == 0, r.output
-    assert "shards at sample rate 0.1" in r.stdout and len(r.stdout.splitlines()) == 2 + 20
-    rows = pl.read_parquet(d / "results" / "mrc" / tid / "shards-4096-0.1.parquet")
+    assert "shards at sample rate 0.1" in r.stdout and len(r.stdout.splitlines()) == 2 + 20 + 1
+    path = d / "results" / "mrc" / tid / "shards-4096-0.1.parquet"
+    assert r.stdout.splitlines()[-1] == f"results {path}"
+    rows = pl.read_parquet(path)
     assert rows.height == 20 and set(rows["method"]) == {"shards"}
 
 

@@ -78,7 +78,7 @@ def test_hash_is_stable_across_spelling_and_names_but_not_content():
     (('cache_bytes = "64MiB"', 'cache_bytes = "-64MiB"'), r"line 5: \[dram\] cache_bytes: negative size"),
     (('read_cache_bytes = "16MiB"', 'read_cache_bytes = "16MiB"\nlow_watermark_pct = 85'),
      r"\[dram\.flare\] low_watermark_pct: low watermark 85.0 % must be below the high watermark 80.0 %"),
-    (("level = 5", "level = 4"), r"\[raid_groups\] level: 4 is not one of 0, 1, 5, 6, 10"),
+    (("level = 5", "level = 4"), r"line 13: \[\[raid_groups\]\] #1 level: 4 is not one of 0, 1, 5, 6, 10"),
     (("width = 5", "width = 2"), r"RAID group 'rg0': RAID 5 cannot have 2 drives"),
     (('drive_class = "sas"', 'drive_class = "ssd"'), r"unknown drive class 'ssd'; defined: sas"),
     (('raid_groups = ["rg0"]', 'raid_groups = ["rg9"]'), r"pool 'p': unknown RAID group 'rg9'"),
