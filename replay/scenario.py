@@ -152,7 +152,7 @@ def _check_range(name: str, v: Any, lo: float, hi: float | None, integer: bool =
     kind = "an integer" if integer else "a number"
     ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
     if isinstance(v, bool) or not ok_type or not (lo <= v and (hi is None or v <= hi)):
-        rng = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
+        rng = f"from {lo:.12g} to {hi:.12g}" if hi is not None else f">= {lo:.12g}"
         raise ValueError(f"{name} must be {kind} {rng}, got {v!r}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from pipelines.cli import app
 from pipelines.ingest import ingest_file
 from replay.kernels import cache_model
 from replay.pages import ChunkBuilder
+from replay.version import CACHE_MODEL, model_version
 from traces import synth
 
 
@@ -46,7 +48,9 @@ def test_simulate_json_and_parquet(trace):
     assert s["hits"] == want["hits"] and 0 < s["hit_ratio"] < 1
     assert s["byte_hit_ratio"] == want["byte_hit_ratio"] and s["policy"] == "s3fifo"
     out = d / "results" / "simulate" / tid / "s3fifo-8388608-4096"
-    assert pl.read_parquet(out / "summary.parquet")["hits"][0] == s["hits"]
+    stored = pl.read_parquet(out / "summary.parquet")
+    assert stored["hits"][0] == s["hits"]
+    assert stored["model_version"][0] == s["model_version"] == model_version(CACHE_MODEL)
     iv = pl.read_parquet(out / "intervals.parquet")
     assert iv["requests"].sum() == 20_000 and iv["hits"].sum() == s["hits"]
     # text output names the figures a user asked for
@@ -87,3 +91,30 @@ def test_errors_are_one_line(trace):
     assert "unknown cache policy 'lfu'; choose one of lru, fifo, clock, arc, s3fifo" in p.stderr
     r = CliRunner().invoke(app, ["mrc", "nosuchtrace", "--data-dir", str(d)])
     assert isinstance(r.exception, LookupError) and "no ingested trace 'nosuchtrace'" in str(r.exception)
+
+
+def _one_line(output: str) -> str:
+    """The CLI's error text without the box drawing and line wrapping of the terminal."""
+    return re.sub(r"[\s│╭╮╰╯─]+", " ", output)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["mrc", "--rate", "0.1"], "Invalid value for '--rate': applies to --method shards only"),
+    (["mrc", "--max-pages", "4096"], "Invalid value for '--max-pages': applies to --method shards only"),
+    (["mrc", "--sizes", ""], "Invalid value for '--sizes': expects one or more sizes such as 1GiB,2GiB,4GiB, got ''"),
+    (["mrc", "--sizes", ","], "Invalid value for '--sizes': expects one or more sizes such as 1GiB,2GiB,4GiB, got ','"),
+    (["mrc", "--method", "shards", "--rate", "0"], "Invalid value for '--rate': must be a number > 0 and <= 1, got 0"),
+    (["mrc", "--method", "shards", "--rate", "1.5"], "Invalid value for '--rate': must be a number > 0 and <= 1, got 1.5"),
+    (["mrc", "--method", "shards", "--max-pages", "-1"], "Invalid value for '--max-pages': must be an integer >= 0, got -1"),
+    (["mrc", "--page-size", "3000"],
+     "Invalid value for '--page-size': page size 3000 B must be a power of two from 512 B to 1 GiB"),
+    (["simulate", "--cache-size", "-8GiB"], "Invalid value for '--cache-size': not a size: '-8GiB'"),
+    (["simulate", "--interval", "0s"], "Invalid value for '--interval': must be a positive duration such as 60s"),
+])
+def test_nonsense_options_are_refused_with_exit_2_and_nothing_stored(trace, tmp_path, args, message):
+    _, tid, _ = trace
+    d = tmp_path / "empty-data"  # the trace is not even looked up: options are checked first
+    r = CliRunner().invoke(app, [args[0], tid, *args[1:], "--data-dir", str(d)])
+    assert r.exit_code == 2, r.output
+    assert message in _one_line(r.output)
+    assert not d.exists()

@@ -23,22 +23,27 @@ ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name 
                                                                    "or path to a scenario .toml file.")]
 
 
+def _num(x: float) -> str:
+    """12, 99, 0.5 (not 12.0 or 1e+06)."""
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
 def bounded(lo: float | None = None, hi: float | None = None, *, integer: bool = False,
             lo_open: bool = False) -> Callable:
     """A Typer option callback refusing values outside [lo, hi] (``lo_open``: (lo, hi]) with
     ``typer.BadParameter`` (exit code 2; click names the option)."""
     kind = "an integer" if integer else "a number"
     if lo is not None and hi is not None:
-        rng = f"> {lo} and <= {hi}" if lo_open else f"from {lo} to {hi}"
+        rng = f"> {_num(lo)} and <= {_num(hi)}" if lo_open else f"from {_num(lo)} to {_num(hi)}"
     else:
-        rng = f"{'>' if lo_open else '>='} {lo}" if lo is not None else f"<= {hi}"
+        rng = f"{'>' if lo_open else '>='} {_num(lo)}" if lo is not None else f"<= {_num(hi)}"
 
     def check(value):
         if value is None:
             return value
         below = lo is not None and (value <= lo if lo_open else value < lo)
         if below or (hi is not None and value > hi):
-            raise typer.BadParameter(f"must be {kind} {rng}, got {value:g}")
+            raise typer.BadParameter(f"must be {kind} {rng}, got {_num(value)}")
         return value
 
     return check
