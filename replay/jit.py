@@ -64,7 +64,7 @@ njit = cached_njit()
 #: counting references on entry and exit cost ~3 ns per array per call, about half of the kernel's
 #: time (2-4x overall). numba has no public per-function switch for this: ``_nrt`` is a private
 #: option (numba 0.68 lists it among its known options and rejects unknown ones when compiling).
-#: tests/test_array.py pins it: the kernels compile with it on the installed numba and their
+#: tests/test_replay_trust.py pins it: the kernels compile with it on the installed numba and their
 #: machine code holds no NRT call.
 KERNEL_OPTIONS = {"_nrt": False}
 kernel = cached_njit(**KERNEL_OPTIONS)

@@ -111,7 +111,7 @@ def replay(
         return
     out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']}, "
               f"{s['replay_mode']}{' ' + str(s['outstanding']) + ' outstanding' if s['outstanding'] else ''})"
-              f"{'  [already done]' if s.get('already_done') else ''}")
+              f"  model {s['model_version']}{'  [already done]' if s.get('already_done') else ''}")
     rows = [
         ("requests", f"{s['requests']:,}"),
         ("iops", f"{s['iops']:,.0f}"),
