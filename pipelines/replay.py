@@ -23,11 +23,11 @@ read_hit_ratio, write_hit_ratio, latency_mean_ms / p50 / p95 / p99 / max (respon
 completion, including stalls and throttling), stall_delay_sum_ms / throttle_delay_sum_ms (the
 delays of this volume's / group's requests added up: several requests wait at once, so the sum
 can exceed the interval) and stalled_requests / throttled_requests (how many waited),
-dirty_pct_mean / dirty_pct_max (dirty pages of the write cache as
-requests saw it), flush_ops, flush_pages, flush_pages_per_s, flush_mb_per_s, backend_ios,
-forced_flushes and forced_flush_stall_ms (array-wide: a forced flush stalls everyone), and per
-RAID group rg_dirty_pct_max, pre_cleaning_age_ms (MCx) and utilization (drive busy time over
-width x interval; back-end time is counted in the interval the I/O was issued in). A request
+dirty_pct_mean / dirty_pct_max (dirty pages of the write cache as requests saw it), flush_ops,
+flush_pages, flush_pages_per_s, flush_mb_per_s, backend_ios, forced_flushes and
+forced_flush_stall_ms (array-wide: a forced flush stalls everyone), and per RAID group
+rg_dirty_pct_max, pre_cleaning_age_ms (MCx) and utilization (drive busy time over width x
+interval; back-end time is counted in the interval the I/O was issued in). A request
 belongs to the RAID group of its first page. Percentiles come from a per-interval histogram of
 1 %-wide logarithmic latency buckets (within 1 %); max is exact.
 

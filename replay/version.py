@@ -3,15 +3,15 @@
 Results are keyed on the model version so that a fix to a kernel gives new run ids (the old
 results stay on disk, labelled with their own version) instead of old numbers returned as
 ``already_done``. Why a source hash rather than a version number bumped by hand: it cannot be
-forgotten, and it costs one read of ~15 files (~0.3 MB) per process, a few milliseconds. The
-price is that a change to a comment also gives new ids, so results are recomputed more often
-than strictly needed, never less.
+forgotten, and it costs one read of ~12 files (~170 KB) per process, ~2 ms. The price is that a
+change to a comment also gives new ids, so results are recomputed more often than strictly
+needed, never less.
 
 ``ARRAY_MODEL`` lists what an array replay or sweep depends on (the kernels, the page split and
 dense ids, the scenario parser that fills in defaults and derives drive timings, the interval
 aggregation and ``pipelines.replay``'s result shaping); ``CACHE_MODEL`` what ``simulate`` and
 ``mrc`` depend on. Reading the trace is not modelling and is not listed: the trace id covers the
-input. ``replay.jit`` keys numba's on-disk cache with the same hash (``KERNEL_MODULES``).
+input. ``replay.jit`` keys numba's on-disk cache with the same hash of its ``KERNEL_MODULES``.
 """
 
 from __future__ import annotations

@@ -155,7 +155,8 @@ def sweep(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with _progress(f"sweep {sc.name}") as cb:
-            rows = rp.sweep_trace(trace, d, sc, _outstanding_list(outstanding), max_requests=requests, warmup_pct=warmup, progress=cb)
+            rows = rp.sweep_trace(trace, d, sc, _outstanding_list(outstanding), max_requests=requests,
+                                  warmup_pct=warmup, progress=cb)
     path = rp.sweep_path(d, rows[0]["sweep_id"])
     if as_json:
         print_json({"sweep_id": rows[0]["sweep_id"], "results_path": str(path),
