@@ -107,11 +107,11 @@ def mrc(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.",
                                            callback=_page_size)] = "4KiB",
-    sizes: Annotated[str | None, typer.Option(help="Cache sizes, e.g. 1GiB,2GiB,4GiB [default: 20 "
-                                                   "log-spaced sizes up to the footprint].", callback=_sizes)] = None,
+    sizes: Annotated[str | None, typer.Option(help="Cache sizes, e.g. 1GiB,2GiB,4GiB (default: 20 "
+                                                   "log-spaced sizes up to the footprint).", callback=_sizes)] = None,
     method: Annotated[str, typer.Option(help="exact (stack distances) or shards (sampled).")] = "exact",
-    rate: Annotated[float | None, typer.Option(help="SHARDS sampling rate, > 0 and <= 1 [default: 0.01; with "
-                                                    "--max-pages, the starting rate, default 1].",
+    rate: Annotated[float | None, typer.Option(help="SHARDS sampling rate, > 0 and <= 1 (default 0.01; with "
+                                                    "--max-pages, the starting rate, default 1).",
                                                callback=bounded(0, 1, lo_open=True))] = None,
     max_pages: Annotated[int, typer.Option("--max-pages", help="SHARDS fixed-size: at most this many "
                                                                "sampled pages (0: fixed-rate).",
