@@ -679,7 +679,3 @@ def load(ref: str | Path) -> Scenario:
         raise ValueError(f"{p}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} (line {line}); "
                          "save the scenario as UTF-8") from None
     return loads(text, str(p))
-
-
-def presets() -> list[Scenario]:
-    return [load(n) for n in preset_names()]
