@@ -109,6 +109,7 @@ def _one_line(output: str) -> str:
     (["mrc", "--page-size", "3000"],
      "Invalid value for '--page-size': page size 3000 B must be a power of two from 512 B to 1 GiB"),
     (["simulate", "--cache-size", "-8GiB"], "Invalid value for '--cache-size': not a size: '-8GiB'"),
+    (["simulate", "--cache-size", "0"], "Invalid value for '--cache-size': must be a positive size such as 8GiB, got '0'"),
     (["simulate", "--interval", "0s"], "Invalid value for '--interval': must be a positive duration such as 60s"),
 ])
 def test_nonsense_options_are_refused_with_exit_2_and_nothing_stored(trace, tmp_path, args, message):

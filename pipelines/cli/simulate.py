@@ -18,11 +18,13 @@ from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_siz
 
 
 def _size(text: str) -> str:
-    """Option callback: a size such as 8GiB (typer.BadParameter otherwise)."""
+    """Option callback: a positive size such as 8GiB (typer.BadParameter otherwise)."""
     try:
-        parse_size(text)
+        ok = parse_size(text) > 0
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
+    if not ok:
+        raise typer.BadParameter(f"must be a positive size such as 8GiB, got {text!r}")
     return text
 
 
