@@ -15,7 +15,7 @@ numba takes the directory from its documented setting ``NUMBA_CACHE_DIR`` (``num
 read when a function is decorated): the decorators set it only while they decorate, so other
 numba users in the process keep theirs. Base directory: ``NUMBA_CACHE_DIR`` when set, else the
 ``__pycache__`` of this package (where numba would put it). Old directories are not pruned
-(``make clean`` removes them).
+(``make clean`` deletes ``.numba-cache``, where the Makefile puts them).
 """
 
 from __future__ import annotations
