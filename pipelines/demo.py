@@ -58,7 +58,7 @@ def run_demo(
         for sc in scenarios:
             s = replay_trace(traces[name], data_dir, load_scenario(sc))
             log(f"replay {name} on {sc}: {s['iops']:,.0f} IOPS, mean {s['latency_mean_ms']:.2f} ms, "
-                f"forced flushes {s['forced_flush_count']}, throttled {s['throttled_ms'] / 1000:,.1f} s")
+                f"forced flushes {s['forced_flush_count']}, throttled {s['throttle_delay_sum_ms'] / 1000:,.1f} s")
     name, sc, outstanding = DEMO_SWEEP
     rows = sweep_trace(traces[name], data_dir, load_scenario(sc), outstanding)
     log("sweep " + name + " on " + sc + ": " + ", ".join(f"{r['outstanding']}: {r['iops']:,.0f} IOPS" for r in rows))

@@ -11,25 +11,33 @@ dataset per table so the load step can put a view on each::
     results/array_rg_intervals/<run_id>.parquet      per interval and RAID group
     results/array_sweeps/<sweep_id>.parquet        one row per outstanding-I/O count
 
-``run_id`` = hash of (trace id, scenario hash, tiercast version): replaying the same trace
-through the same scenario again finds the finished run and returns it (``force`` redoes it).
+``run_id`` = hash of (trace id, scenario hash, model version): replaying the same trace through
+the same scenario with the same model code finds the finished run and returns it (``force``
+redoes it). The model version (``replay.version``, ``array_model_version()``) hashes the source of
+every module an array result depends on, this one included, so a change to a kernel gives new
+run ids and the replay runs again; each summary and sweep row records its ``model_version``.
 
 Per-interval columns (both tables unless noted): requests, reads, writes, read_pages,
 read_hit_pages, write_pages, write_hit_pages (coalesced into a dirty page), bytes, iops, mb_per_s,
 read_hit_ratio, write_hit_ratio, latency_mean_ms / p50 / p95 / p99 / max (response time: issue to
-completion, including stalls and throttling), stalled_ms and throttled_ms (time requests of
-this volume / group waited), dirty_pct_mean / dirty_pct_max (dirty pages of the write cache as
-requests saw it), flush_ops, flush_pages, flush_pages_per_s, flush_mb_per_s, backend_ios,
-forced_flushes and forced_flush_stall_ms (array-wide: a forced flush stalls everyone), and per
-RAID group rg_dirty_pct_max, pre_cleaning_age_ms (MCx) and utilization (drive busy time over
-width x interval; back-end time is counted in the interval the I/O was issued in). A request
+completion, including stalls and throttling), stall_delay_sum_ms / throttle_delay_sum_ms (the
+delays of this volume's / group's requests added up: several requests wait at once, so the sum
+can exceed the interval) and stalled_requests / throttled_requests (how many waited),
+dirty_pct_mean / dirty_pct_max (dirty pages of the write cache as requests saw it), flush_ops,
+flush_pages, flush_pages_per_s, flush_mb_per_s, backend_ios, forced_flushes and
+forced_flush_stall_ms (array-wide: a forced flush stalls everyone), and per RAID group
+rg_dirty_pct_max, pre_cleaning_age_ms (MCx) and utilization (drive busy time over width x
+interval; back-end time is counted in the interval the I/O was issued in). A request
 belongs to the RAID group of its first page. Percentiles come from a per-interval histogram of
 1 %-wide logarithmic latency buckets (within 1 %); max is exact.
 
 Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
 ``read_hit_ratio``, ``write_hit_ratio``, ``flush_mb_per_s``, ``forced_flush_count``,
-``forced_flush_stall_ms``, ``throttled_ms``, computed over the requests after the scenario's
-``warmup_pct`` (IOMeter's ramp-up), from the first issue to the last completion of those.
+``forced_flush_stall_ms``, ``throttle_delay_sum_ms`` / ``throttled_requests`` /
+``throttle_delay_mean_ms`` (per throttled request) and the same three for forced-flush stalls,
+computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
+first issue to the last completion of those. The model's counters (``*_ns`` sums, counts) cover
+every request.
 """
 
 from __future__ import annotations
@@ -53,7 +61,8 @@ from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import IntervalAggregator, outcome_frame
 from replay.model import Chunk
 from replay.pages import ChunkBuilder
-from replay.scenario import Scenario, load, preset_names
+from replay.scenario import MAX_OUTSTANDING, Scenario, load, preset_names
+from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
 
@@ -70,9 +79,15 @@ def tiercast_version() -> str:
         return "0+unknown"
 
 
+def array_model_version() -> str:
+    """Hash of the source of the modules an array replay's results depend on (``ARRAY_MODEL``)."""
+    return model_version(ARRAY_MODEL)
+
+
 def run_id(trace_id: str, scenario: Scenario) -> str:
-    """Stable id of (trace, scenario, tiercast version): the same replay gets the same id."""
-    blob = f"{trace_id}\0{scenario.hash}\0{tiercast_version()}"
+    """Stable id of (trace, scenario, model version): the same replay by the same code gets the
+    same id; a change to the model's code gives a new one."""
+    blob = f"{trace_id}\0{scenario.hash}\0{array_model_version()}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -97,7 +112,9 @@ def _req_sums() -> dict[str, pl.Expr]:
         "bytes": pl.col("size_bytes").cast(pl.Int64).sum(),
         "latency_sum_ns": lat.sum(),
         "stall_sum_ns": pl.col("stall_ns").sum(),
+        "stalled_requests": (pl.col("stall_ns") > 0).sum().cast(pl.Int64),
         "throttle_sum_ns": pl.col("throttle_ns").sum(),
+        "throttled_requests": (pl.col("throttle_ns") > 0).sum().cast(pl.Int64),
         "backend_read_ios": pl.col("backend_ios").sum(),
         "backend_read_busy_ns": pl.col("backend_busy_ns").sum(),
         "dirty_sum": pl.col("dirty_pages").sum(),
@@ -167,7 +184,8 @@ class _Aggregates:
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
                      "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
-                     "stall_sum_ns": 0, "throttle_sum_ns": 0, "backend_ios": 0}
+                     "stall_sum_ns": 0, "stalled_requests": 0, "throttle_sum_ns": 0, "throttled_requests": 0,
+                     "backend_ios": 0}
         self._pending_write_ios: list[tuple[np.ndarray, np.ndarray]] = []
 
     def add(self, chunk: Chunk, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
@@ -196,8 +214,11 @@ class _Aggregates:
         s["last_ns"] = max(s["last_ns"], int(out["done_ns"][skip:].max()))
         for k in ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages"):
             s[k] += int(out[k][skip:].sum())
-        s["stall_sum_ns"] += int(out["stall_ns"][skip:].sum())
-        s["throttle_sum_ns"] += int(out["throttle_ns"][skip:].sum())
+        for sum_key, n_key, col in (("stall_sum_ns", "stalled_requests", "stall_ns"),
+                                    ("throttle_sum_ns", "throttled_requests", "throttle_ns")):
+            delay = out[col][skip:]
+            s[sum_key] += int(delay.sum())
+            s[n_key] += int(np.count_nonzero(delay))
         s["backend_ios"] += int(out["backend_ios"][skip:].sum())
         if self._pending_write_ios:  # flushes seen before the warm-up ended: count those after it
             for ts, ios in self._pending_write_ios:
@@ -251,8 +272,8 @@ def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame
         write_hit_ratio=pl.when(pl.col("write_pages") > 0).then(pl.col("write_hit_pages") / pl.col("write_pages")),
         latency_mean_ms=pl.when(req_n > 0).then(pl.col("latency_sum_ns") / req_n / 1e6),
         latency_max_ms=pl.col("latency_max_ns") / 1e6,
-        stalled_ms=pl.col("stall_sum_ns") / 1e6,
-        throttled_ms=pl.col("throttle_sum_ns") / 1e6,
+        stall_delay_sum_ms=pl.col("stall_sum_ns") / 1e6,
+        throttle_delay_sum_ms=pl.col("throttle_sum_ns") / 1e6,
         dirty_pct_mean=pl.when(req_n > 0).then(pl.col("dirty_sum") / req_n / cache_pages * 100),
         dirty_pct_max=pl.col("dirty_max") / cache_pages * 100,
         flush_pages_per_s=pl.col("flush_pages") / sec,
@@ -351,6 +372,10 @@ def _limit(frames: Iterable[pl.DataFrame], n: int | None) -> Iterator[pl.DataFra
         left -= df.height
 
 
+def _mean_ms(sum_ns: int, n: int) -> float:
+    return sum_ns / n / 1e6 if n else 0.0
+
+
 def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: str) -> dict:
     sc = model.scenario
     c = model.counters(state)
@@ -364,6 +389,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "scenario": sc.name,
         "scenario_hash": sc.hash,
         "tiercast_version": tiercast_version(),
+        "model_version": array_model_version(),
         "dram_mode": sc.dram.mode,
         "replay_mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
@@ -383,8 +409,12 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "flush_mb_per_s": c["flush_bytes"] / sim_s / 1e6 if sim_s > 0 else 0.0,
         "forced_flush_count": c["forced_flush_count"],
         "forced_flush_stall_ms": c["forced_flush_stall_ns"] / 1e6,
-        "stalled_ms": s["stall_sum_ns"] / 1e6,
-        "throttled_ms": s["throttle_sum_ns"] / 1e6,
+        "stall_delay_sum_ms": s["stall_sum_ns"] / 1e6,
+        "stalled_requests": s["stalled_requests"],
+        "stall_delay_mean_ms": _mean_ms(s["stall_sum_ns"], s["stalled_requests"]),
+        "throttle_delay_sum_ms": s["throttle_sum_ns"] / 1e6,
+        "throttled_requests": s["throttled_requests"],
+        "throttle_delay_mean_ms": _mean_ms(s["throttle_sum_ns"], s["throttled_requests"]),
         "backend_ios_per_request": s["backend_ios"] / n if n else 0.0,
         "backend_iops_per_drive": s["backend_ios"] / sc.n_drives / span_s if span_s > 0 else 0.0,
         "simulated_seconds": sim_s,
@@ -445,8 +475,10 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
     """Closed-loop replays at each outstanding-I/O count: the trace supplies the address/op
     sequence, the model the timing. Returns one row per count: outstanding, iops, mb_per_s,
     latency_mean_ms, latency_p95_ms (and more), measured after the warm-up."""
-    if not outstanding or min(outstanding) < 1:
-        raise ValueError(f"outstanding I/O counts must be >= 1, got {outstanding}")
+    if not outstanding or not all(1 <= n <= MAX_OUTSTANDING for n in outstanding):
+        raise ValueError(f"outstanding I/O counts must be from 1 to {MAX_OUTSTANDING}, got {outstanding}")
+    if max_requests is not None and max_requests < 1:
+        raise ValueError(f"max_requests must be >= 1, got {max_requests}")
     rows = []
     n_total = min(total, max_requests) if (total and max_requests) else (max_requests or total)
     for k, n_out in enumerate(outstanding):
@@ -466,10 +498,11 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
             "outstanding": int(n_out), "iops": s["iops"], "mb_per_s": s["mb_per_s"],
             "latency_mean_ms": s["latency_mean_ms"], "latency_p95_ms": s["latency_p95_ms"],
             "latency_p99_ms": s["latency_p99_ms"], "read_hit_ratio": s["read_hit_ratio"],
-            "write_hit_ratio": s["write_hit_ratio"], "throttled_ms": s["throttled_ms"],
+            "write_hit_ratio": s["write_hit_ratio"], "throttle_delay_sum_ms": s["throttle_delay_sum_ms"],
+            "throttled_requests": s["throttled_requests"], "throttle_delay_mean_ms": s["throttle_delay_mean_ms"],
             "forced_flush_count": s["forced_flush_count"], "backend_ios_per_request": s["backend_ios_per_request"],
             "backend_iops_per_drive": s["backend_iops_per_drive"], "simulated_seconds": s["simulated_seconds"],
-            "measured_requests": s["measured_requests"], "run_id": s["run_id"],
+            "measured_requests": s["measured_requests"], "run_id": s["run_id"], "model_version": s["model_version"],
         })
     return rows
 
@@ -477,15 +510,23 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
 def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, outstanding: list[int], *,
                 max_requests: int | None = None, warmup_pct: float | None = 20.0,
                 batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> list[dict]:
-    """``sweep_frames`` over an ingested trace; writes ``results/array_sweeps/<sweep_id>.parquet``."""
+    """``sweep_frames`` over an ingested trace; writes ``sweep_path(data_dir, sweep_id)`` (unless
+    ``data_dir`` is None). Each row carries its ``sweep_id``: hash of (trace, scenario, counts,
+    request limit, warm-up, model version)."""
     rows = sweep_frames(lambda: read_frames(trace, batch_rows), scenario, outstanding, trace.trace_id,
                         total=total_rows(trace), max_requests=max_requests, warmup_pct=warmup_pct,
                         progress=progress)
+    blob = json.dumps([trace.trace_id, scenario.hash, outstanding, max_requests, warmup_pct, array_model_version()])
+    sid = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    for r in rows:
+        r["sweep_id"] = sid
     if data_dir is not None and rows:
-        blob = json.dumps([trace.trace_id, scenario.hash, outstanding, max_requests, warmup_pct,
-                           tiercast_version()])
-        sid = hashlib.sha256(blob.encode()).hexdigest()[:16]
-        df = pl.DataFrame(rows).with_columns(pl.lit(sid).alias("sweep_id"), pl.lit(trace.trace_id).alias("trace_id"),
+        df = pl.DataFrame(rows).with_columns(pl.lit(trace.trace_id).alias("trace_id"),
                                              pl.lit(scenario.name).alias("scenario"))
-        _write_parquet(df, Path(data_dir) / "results" / "array_sweeps" / f"{sid}.parquet")
+        _write_parquet(df, sweep_path(data_dir, sid))
     return rows
+
+
+def sweep_path(data_dir: str | Path, sweep_id: str) -> Path:
+    """Where ``sweep_trace`` writes the rows of sweep ``sweep_id``."""
+    return Path(data_dir) / "results" / "array_sweeps" / f"{sweep_id}.parquet"

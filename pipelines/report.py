@@ -106,7 +106,7 @@ def _runs_section(data_dir: Path, out_dir: Path) -> str:
     names = _names(data_dir)
     cols = [c for c in ("trace_id", "scenario", "dram_mode", "requests", "iops", "mb_per_s", "latency_mean_ms",
                         "latency_p99_ms", "read_hit_ratio", "write_hit_ratio", "flush_mb_per_s",
-                        "forced_flush_count", "forced_flush_stall_ms", "throttled_ms", "run_id") if c in runs.columns]
+                        "forced_flush_count", "forced_flush_stall_ms", "throttle_delay_sum_ms", "run_id") if c in runs.columns]
     parts = [_table(runs.select(cols).sort("trace_id", "scenario"), "array_runs", out_dir)]
     vol = _read(data_dir, "array_volume_intervals")
     rg = _read(data_dir, "array_rg_intervals")

@@ -8,6 +8,10 @@ write Parquet under the data directory for the load step::
     results/simulate/<trace_id>/<policy>-<cache_bytes>-<page_size>/intervals.parquet
     results/mrc/<trace_id>/<method>-<page_size>[-<rate>].parquet
 
+Both record the ``model_version`` that produced them (``replay.version.CACHE_MODEL``: a hash of
+the cache kernels' and curve code's source). They are recomputed on every call, never returned
+from disk, so a model change cannot serve stale numbers; the version says which code wrote a file.
+
 A single-volume trace is read straight from its Parquet files (already in time order); a
 multi-volume trace goes through the catalog's DuckDB merge.
 """
@@ -27,6 +31,7 @@ from replay.intervals import IntervalAggregator, outcome_frame
 from replay.kernels import cache_model
 from replay.mrc import Shards, StackDistances, curve_frame, default_sizes
 from replay.pages import ChunkBuilder, check_page_size
+from replay.version import CACHE_MODEL, model_version
 from schemas.trace import OP_WRITE
 from traces.source import prefetch
 
@@ -98,7 +103,8 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
             progress(done, total)
     c = model.counters(state)
     summary = {"trace_id": trace.trace_id, "policy": model.name, "cache_bytes": model.cache_bytes,
-               "page_size": model.page_size_bytes, "distinct_pages": builder.ids.n_ids, **c}
+               "page_size": model.page_size_bytes, "distinct_pages": builder.ids.n_ids,
+               "model_version": model_version(CACHE_MODEL), **c}
     if data_dir is not None:
         out = results_dir(data_dir, "simulate", trace.trace_id) / f"{model.name}-{model.cache_bytes}-{model.page_size_bytes}"
         _write_atomic(pl.DataFrame([summary]), out / "summary.parquet")
@@ -118,11 +124,15 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
     up to the footprint). ``method``: ``exact`` (stack distances) or ``shards``: fixed-rate at
     ``rate`` (default 0.01), or fixed-size with at most ``max_pages`` sampled pages when
     ``max_pages`` > 0 (starting at ``rate``, default 1.0, and lowering it as pages arrive).
-    Returns the result rows and writes them as Parquet under ``data_dir`` (unless None)."""
+    Returns the result rows and writes them to ``mrc_path`` under ``data_dir`` (unless None)."""
     page_size = check_page_size(page_size)
     if method not in ("exact", "shards"):
         raise ValueError(f"unknown MRC method {method!r}: use exact or shards")
+    if method == "exact" and (rate is not None or max_pages):
+        raise ValueError("the sampling rate and max_pages apply to the shards method only, not exact")
     if sizes is not None:
+        if not len(sizes):
+            raise ValueError("no cache sizes given (None: the default sizes)")
         bad = [s for s in sizes if s < page_size]
         if bad:
             raise ValueError(f"cache size(s) {bad} B smaller than one {page_size} B page")
@@ -153,11 +163,19 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         footprint = int(round(sh.cold[0]))
         estimator, sample_rate = sh, sh.current_rate
         name = "shards_max" if max_pages else "shards"
+    if sizes is None and footprint == 0:
+        raise LookupError(f"trace {trace.trace_id}: no page access {'sampled' if method != 'exact' else 'seen'}, "
+                          "so no default cache sizes (give sizes)")
     cache_sizes = list(sizes) if sizes is not None else default_sizes(footprint, page_size, n_sizes)
     caps = np.asarray(cache_sizes, dtype=np.int64) // page_size
     hr, bhr = estimator.hit_ratios(caps)
-    rows = curve_frame(trace.trace_id, page_size, cache_sizes, hr, bhr, name, sample_rate)
+    rows = curve_frame(trace.trace_id, page_size, cache_sizes, hr, bhr, name, sample_rate, model_version(CACHE_MODEL))
     if data_dir is not None:
-        suffix = "" if name == "exact" else f"-{sample_rate:.6g}"
-        _write_atomic(rows, results_dir(data_dir, "mrc", trace.trace_id) / f"{name}-{page_size}{suffix}.parquet")
+        _write_atomic(rows, mrc_path(data_dir, trace.trace_id, name, page_size, sample_rate))
     return rows
+
+
+def mrc_path(data_dir: str | Path, trace_id: str, method: str, page_size: int, sample_rate: float) -> Path:
+    """Where ``mrc`` writes a curve (``method`` as in its rows: exact, shards or shards_max)."""
+    suffix = "" if method == "exact" else f"-{sample_rate:.6g}"
+    return results_dir(data_dir, "mrc", trace_id) / f"{method}-{page_size}{suffix}.parquet"

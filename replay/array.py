@@ -32,9 +32,7 @@ any number of chunks gives identical outcomes, records and counters (tested).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,28 +146,12 @@ from replay.dram_cache import (
     V_LAST,
     V_POOL,
 )
-from replay.ids import IdMap
-from replay.ids import _slot as _id_slot  # the id table's hash: sibling units are looked up in it
+from replay.ids import IdMap, slot
+from replay.jit import kernel
 from replay.model import Chunk, Model, Outcomes, register
 from replay.pages import PAGE_BITS
 from replay.scenario import Scenario, parse
 from schemas.trace import OP_READ, OP_TRIM, OP_WRITE
-
-
-def _refresh_cache_key() -> None:
-    """numba keys a cached function on its own file's timestamp only, so a change in a callee
-    module (dram_cache, queueing, backend) would leave this kernel's stale machine code in use.
-    Give this file the newest timestamp of the four so numba recompiles when any of them changed."""
-    here = Path(__file__)
-    try:
-        newest = max(Path(m.__file__).stat().st_mtime for m in (be, dc, qk))
-        if newest > here.stat().st_mtime:
-            os.utime(here, (newest, newest))
-    except OSError:  # read-only install: sources do not change there
-        pass
-
-
-_refresh_cache_key()
 
 # record columns and kinds (``drain_records``)
 REC_TS, REC_KIND, REC_RG, REC_PAGES, REC_BYTES, REC_IOS, REC_BUSY, REC_DIRTY, REC_VAL, REC_VOL = range(10)
@@ -193,11 +175,11 @@ STATE_ARRAYS = ("pi", "pf", "G", "rgi", "rgs", "rgf", "win", "dstat", "ddyn", "d
 # --------------------------------------------------------------------------------------------
 # compiled pieces
 # --------------------------------------------------------------------------------------------
-@qk.kernel
+@kernel
 def _probe(table, key, shift):
     """Dense id of ``key`` in a ``replay.ids.IdMap`` table, -1 if absent."""
     mask = (table.shape[0] >> 1) - 1
-    s = _id_slot(key, shift, mask)
+    s = slot(key, shift, mask)
     while True:
         tk = table[2 * s]
         if tk == key:
@@ -207,7 +189,7 @@ def _probe(table, key, shift):
         s = (s + 1) & mask
 
 
-@qk.kernel
+@kernel
 def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
     i = G[G_REC_N]
     rec[i, REC_TS] = ts
@@ -223,7 +205,7 @@ def _record(G, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
     G[G_REC_N] = i + 1
 
 
-@qk.kernel
+@kernel
 def _place(pi, rgi, pool_rgs, pool_nrg, pool_slice, vol, ui, ul, u, v, unit_no, tmp):
     be.place_unit(unit_no, pi[PI_UNIT], vol[v, V_POOL], vol[v, V_BASE], v, pool_rgs, pool_nrg, pool_slice, rgi, tmp)
     ui[u, U_RG] = tmp[be.UP_RG]
@@ -236,7 +218,7 @@ def _place(pi, rgi, pool_rgs, pool_nrg, pool_slice, vol, ui, ul, u, v, unit_no, 
     ui[u, U_FLAGS] |= F_PLACED
 
 
-@qk.kernel
+@kernel
 def _write_run(ui, dstat, ddyn, dflt, u, tau, nops, nbytes, batch):
     """Back-end writes of one contiguous dirty run of unit u; returns (done, busy, ios)."""
     d = ui[u, U_DATA]
@@ -257,7 +239,7 @@ def _write_run(ui, dstat, ddyn, dflt, u, tau, nops, nbytes, batch):
     return done, busy, ios
 
 
-@qk.kernel
+@kernel
 def _flush(pi, G, rgi, rgs, rgf, dstat, ddyn, dflt, vol, ui, ul, um, utab, rec, u, tau, kind):
     """Flush the dirty pages of unit u at time tau (a full stripe if every unit of its stripe is
     fully dirty); returns the completion time of the last back-end write."""
@@ -335,7 +317,7 @@ def _flush(pi, G, rgi, rgs, rgf, dstat, ddyn, dflt, vol, ui, ul, um, utab, rec, 
     return done
 
 
-@qk.kernel
+@kernel
 def _window_add(pi, rgi, rgs, win, r, done):
     m = pi[PI_FDEPTH] * rgi[r, be.RG_WIDTH]
     n = rgs[r, RS_WIN_N]
@@ -345,7 +327,7 @@ def _window_add(pi, rgi, rgs, win, r, done):
         qk.heap_replace_top(win[r], n, done)
 
 
-@qk.kernel
+@kernel
 def _rg_next(pi, G, rgi, rgs, rgf, win, ul, r):
     """Earliest time RAID group r's flusher may issue its next write (INF: nothing to do)."""
     if rgs[r, RS_DUNITS] == 0:
@@ -365,7 +347,7 @@ def _rg_next(pi, G, rgi, rgs, rgf, win, ul, r):
     return ready if ready > base else base
 
 
-@qk.kernel
+@kernel
 def _idle_next(pi, G, vol, iwin):
     """FLARE idle flushing: the least recently active LUN with dirty pages, once idle."""
     if pi[PI_MODE] != MODE_FLARE or pi[PI_IDLE_OUT] == 0:
@@ -383,7 +365,7 @@ def _idle_next(pi, G, vol, iwin):
     return base
 
 
-@qk.kernel
+@kernel
 def _advance(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, vol, ui, ul, um, iwin, utab, rec, t_limit, mode):
     """Run background events in time order. mode 0: those due by ``t_limit``; mode 1 (FLARE
     forced flush): flush until dirty pages <= low watermark, return that write's completion;
@@ -440,7 +422,7 @@ def _advance(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, vol, ui, ul, um, 
             return done
 
 
-@qk.kernel
+@kernel
 def _start_flushers(G, rgs, t):
     for r in range(rgs.shape[0]):
         if rgs[r, RS_CLOCK] < t:
@@ -449,7 +431,7 @@ def _start_flushers(G, rgs, t):
         G[G_NEXT_EV] = t
 
 
-@qk.kernel
+@kernel
 def _read_miss(rgi, ui, dstat, ddyn, dflt, u, nbytes, tc):
     d = ui[u, U_DATA]
     lvl = rgi[ui[u, U_RG], be.RG_LEVEL]
@@ -460,7 +442,7 @@ def _read_miss(rgi, ui, dstat, ddyn, dflt, u, nbytes, tc):
     return qk.drive_submit(dstat, ddyn, dflt, d, tc, 1, nbytes, 1.0, True)
 
 
-@qk.kernel
+@kernel
 def run_requests(pi, pf, G, rgi, rgs, rgf, win, dstat, ddyn, dflt, pool_rgs, pool_nrg, pool_slice, vol, ui, ul,
                  um, heap, iwin, utab, rec, start, ts, op, vols, size, pstart, punit, pbit, puno, out, tmp):
     """Process requests ``start..``; returns the index of the first request not processed (the
@@ -897,7 +879,7 @@ class ArrayModel(Model):
             self._ensure_volumes(state, int(chunk.volume.max()) + 1)
             unit, pbit, unit_no, pstart = self.prepare(state, chunk)
             self._ensure_units(state, state.unit_ids.n_ids)
-            state.pi[PI_ID_SHIFT] = 64 - (state.unit_ids.slots.bit_length() - 1)
+            state.pi[PI_ID_SHIFT] = state.unit_ids.shift
             i = 0
             ts = np.ascontiguousarray(chunk.ts_ns, dtype=np.int64)
             op = np.ascontiguousarray(chunk.op, dtype=np.uint8)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay import queueing as qk
+from replay.jit import kernel
 from replay.scenario import Scenario
 
 # RAID group integer columns (``rgi``)
@@ -38,8 +39,7 @@ RG_WIDTH = 1
 RG_DRIVE0 = 2  # index of the group's first drive in the drive arrays
 RG_ELEM = 3  # stripe element bytes
 RG_DATA = 4  # data drives per stripe (pairs for RAID 1/10)
-RG_PAGES_PER_ELEM = 5
-N_RG_STATIC = 6
+N_RG_STATIC = 5
 
 # columns of the per-unit placement array (int64 ``uplace``)
 UP_RG = 0
@@ -66,7 +66,6 @@ class BackendArrays:
 
     rgi: np.ndarray  # int64 [n_rg, N_RG_STATIC]
     dstat: np.ndarray  # float64 [n_drives, N_DS]
-    drive_rg: np.ndarray  # int32 [n_drives]
     pool_rgs: np.ndarray  # int32 [n_pools, max_rgs] (-1 padded)
     pool_nrg: np.ndarray  # int32 [n_pools]
     pool_slice: np.ndarray  # int64 [n_pools] (0: no slicing)
@@ -76,10 +75,9 @@ def build(sc: Scenario) -> BackendArrays:
     page = sc.dram.page_bytes
     rgi = np.zeros((len(sc.raid_groups), N_RG_STATIC), dtype=np.int64)
     rows = []
-    drive_rg = []
     d0 = 0
     for g, rg in enumerate(sc.raid_groups):
-        rgi[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives, rg.stripe_element_bytes // page)
+        rgi[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives)
         dc = sc.drive_classes[rg.drive_class]
         pool = next(p for p in sc.pools if rg.name in p.raid_groups) if any(
             rg.name in p.raid_groups for p in sc.pools) else None
@@ -101,13 +99,9 @@ def build(sc: Scenario) -> BackendArrays:
             row[qk.DS_POS_RAND] = lat
         row[qk.DS_SPAN] = span
         row[qk.DS_XFER] = xfer_ns_per_byte
-        row[qk.DS_BETA] = dc.queue_gain_exponent
-        row[qk.DS_QMAX] = dc.queue_depth_max
         row[qk.DS_NOM] = row[qk.DS_POS_RAND] + page * xfer_ns_per_byte
         row[qk.DS_GAIN:] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
-        for _ in range(rg.width):
-            rows.append(row)
-            drive_rg.append(g)
+        rows += [row] * rg.width
         d0 += rg.width
     maxr = max(len(p.raid_groups) for p in sc.pools)
     pool_rgs = np.full((len(sc.pools), maxr), -1, dtype=np.int32)
@@ -116,14 +110,13 @@ def build(sc: Scenario) -> BackendArrays:
     return BackendArrays(
         rgi=rgi,
         dstat=np.array(rows, dtype=np.float64).reshape(len(rows), qk.N_DS),
-        drive_rg=np.array(drive_rg, dtype=np.int32),
         pool_rgs=pool_rgs,
         pool_nrg=np.array([len(p.raid_groups) for p in sc.pools], dtype=np.int32),
         pool_slice=np.array([p.slice_bytes if len(p.raid_groups) > 1 else 0 for p in sc.pools], dtype=np.int64),
     )
 
 
-@qk.kernel
+@kernel
 def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, pool_rgs, pool_nrg, pool_slice, rgi, out):
     """Fill ``out`` (N_UP int64) with the RAID group, drives and stripe of a cache unit."""
     off = unit_no * unit_bytes

@@ -71,7 +71,7 @@ import math
 
 import numpy as np
 
-from replay.queueing import kernel
+from replay.jit import kernel
 
 # ---- unit columns -------------------------------------------------------------------------
 # int32 ``ui``
@@ -153,8 +153,8 @@ GLOBAL_COUNTERS = {
     "read_pages": G_RPAGES, "read_hit_pages": G_RHITS, "write_pages": G_WPAGES,
     "write_hit_pages": G_WHITS, "read_bytes": G_READ_BYTES, "write_bytes": G_WRITE_BYTES,
     "trimmed_pages": G_TRIM_PAGES, "forced_flush_count": G_FORCED_N,
-    "forced_flush_stall_ns": G_FORCED_STALL_NS, "stalled_request_ns": G_STALL_NS,
-    "stalled_requests": G_STALLED_REQ, "throttled_ns": G_THROT_NS, "throttled_requests": G_THROT_REQ,
+    "forced_flush_stall_ns": G_FORCED_STALL_NS, "stall_delay_sum_ns": G_STALL_NS,
+    "stalled_requests": G_STALLED_REQ, "throttle_delay_sum_ns": G_THROT_NS, "throttled_requests": G_THROT_REQ,
     "cache_full_waits": G_FULL_WAITS, "full_stripe_writes": G_FULL_STRIPES, "flush_ops": G_FLUSH_OPS,
     "idle_flush_ops": G_IDLE_FLUSH_OPS, "flush_pages": G_FLUSH_PAGES, "flush_bytes": G_FLUSH_BYTES,
     "backend_read_ios": G_BE_READ_IOS, "backend_write_ios": G_BE_WRITE_IOS,

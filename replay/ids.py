@@ -18,20 +18,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
+
+from replay.jit import njit
 
 _EMPTY = np.int64(-1)  # keys are non-negative (volume id and page number packed, see replay.pages)
 _FIB = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Knuth's multiplicative hashing
 MAX_LOAD = 0.5  # grow before the table is half full: short probe runs with linear probing
 
 
-@numba.njit(cache=True, nogil=True)
-def _slot(key, shift, mask):
+@njit
+def slot(key, shift, mask):
+    """Home slot of ``key`` in a table of ``mask + 1`` slots: the top bits of key x 2^64/phi
+    (``shift`` = 64 - log2(slots): :attr:`IdMap.shift`). Compiled code that probes an
+    ``IdMap.table`` itself (``replay.array``) must use this same hash."""
     return np.int64((np.uint64(key) * _FIB) >> np.uint64(shift)) & mask
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _assign(table, keys, out, start, count, limit, shift):
     """Map keys[start:] into out; stop before the table would hold more than ``limit`` keys.
     ``table`` interleaves (key, id) per slot so a probe touches one cache line. Returns
@@ -41,7 +45,7 @@ def _assign(table, keys, out, start, count, limit, shift):
         k = keys[i]
         if k < 0:
             return i, count, 2
-        s = _slot(k, shift, mask)
+        s = slot(k, shift, mask)
         while True:
             tk = table[2 * s]
             if tk == k:
@@ -59,7 +63,7 @@ def _assign(table, keys, out, start, count, limit, shift):
     return keys.shape[0], count, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _assign_direct(direct, keys, out, start, count):
     """Like ``_assign`` through a key-indexed array; status 3: a key at or beyond its length."""
     n = direct.shape[0]
@@ -78,36 +82,36 @@ def _assign_direct(direct, keys, out, start, count):
     return keys.shape[0], count, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _insert_pairs(table, keys, ids, shift):
     mask = (table.shape[0] >> 1) - 1
     for j in range(keys.shape[0]):
-        s = _slot(keys[j], shift, mask)
+        s = slot(keys[j], shift, mask)
         while table[2 * s] != _EMPTY:
             s = (s + 1) & mask
         table[2 * s] = keys[j]
         table[2 * s + 1] = ids[j]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _rehash(old, new, shift):
     mask = (new.shape[0] >> 1) - 1
     for j in range(old.shape[0] >> 1):
         k = old[2 * j]
         if k != _EMPTY:
-            s = _slot(k, shift, mask)
+            s = slot(k, shift, mask)
             while new[2 * s] != _EMPTY:
                 s = (s + 1) & mask
             new[2 * s] = k
             new[2 * s + 1] = old[2 * j + 1]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _lookup(table, keys, out, shift):
     mask = (table.shape[0] >> 1) - 1
     for i in range(keys.shape[0]):
         k = keys[i]
-        s = _slot(k, shift, mask)
+        s = slot(k, shift, mask)
         out[i] = -1
         while True:
             tk = table[2 * s]
@@ -179,6 +183,11 @@ class IdMap:
     @property
     def slots(self) -> int:
         return self.table.shape[0] >> 1
+
+    @property
+    def shift(self) -> int:
+        """The ``shift`` argument of :func:`slot` for the current table."""
+        return _shift(self.slots)
 
     def reserve(self, n_keys: int) -> None:
         """Grow so that ``n_keys`` distinct keys fit without another rehash."""

@@ -88,12 +88,6 @@ class Chunk:
         """int64 count of pages each request touches."""
         return np.bincount(self.page_req, minlength=self.n_requests).astype(np.int64)
 
-    def per_request_sum(self, page_values: np.ndarray) -> np.ndarray:
-        """Sum a page-level array into a request-level one (int64 for integer/bool input)."""
-        w = page_values.astype(np.int64) if page_values.dtype.kind in "biu" else page_values
-        out = np.bincount(self.page_req, weights=w, minlength=self.n_requests)
-        return out.astype(np.int64) if page_values.dtype.kind in "biu" else out
-
 
 class Model(ABC):
     """Base of every replay model. Subclasses set ``name``, validate in ``__init__`` and implement

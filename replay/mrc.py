@@ -32,17 +32,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 import polars as pl
 
 from replay.ids import IdMap
+from replay.jit import njit
 
 HASH_SPACE = float(1 << 63)  # sampling hashes are 63-bit non-negative integers
 MIN_POSITIONS = 1 << 16
 
 MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.Int64, "hit_ratio": pl.Float64,
-              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64}
+              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64, "model_version": pl.String}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.In
 # and one update per access instead of one query and two updates). meta = [next position,
 # live positions]; holes = next position - live.
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _prefix(tree, p):
     """Holes at positions 0..p."""
     s = 0
@@ -63,7 +63,7 @@ def _prefix(tree, p):
     return s
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _add(tree, p, v):
     n = tree.shape[0] - 1
     i = p + 1
@@ -72,7 +72,7 @@ def _add(tree, p, v):
         i += i & -i
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _compact(tree, owner, last_pos, meta):
     """Renumber live positions to 0..live-1 in order; no holes remain, so the tree is zero."""
     cur = meta[0]
@@ -89,7 +89,7 @@ def _compact(tree, owner, last_pos, meta):
     meta[1] = k  # live positions
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _drop(x, tree, owner, last_pos, meta):
     """Forget page x (SHARDS fixed-size): its position becomes a hole."""
     lp = last_pos[x]
@@ -99,7 +99,7 @@ def _drop(x, tree, owner, last_pos, meta):
         meta[1] -= 1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _touch(x, tree, owner, last_pos, meta):
     """Stack distance of an access to x (0 for a first access); x moves to the next position.
     Assumes a free position exists (meta[0] < T)."""
@@ -119,7 +119,7 @@ def _touch(x, tree, owner, last_pos, meta):
     return d
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _exact_kernel(ids, nbytes, start, tree, owner, last_pos, meta, hist, hist_bytes, cold):
     """Distances of ids[start:], into integer histograms; returns the index reached (stops early
     when the position space needs to grow)."""
@@ -220,7 +220,7 @@ class StackDistances:
 # ---------------------------------------------------------------------------------------------
 # SHARDS
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _mix(key):
     """63-bit hash of a page key: the splitmix64 finalizer (Steele et al., OOPSLA 2014)."""
     z = np.uint64(key) + np.uint64(0x9E3779B97F4A7C15)
@@ -230,7 +230,7 @@ def _mix(key):
     return np.int64(z >> np.uint64(1))
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _candidates(keys, nbytes, threshold, out_keys, out_hash, out_bytes):
     """Keep the accesses whose key hash is below ``threshold`` (one pass, no temporaries);
     returns (kept, total bytes of all accesses)."""
@@ -247,7 +247,7 @@ def _candidates(keys, nbytes, threshold, out_keys, out_hash, out_bytes):
     return k, total
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _heap_push(hh, hx, n, h, x):
     """Max-heap on (hash, id) in arrays; returns the new size."""
     i = n
@@ -263,7 +263,7 @@ def _heap_push(hh, hx, n, h, x):
     return n + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _heap_pop(hh, hx, n):
     """Remove the max; returns the new size (the popped entry is left at index n-1)."""
     n -= 1
@@ -285,7 +285,7 @@ def _heap_pop(hh, hx, n):
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, hist, hist_bytes, cold,
                    heap_h, heap_x, smeta, max_pages):
     """SHARDS over candidate accesses [start:]; smeta = [threshold, heap size]; last_pos codes:
@@ -442,13 +442,14 @@ def default_sizes(footprint_pages: int, page_size: int, n: int = 20) -> list[int
 
 
 def curve_frame(trace_id: str, page_size: int, cache_bytes, hit_ratio, byte_hit_ratio, method: str,
-                sample_rate: float) -> pl.DataFrame:
-    """Result rows: trace_id, page_size, cache_bytes, hit_ratio, byte_hit_ratio, method, sample_rate."""
+                sample_rate: float, model_version: str) -> pl.DataFrame:
+    """Result rows: trace_id, page_size, cache_bytes, hit_ratio, byte_hit_ratio, method, sample_rate,
+    model_version (``replay.version``)."""
     n = len(cache_bytes)
     return pl.DataFrame({
         "trace_id": [trace_id] * n, "page_size": [page_size] * n,
         "cache_bytes": [int(c) for c in cache_bytes],
         "hit_ratio": np.asarray(hit_ratio, dtype=np.float64),
         "byte_hit_ratio": np.asarray(byte_hit_ratio, dtype=np.float64),
-        "method": [method] * n, "sample_rate": [float(sample_rate)] * n,
+        "method": [method] * n, "sample_rate": [float(sample_rate)] * n, "model_version": [model_version] * n,
     }, schema=MRC_SCHEMA)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 import polars as pl
 
 from replay.ids import IdMap
+from replay.jit import njit
 from replay.model import Chunk
 from schemas.trace import OP_WRITE, OPS
 
@@ -49,7 +49,7 @@ class PageSplit:
     page_bytes: np.ndarray  # int64 bytes of the request inside this page
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _count_pages(offset, size_bytes, shift, first, n_pages):
     """One fused pass: first page and page count per request. Returns (total pages, index of
     the first request with a negative offset or size, or -1)."""

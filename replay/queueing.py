@@ -36,14 +36,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
-#: Decorator of the array model's compiled functions. They only read and write arrays they are
-#: handed (nothing is allocated), so they are compiled without numba's reference counting: with
-#: ~20 array arguments per call, counting references on entry and exit cost ~3 ns per array per
-#: call, about half of the kernel's time.
-kernel = numba.njit(cache=True, nogil=True, _nrt=False)
+from replay.jit import kernel
 
 # drive static parameters (float64 columns of ``dstat``)
 DS_POS_RAND = 0  # ns: random seek within the span + half rotation (HDD) or latency (SSD)
@@ -52,11 +47,9 @@ DS_SEEK_K = 2  # ns: (avg seek - track-to-track) * 15/8, scale of sqrt(distance)
 DS_SPAN = 3  # share of the stroke the data occupies
 DS_ROT = 4  # ns: half rotation
 DS_XFER = 5  # ns per byte
-DS_BETA = 6
-DS_QMAX = 7
-DS_NOM = 8  # ns: nominal single-page op at queue depth 1 (queue-length estimates)
-DS_SEEK_RAND = 9  # ns: random seek within the span alone
-DS_GAIN = 10  # gain(q) for q = 0 .. GAIN_TABLE - 1 (columns DS_GAIN + q)
+DS_NOM = 6  # ns: nominal single-page op at queue depth 1 (queue-length estimates)
+DS_SEEK_RAND = 7  # ns: random seek within the span alone
+DS_GAIN = 8  # gain(q) for q = 0 .. GAIN_TABLE - 1 (columns DS_GAIN + q)
 GAIN_TABLE = 1025
 N_DS = DS_GAIN + GAIN_TABLE
 
@@ -68,7 +61,6 @@ N_DD = 3
 DF_LAST_BG = 0  # ns: service of the last background op (residual estimate)
 DF_GAIN = 1  # gain of the last op (queue-length estimate)
 DF_FG_SHARE = 2  # moving share of host reads among the drive's operations
-N_DF = 3
 FG_SHARE_WEIGHT = 1.0 / 64.0  # weight of one operation in DF_FG_SHARE
 
 

@@ -34,37 +34,51 @@ from schemas.units import parse_duration_ns, parse_size
 PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
 RAID_LEVELS = (0, 1, 5, 6, 10)
-#: Back-end I/Os per small random host write (seed 000, doc): RAID 1/10 = 2, 5 = 4, 6 = 6.
-WRITE_PENALTY = {0: 1, 1: 2, 10: 2, 5: 4, 6: 6}
 PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
 NOT_YET_MODELLED = ("ssd_cache", "tiering")
+MAX_OUTSTANDING = 1 << 20  # closed-loop I/Os in flight
+MAX_WARMUP_PCT = 99.0  # at least 1 % of the requests is measured
+MIN_INTERVAL_NS = 1_000_000  # per-interval outputs: 1 ms
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
+_INDEXED = re.compile(r"^(.*)\[(\d+)\]$")
 
 
 # --------------------------------------------------------------------------------------------
 # errors with file and line
 # --------------------------------------------------------------------------------------------
+def _split(section: str) -> tuple[str, int | None]:
+    """``"raid_groups[1]"`` -> (``"raid_groups"``, 1): the second ``[[raid_groups]]`` entry."""
+    m = _INDEXED.match(section)
+    return (m.group(1), int(m.group(2))) if m else (section, None)
+
+
 class _Where:
-    """Finds the line of a key in the TOML text, so errors can point at it."""
+    """Finds the line of a key in the TOML text, so errors can point at it. A section is a table
+    name (``dram.flare``) or an entry of an array of tables (``raid_groups[1]``, 0-based)."""
 
     def __init__(self, source: str, text: str | None):
         self.source = source
         self.lines = text.splitlines() if text else []
 
     def line_of(self, section: str, key: str | None) -> int | None:
-        if not self.lines:
-            return None
-        head = section.split("[")[0]
+        """1-based line of ``key`` inside ``section`` (of its header when ``key`` is None)."""
+        head, index = _split(section)
         start = 0
         if head:
-            pat = re.compile(r"^\s*\[\[?\s*" + re.escape(head) + r"\s*\]\]?\s*(#.*)?$")
-            for i, line in enumerate(self.lines):
-                if pat.match(line):
-                    start = i
-                    break
-        if key is None:
-            return start + 1 if head else None
+            headers = [i for i, line in enumerate(self.lines)
+                       if (m := _HEADER.match(line)) and m.group(1) == head]
+            if len(headers) <= (index or 0):
+                return None
+            start = headers[index or 0]
+            if key is None:
+                return start + 1
+            start += 1
+        elif key is None:
+            return None
         kp = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
         for i in range(start, len(self.lines)):
+            if _HEADER.match(self.lines[i]):  # the table ends at the next header
+                return None
             if kp.match(self.lines[i]):
                 return i + 1
         return None
@@ -72,7 +86,8 @@ class _Where:
     def error(self, section: str, key: str | None, msg: str) -> ValueError:
         line = self.line_of(section, key)
         where = f"{self.source}" + (f", line {line}" if line else "")
-        sec = f"[{section}] " if section else ""
+        head, index = _split(section)
+        sec = f"[[{head}]] #{index + 1} " if index is not None else f"[{section}] " if section else ""
         k = f"{key}: " if key else ""
         return ValueError(f"{where}: {sec}{k}{msg}")
 
@@ -130,6 +145,15 @@ def _get(w: _Where, section: str, table: dict, key: str, kind: str, default: Any
     if maximum is not None and v > maximum:
         raise w.error(section, key, f"must be <= {maximum}, got {v}")
     return v
+
+
+def _check_range(name: str, v: Any, lo: float, hi: float | None, integer: bool = False) -> None:
+    """ValueError unless ``lo <= v <= hi`` (an int when ``integer``)."""
+    kind = "an integer" if integer else "a number"
+    ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok_type or not (lo <= v and (hi is None or v <= hi)):
+        rng = f"from {lo:.12g} to {hi:.12g}" if hi is not None else f">= {lo:.12g}"
+        raise ValueError(f"{name} must be {kind} {rng}, got {v!r}")
 
 
 def _table(w: _Where, section: str, v: Any) -> dict:
@@ -194,10 +218,6 @@ class RaidGroup:
     @property
     def data_drives(self) -> int:
         return self.width // 2 if self.level in (1, 10) else self.width - self.parity_drives
-
-    @property
-    def write_penalty(self) -> int:
-        return WRITE_PENALTY[self.level]
 
 
 @dataclass(frozen=True)
@@ -348,8 +368,15 @@ class Scenario:
         return sum(rg.width for rg in self.raid_groups)
 
     def with_replay(self, **changes) -> Scenario:
-        """A copy with replay options changed (e.g. ``mode="closed", outstanding=48``)."""
-        return replace(self, replay=replace(self.replay, **changes))
+        """A copy with replay options changed (e.g. ``mode="closed", outstanding=48``), checked
+        as the file's ``[replay]`` section is (ValueError naming the option and its range)."""
+        opts = replace(self.replay, **changes)
+        if opts.mode not in ("open", "closed"):
+            raise ValueError(f"replay mode must be 'open' or 'closed', got {opts.mode!r}")
+        _check_range("outstanding", opts.outstanding, 1, MAX_OUTSTANDING, integer=True)
+        _check_range("warmup_pct", opts.warmup_pct, 0, MAX_WARMUP_PCT)
+        _check_range("interval_ns", opts.interval_ns, MIN_INTERVAL_NS, None, integer=True)
+        return replace(self, replay=opts)
 
     def describe(self) -> dict:
         """Short summary for listings."""
@@ -416,23 +443,23 @@ def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
 def _parse_rg(w: _Where, i: int, t: dict, classes: dict[str, DriveClass]) -> RaidGroup:
     sec = f"raid_groups[{i}]"
     t = _table(w, sec, t)
-    _check_keys(w, "raid_groups", t, _names(RaidGroup))
+    _check_keys(w, sec, t, _names(RaidGroup))
     for k in ("name", "level", "width", "drive_class"):
         if k not in t:
-            raise w.error("raid_groups", None, f"RAID group #{i + 1} lacks {k!r}")
-    name = _get(w, "raid_groups", t, "name", "str")
-    level = _get(w, "raid_groups", t, "level", "int", choices=RAID_LEVELS)
-    width = _get(w, "raid_groups", t, "width", "int", minimum=1)
-    dclass = _get(w, "raid_groups", t, "drive_class", "str")
-    elem = _get(w, "raid_groups", t, "stripe_element_bytes", "size", 64 << 10, minimum=512)
+            raise w.error(sec, None, f"lacks {k!r}")
+    name = _get(w, sec, t, "name", "str")
+    level = _get(w, sec, t, "level", "int", choices=RAID_LEVELS)
+    width = _get(w, sec, t, "width", "int", minimum=1)
+    dclass = _get(w, sec, t, "drive_class", "str")
+    elem = _get(w, sec, t, "stripe_element_bytes", "size", 64 << 10, minimum=512)
     if dclass not in classes:
-        raise w.error("raid_groups", "drive_class", f"RAID group {name!r}: unknown drive class {dclass!r}; "
+        raise w.error(sec, "drive_class", f"RAID group {name!r}: unknown drive class {dclass!r}; "
                       f"defined: {', '.join(classes) or 'none'}")
     need = {0: 1, 1: 2, 10: 4, 5: 3, 6: 4}[level]
     if width < need or (level == 1 and width != 2) or (level == 10 and width % 2):
-        raise w.error("raid_groups", "width", f"RAID group {name!r}: RAID {level} cannot have {width} drives")
+        raise w.error(sec, "width", f"RAID group {name!r}: RAID {level} cannot have {width} drives")
     if elem & (elem - 1):
-        raise w.error("raid_groups", "stripe_element_bytes", f"RAID group {name!r}: {elem} is not a power of two")
+        raise w.error(sec, "stripe_element_bytes", f"RAID group {name!r}: {elem} is not a power of two")
     return RaidGroup(name, level, width, dclass, elem)
 
 
@@ -537,12 +564,12 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
         raise w.error("raid_groups", None, "at least one [[raid_groups]] entry is needed")
     rgs = tuple(_parse_rg(w, i, t, classes) for i, t in enumerate(rgs_raw))
     seen = set()
-    for rg in rgs:
+    for i, rg in enumerate(rgs):
         if rg.name in seen:
-            raise w.error("raid_groups", "name", f"RAID group {rg.name!r} defined twice")
+            raise w.error(f"raid_groups[{i}]", "name", f"RAID group {rg.name!r} defined twice")
         seen.add(rg.name)
         if rg.stripe_element_bytes % dram.flush_unit_bytes:
-            raise w.error("raid_groups", "stripe_element_bytes", f"RAID group {rg.name!r}: stripe element "
+            raise w.error(f"raid_groups[{i}]", "stripe_element_bytes", f"RAID group {rg.name!r}: stripe element "
                           f"{rg.stripe_element_bytes} B is not a multiple of the flush unit {dram.flush_unit_bytes} B")
 
     pools_raw = data.get("pools", [])
@@ -551,39 +578,40 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     pools = []
     used: dict[str, str] = {}
     for i, pt in enumerate(pools_raw):
-        pt = _table(w, f"pools[{i}]", pt)
-        _check_keys(w, "pools", pt, _names(Pool))
+        sec = f"pools[{i}]"
+        pt = _table(w, sec, pt)
+        _check_keys(w, sec, pt, _names(Pool))
         if "name" not in pt or "raid_groups" not in pt:
-            raise w.error("pools", None, f"pool #{i + 1} needs 'name' and 'raid_groups'")
-        pname = _get(w, "pools", pt, "name", "str")
+            raise w.error(sec, None, "needs 'name' and 'raid_groups'")
+        pname = _get(w, sec, pt, "name", "str")
         members = pt["raid_groups"]
         if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
-            raise w.error("pools", "raid_groups", f"pool {pname!r}: a non-empty list of RAID group names")
+            raise w.error(sec, "raid_groups", f"pool {pname!r}: a non-empty list of RAID group names")
         for m in members:
             if m not in seen:
-                raise w.error("pools", "raid_groups", f"pool {pname!r}: unknown RAID group {m!r}")
+                raise w.error(sec, "raid_groups", f"pool {pname!r}: unknown RAID group {m!r}")
             if m in used:
-                raise w.error("pools", "raid_groups", f"RAID group {m!r} is in pools {used[m]!r} and {pname!r}")
+                raise w.error(sec, "raid_groups", f"RAID group {m!r} is in pools {used[m]!r} and {pname!r}")
             used[m] = pname
         p = Pool(
             name=pname,
             raid_groups=tuple(members),
-            slice_bytes=_get(w, "pools", pt, "slice_bytes", "size", Pool.slice_bytes, minimum=0),
-            span_fraction=_get(w, "pools", pt, "span_fraction", "float", Pool.span_fraction, minimum=0,
+            slice_bytes=_get(w, sec, pt, "slice_bytes", "size", Pool.slice_bytes, minimum=0),
+            span_fraction=_get(w, sec, pt, "span_fraction", "float", Pool.span_fraction, minimum=0,
                                maximum=1, strict_min=True),
         )
         if p.slice_bytes and p.slice_bytes % dram.flush_unit_bytes:
-            raise w.error("pools", "slice_bytes", f"pool {pname!r}: slice is not a multiple of the flush unit")
+            raise w.error(sec, "slice_bytes", f"pool {pname!r}: slice is not a multiple of the flush unit")
         for m in members:
             rg = rgs[[r.name for r in rgs].index(m)]
             if p.slice_bytes and p.slice_bytes % rg.stripe_element_bytes:
-                raise w.error("pools", "slice_bytes", f"pool {pname!r}: slice is not a multiple of RAID group "
+                raise w.error(sec, "slice_bytes", f"pool {pname!r}: slice is not a multiple of RAID group "
                               f"{m!r}'s stripe element")
         if len(members) > 1 and not p.slice_bytes:
-            raise w.error("pools", "slice_bytes", f"pool {pname!r} spreads over {len(members)} RAID groups: "
+            raise w.error(sec, "slice_bytes", f"pool {pname!r} spreads over {len(members)} RAID groups: "
                           "give a slice size")
         if pname in [q.name for q in pools]:
-            raise w.error("pools", "name", f"pool {pname!r} defined twice")
+            raise w.error(sec, "name", f"pool {pname!r} defined twice")
         pools.append(p)
 
     vt = _table(w, "volumes", data.get("volumes", {}))
@@ -594,14 +622,15 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
         raise w.error("volumes", "default_pool", f"unknown pool {default_pool!r}; defined: {', '.join(pool_names)}")
     maps = []
     for i, mt in enumerate(vt.get("map", [])):
-        mt = _table(w, f"volumes.map[{i}]", mt)
-        _check_keys(w, "volumes.map", mt, {"pattern", "pool"})
+        sec = f"volumes.map[{i}]"
+        mt = _table(w, sec, mt)
+        _check_keys(w, sec, mt, {"pattern", "pool"})
         if "pattern" not in mt or "pool" not in mt:
-            raise w.error("volumes.map", None, f"entry #{i + 1} needs 'pattern' and 'pool'")
-        pat = _get(w, "volumes.map", mt, "pattern", "str")
-        pl = _get(w, "volumes.map", mt, "pool", "str")
+            raise w.error(sec, None, "needs 'pattern' and 'pool'")
+        pat = _get(w, sec, mt, "pattern", "str")
+        pl = _get(w, sec, mt, "pool", "str")
         if pl not in pool_names:
-            raise w.error("volumes.map", "pool", f"unknown pool {pl!r}; defined: {', '.join(pool_names)}")
+            raise w.error(sec, "pool", f"unknown pool {pl!r}; defined: {', '.join(pool_names)}")
         maps.append(VolumeMap(pat, pl))
 
     rt = _table(w, "replay", data.get("replay", {}))
@@ -609,11 +638,11 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     r0 = ReplayOptions()
     replay_opts = ReplayOptions(
         mode=_get(w, "replay", rt, "mode", "str", r0.mode, choices=("open", "closed")),
-        outstanding=_get(w, "replay", rt, "outstanding", "int", r0.outstanding, minimum=1, maximum=1 << 20),
+        outstanding=_get(w, "replay", rt, "outstanding", "int", r0.outstanding, minimum=1, maximum=MAX_OUTSTANDING),
         interval_ns=_get(w, "replay", rt, "interval", "duration", r0.interval_ns, minimum=1, strict_min=False),
-        warmup_pct=_get(w, "replay", rt, "warmup_pct", "float", r0.warmup_pct, minimum=0, maximum=99),
+        warmup_pct=_get(w, "replay", rt, "warmup_pct", "float", r0.warmup_pct, minimum=0, maximum=MAX_WARMUP_PCT),
     )
-    if replay_opts.interval_ns < 1_000_000:
+    if replay_opts.interval_ns < MIN_INTERVAL_NS:
         raise w.error("replay", "interval", "must be at least 1 ms")
 
     extra = {}
@@ -647,8 +676,11 @@ def load(ref: str | Path) -> Scenario:
         p = cand
     if not p.is_file():
         raise FileNotFoundError(f"scenario file {p} does not exist")
-    return loads(p.read_text(), str(p))
-
-
-def presets() -> list[Scenario]:
-    return [load(n) for n in preset_names()]
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # a leading BOM (some Windows editors) is fine
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{p}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} (line {line}); "
+                         "save the scenario as UTF-8") from None
+    return loads(text, str(p))

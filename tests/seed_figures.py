@@ -319,7 +319,7 @@ def detail() -> None:
         sc = load(preset)
         print(f"{label}: {v:,.0f} IOPS sustained, {s['backend_ios_per_request']:.2f} back-end I/Os per host I/O, "
               f"write hits {s['write_hit_ratio']:.3f}, {n_out / sc.n_drives:.1f} host I/Os outstanding per drive, "
-              f"forced flushes {s['forced_flush_count']}, throttle delay summed over requests {s['throttled_ms'] / 1e3:,.0f} s")
+              f"forced flushes {s['forced_flush_count']}, throttle delay summed over requests {s['throttle_delay_sum_ms'] / 1e3:,.0f} s")
         for r, rg in zip(json.loads(s["raid_groups"]), sc.raid_groups, strict=True):
             busy = r["drive_busy_ns"]
             ios = s["backend_read_ios"] + s["backend_write_ios"] if len(sc.raid_groups) == 1 else None

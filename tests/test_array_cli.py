@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
+from test_array import flood_and_app, two_groups
 from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.ingest import ingest_file
-from pipelines.replay import replay_frames, run_id
-from replay.scenario import load
+from pipelines.replay import array_model_version, replay_frames, run_id
+from replay.scenario import load, loads
 from traces import synth
 
 SUMMARY_KEYS = ("run_id", "requests", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms", "latency_p99_ms",
                 "read_hit_ratio", "write_hit_ratio", "flush_mb_per_s", "forced_flush_count",
-                "forced_flush_stall_ms", "throttled_ms")
+                "forced_flush_stall_ms", "throttle_delay_sum_ms", "throttled_requests", "throttle_delay_mean_ms",
+                "stall_delay_sum_ms", "stalled_requests", "stall_delay_mean_ms", "model_version")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +69,8 @@ def test_replay_json_parquet_and_idempotent_reruns(trace):
     assert vol.filter(pl.col("volume") == "lun-rw")["reads"].sum() == 0
     assert rg["flush_pages"].sum() == s["flush_pages"] and rg["backend_write_ios"].sum() == s["backend_write_ios"]
     for col in ("iops", "mb_per_s", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms",
-                "dirty_pct_max", "flush_pages_per_s", "flush_mb_per_s", "stalled_ms", "throttled_ms",
+                "dirty_pct_max", "flush_pages_per_s", "flush_mb_per_s", "stall_delay_sum_ms", "stalled_requests",
+                "throttle_delay_sum_ms", "throttled_requests",
                 "forced_flushes", "forced_flush_stall_ms", "utilization", "pre_cleaning_age_ms"):
         assert col in rg.columns, col
     assert (rg["latency_p50_ms"] <= rg["latency_p99_ms"] * 1.0001).all()
@@ -75,7 +79,8 @@ def test_replay_json_parquet_and_idempotent_reruns(trace):
     again = json.loads(_run("replay", tid, "--scenario", "vnx5400", "--data-dir", str(d), "--json").stdout)
     assert again["already_done"] and again["run_id"] == s["run_id"] and again["iops"] == s["iops"]
     text = _run("replay", tid, "--scenario", "vnx5400", "--data-dir", str(d)).stdout
-    for word in ("iops", "latency", "read_hit_ratio", "forced flushes", "throttled_ms", "already done"):
+    for word in ("iops", "latency", "read_hit_ratio", "forced flushes", "throttled requests / delay sum ms",
+                 "already done"):
         assert word in text
 
 
@@ -96,8 +101,9 @@ def test_replay_from_a_scenario_file_and_errors(trace, tmp_path):
 
 def test_sweep_json_rows(trace):
     d, tid, _ = trace
-    rows = json.loads(_run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
-                           "--data-dir", str(d), "--json").stdout)
+    res = json.loads(_run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
+                          "--data-dir", str(d), "--json").stdout)
+    rows = res["rows"]
     assert [r["outstanding"] for r in rows] == [1, 8]
     for r in rows:
         assert set(r) >= {"outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms"}
@@ -106,7 +112,12 @@ def test_sweep_json_rows(trace):
         assert r["iops"] * r["latency_mean_ms"] / 1000 == pytest.approx(r["outstanding"], rel=0.05)
     assert rows[1]["iops"] > rows[0]["iops"]
     saved = list((d / "results" / "array_sweeps").glob("*.parquet"))
-    assert len(saved) == 1 and pl.read_parquet(saved[0])["outstanding"].to_list() == [1, 8]
+    assert [str(p) for p in saved] == [res["results_path"]] and res["results_path"].endswith(f"{res['sweep_id']}.parquet")
+    stored = pl.read_parquet(saved[0])
+    assert stored["outstanding"].to_list() == [1, 8] and set(stored["model_version"]) == {array_model_version()}
+    text = _run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
+                "--data-dir", str(d)).stdout
+    assert text.rstrip().splitlines()[-1] == f"results {res['results_path']}"
 
 
 def test_scenarios_lists_the_presets():
@@ -116,3 +127,47 @@ def test_scenarios_lists_the_presets():
     assert by["vnx5400"]["drives"] == {"sas10k": 15} and by["vnx1-flare"]["dram_mode"] == "flare"
     text = _run("scenarios").stdout
     assert "vnx2-mcx" in text and "RAID 5 x5" in text
+
+
+def _one_line(output: str) -> str:
+    """The CLI's error text without the box drawing and line wrapping of the terminal."""
+    return re.sub(r"[\s│╭╮╰╯─]+", " ", output)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["replay", "--outstanding", "0"], "Invalid value for '--outstanding': must be an integer from 1 to 1048576, got 0"),
+    (["replay", "--outstanding", "-4"], "Invalid value for '--outstanding': must be an integer from 1 to 1048576, got -4"),
+    (["sweep", "--warmup", "150"], "Invalid value for '--warmup': must be a number from 0 to 99, got 150"),
+    (["sweep", "--warmup", "-50"], "Invalid value for '--warmup': must be a number from 0 to 99, got -50"),
+    (["sweep", "--outstanding", "0,4"],
+     "Invalid value for '--outstanding': expects integers from 1 to 1048576 such as 12,24,48, got '0,4'"),
+    (["sweep", "--outstanding", ""],
+     "Invalid value for '--outstanding': expects integers from 1 to 1048576 such as 12,24,48, got ''"),
+    (["sweep", "--requests", "0"], "Invalid value for '--requests': must be an integer >= 1, got 0"),
+])
+def test_nonsense_options_are_refused_with_exit_2_and_nothing_stored(trace, tmp_path, args, message):
+    _, tid, _ = trace
+    d = tmp_path / "empty-data"  # the trace is not even looked up: options are checked first
+    r = CliRunner().invoke(app, [args[0], tid, "--scenario", "vnx2-mcx", *args[1:], "--data-dir", str(d)])
+    assert r.exit_code == 2, r.output
+    assert message in _one_line(r.output)
+    assert not d.exists()
+
+
+def test_delay_sums_counts_and_means_agree():
+    """A write flood that MCx throttles: the summary's delay sum, count and mean agree with each
+    other and with the per-interval tables (no warm-up: one window)."""
+    rows, _ = flood_and_app(5000)
+    df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
+    res = replay_frames([df], loads(two_groups("mcx"), "flood.toml"), "flood", total=df.height)
+    s = res.summary
+    assert 1000 < s["throttled_requests"] < s["measured_requests"] == df.height
+    assert s["throttle_delay_sum_ms"] > 1000  # more than the 0.5 s the flood lasts: a sum over requests
+    assert s["throttle_delay_mean_ms"] == pytest.approx(s["throttle_delay_sum_ms"] / s["throttled_requests"])
+    assert s["throttle_delay_sum_ns"] == pytest.approx(s["throttle_delay_sum_ms"] * 1e6)  # the model's counter
+    for t in (res.volume_intervals, res.rg_intervals):
+        assert t["throttled_requests"].sum() == s["throttled_requests"]
+        assert t["throttle_delay_sum_ms"].sum() == pytest.approx(s["throttle_delay_sum_ms"])
+        assert t["stalled_requests"].sum() == s["stalled_requests"] == 0  # MCx never stalls the array
+    assert s["stall_delay_mean_ms"] == 0.0
+    assert "throttled_ms" not in s and "throttled_ms" not in res.volume_intervals.columns

@@ -65,7 +65,7 @@ def test_seed000_2gb_runs_from_cache():
     r = seed000_2gb()
     assert abs(r["iops"] / (23_800 * 1.225) - 1) <= 0.15, r["iops"]
     assert r["read_hit_ratio"] > 0.98
-    assert r["write_hit_ratio"] > 0.6 and r["throttled_ms"] / r["measured_requests"] < 0.1
+    assert r["write_hit_ratio"] > 0.6 and r["throttle_delay_sum_ms"] / r["measured_requests"] < 0.1
 
 
 def test_seed002_mcx_over_flare():
@@ -77,5 +77,5 @@ def test_seed002_mcx_over_flare():
     flare, fs = seed002_cached("vnx1-flare")
     mcx, ms = seed002_cached("vnx2-mcx")
     assert fs["forced_flush_count"] >= 4
-    assert ms["forced_flush_count"] == 0 and ms["throttled_ms"] > 0
+    assert ms["forced_flush_count"] == 0 and ms["throttle_delay_sum_ms"] > 0
     assert abs((mcx / flare) / (900 / 513) - 1) <= 0.15, (mcx, flare)

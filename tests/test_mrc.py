@@ -136,3 +136,8 @@ def test_default_sizes_and_errors(traces):
         sim.mrc(trace, None, PAGE, method="lfu")
     with pytest.raises(ValueError, match="smaller than one 4096 B page"):
         sim.mrc(trace, None, PAGE, sizes=[1024])
+    with pytest.raises(ValueError, match="no cache sizes given"):
+        sim.mrc(trace, None, PAGE, sizes=[])
+    for bad in ({"rate": 0.1}, {"max_pages": 4096}):
+        with pytest.raises(ValueError, match="apply to the shards method only, not exact"):
+            sim.mrc(trace, None, PAGE, method="exact", **bad)

@@ -78,7 +78,7 @@ def test_hash_is_stable_across_spelling_and_names_but_not_content():
     (('cache_bytes = "64MiB"', 'cache_bytes = "-64MiB"'), r"line 5: \[dram\] cache_bytes: negative size"),
     (('read_cache_bytes = "16MiB"', 'read_cache_bytes = "16MiB"\nlow_watermark_pct = 85'),
      r"\[dram\.flare\] low_watermark_pct: low watermark 85.0 % must be below the high watermark 80.0 %"),
-    (("level = 5", "level = 4"), r"\[raid_groups\] level: 4 is not one of 0, 1, 5, 6, 10"),
+    (("level = 5", "level = 4"), r"line 13: \[\[raid_groups\]\] #1 level: 4 is not one of 0, 1, 5, 6, 10"),
     (("width = 5", "width = 2"), r"RAID group 'rg0': RAID 5 cannot have 2 drives"),
     (('drive_class = "sas"', 'drive_class = "ssd"'), r"unknown drive class 'ssd'; defined: sas"),
     (('raid_groups = ["rg0"]', 'raid_groups = ["rg9"]'), r"pool 'p': unknown RAID group 'rg9'"),
@@ -129,3 +129,66 @@ pool = "fast"
 """)
     s = loads(text, "v.toml")
     assert s.pool_of_volume("db-7") == 1 and s.pool_of_volume("web") == 0
+
+
+TWO_GROUPS = MINIMAL.replace('[[pools]]\nname = "p"\nraid_groups = ["rg0"]', """[[raid_groups]]
+name = "rg1"
+level = 6
+width = 8
+drive_class = "sas"
+[[pools]]
+name = "p"
+raid_groups = ["rg0"]
+[[pools]]
+name = "q"
+raid_groups = ["rg1"]
+""")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("level = 6", "level = 7"), r"t\.toml, line 18: \[\[raid_groups\]\] #2 level: 7 is not one of"),
+    (("width = 8", "width = 3"), r"t\.toml, line 19: \[\[raid_groups\]\] #2 width: RAID group 'rg1': RAID 6 cannot"),
+    (('name = "rg1"', 'name = "rg0"'), r"t\.toml, line 17: \[\[raid_groups\]\] #2 name: RAID group 'rg0' defined twice"),
+    (('name = "rg1"', 'name = "rg1"\ncolour = "red"'), r"t\.toml, line 18: \[\[raid_groups\]\] #2 colour: unknown key"),
+    (('raid_groups = ["rg1"]', 'raid_groups = ["rg9"]'),
+     r"t\.toml, line 26: \[\[pools\]\] #2 raid_groups: pool 'q': unknown RAID group 'rg9'"),
+])
+def test_errors_in_a_later_array_entry_point_at_that_entry(edit, message):
+    text = TWO_GROUPS.replace(*edit)
+    with pytest.raises(ValueError, match=message):
+        loads(text, "t.toml")
+
+
+def test_an_entry_lacking_a_key_points_at_its_own_header():
+    text = TWO_GROUPS.replace('name = "rg1"\n', "")
+    with pytest.raises(ValueError, match=r"t\.toml, line 16: \[\[raid_groups\]\] #2 lacks 'name'"):
+        loads(text, "t.toml")
+
+
+def test_a_scenario_that_is_not_utf8_is_named_with_the_offset(tmp_path):
+    f = tmp_path / "latin1.toml"
+    f.write_bytes(MINIMAL.replace('name = "mini"', 'name = "mini"\ndescription = "caché"').encode("latin-1"))
+    offset = MINIMAL.index('name = "mini"') + len('name = "mini"\ndescription = "cach')
+    with pytest.raises(ValueError) as e:
+        load(f)
+    assert str(e.value) == (f"{f}: not UTF-8 text: byte 0xe9 at offset {offset} (line 3); save the scenario "
+                            "as UTF-8")
+    f.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())  # a BOM is still UTF-8
+    assert load(f).name == "mini"
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"outstanding": 0}, "outstanding must be an integer from 1 to 1048576, got 0"),
+    ({"outstanding": -4}, "outstanding must be an integer from 1 to 1048576, got -4"),
+    ({"outstanding": 2.5}, "outstanding must be an integer from 1 to 1048576, got 2.5"),
+    ({"warmup_pct": 150.0}, "warmup_pct must be a number from 0 to 99, got 150.0"),
+    ({"warmup_pct": -50.0}, "warmup_pct must be a number from 0 to 99, got -50.0"),
+    ({"interval_ns": 10}, "interval_ns must be an integer >= 1000000, got 10"),
+    ({"mode": "sideways"}, "replay mode must be 'open' or 'closed', got 'sideways'"),
+])
+def test_replay_options_changed_in_code_are_checked_like_the_file(changes, message):
+    sc = loads(MINIMAL, "m.toml")
+    with pytest.raises(ValueError) as e:
+        sc.with_replay(**changes)
+    assert str(e.value) == message
+    assert sc.with_replay(mode="closed", outstanding=1 << 20, warmup_pct=99.0).replay.outstanding == 1 << 20

@@ -4,6 +4,7 @@ response time against outstanding I/Os) and ``tiercast scenarios`` (the presets)
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Annotated
 
@@ -14,11 +15,55 @@ from rich.table import Table
 from pipelines import replay as rp
 from pipelines.catalog import find_trace
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from replay.scenario import MAX_OUTSTANDING, MAX_WARMUP_PCT
 from replay.scenario import load as load_scenario
 from schemas.units import format_bytes
 
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
                                                                    "or path to a scenario .toml file.")]
+
+
+def _num(x: float) -> str:
+    """12, 99, 0.5 (not 12.0 or 1e+06)."""
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def bounded(lo: float | None = None, hi: float | None = None, *, integer: bool = False,
+            lo_open: bool = False) -> Callable:
+    """A Typer option callback refusing values outside [lo, hi] (``lo_open``: (lo, hi]) with
+    ``typer.BadParameter`` (exit code 2; click names the option)."""
+    kind = "an integer" if integer else "a number"
+    if lo is not None and hi is not None:
+        rng = f"> {_num(lo)} and <= {_num(hi)}" if lo_open else f"from {_num(lo)} to {_num(hi)}"
+    else:
+        rng = f"{'>' if lo_open else '>='} {_num(lo)}" if lo is not None else f"<= {_num(hi)}"
+
+    def check(value):
+        if value is None:
+            return value
+        below = lo is not None and (value <= lo if lo_open else value < lo)
+        if below or (hi is not None and value > hi):
+            raise typer.BadParameter(f"must be {kind} {rng}, got {_num(value)}")
+        return value
+
+    return check
+
+
+def _outstanding_list(text: str) -> list[int]:
+    """``--outstanding 12,24,48`` of ``sweep`` as a list of counts, each from 1 to MAX_OUTSTANDING."""
+    expect = f"integers from 1 to {MAX_OUTSTANDING} such as 12,24,48"
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"expects {expect}, got {text!r}") from None
+    if not counts or not all(1 <= n <= MAX_OUTSTANDING for n in counts):
+        raise typer.BadParameter(f"expects {expect}, got {text!r}")
+    return counts
+
+
+def _check_outstanding(text: str) -> str:
+    _outstanding_list(text)
+    return text
 
 
 @contextmanager
@@ -42,8 +87,9 @@ def _warn_to_console(scenario) -> None:
 def replay(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     scenario: ScenarioOpt,
-    outstanding: Annotated[int | None, typer.Option(help="Closed loop with this many I/Os in flight "
-                                                         "(default: the scenario's replay mode).")] = None,
+    outstanding: Annotated[int | None, typer.Option(
+        help=f"Closed loop with this many I/Os in flight, 1 to {MAX_OUTSTANDING} (default: the scenario's "
+             "replay mode).", callback=bounded(1, MAX_OUTSTANDING, integer=True))] = None,
     force: Annotated[bool, typer.Option(help="Replay again even if this run exists.")] = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
@@ -65,7 +111,7 @@ def replay(
         return
     out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']}, "
               f"{s['replay_mode']}{' ' + str(s['outstanding']) + ' outstanding' if s['outstanding'] else ''})"
-              f"{'  [already done]' if s.get('already_done') else ''}")
+              f"  model {s['model_version']}{'  [already done]' if s.get('already_done') else ''}")
     rows = [
         ("requests", f"{s['requests']:,}"),
         ("iops", f"{s['iops']:,.0f}"),
@@ -76,7 +122,8 @@ def replay(
         ("write_hit_ratio (coalesced)", f"{s['write_hit_ratio']:.4f}"),
         ("flush_mb_per_s", f"{s['flush_mb_per_s']:,.2f}"),
         ("forced flushes / stall ms", f"{s['forced_flush_count']:,} / {s['forced_flush_stall_ms']:,.0f}"),
-        ("throttled_ms", f"{s['throttled_ms']:,.0f}"),
+        ("throttled requests / delay sum ms / mean ms",
+         f"{s['throttled_requests']:,} / {s['throttle_delay_sum_ms']:,.0f} / {s['throttle_delay_mean_ms']:.2f}"),
         ("dirty pages max", f"{s['dirty_pages_max']:,} of {s['write_cache_pages']:,}"),
     ]
     for k, v in rows:
@@ -89,21 +136,18 @@ def replay(
 def sweep(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id: supplies the address/op sequence.")],
     scenario: ScenarioOpt,
-    outstanding: Annotated[str, typer.Option(help="Outstanding I/O counts, e.g. 12,24,48,96,192.")] = "12,24,48,96,192",
-    requests: Annotated[int | None, typer.Option(help="Replay at most this many requests per point.")] = None,
-    warmup: Annotated[float, typer.Option(help="Percent of the requests to skip before measuring.")] = 20.0,
+    outstanding: Annotated[str, typer.Option(help="Outstanding I/O counts, e.g. 12,24,48,96,192.",
+                                             callback=_check_outstanding)] = "12,24,48,96,192",
+    requests: Annotated[int | None, typer.Option(help="Replay at most this many requests per point (>= 1).",
+                                                 callback=bounded(1, integer=True))] = None,
+    warmup: Annotated[float, typer.Option(help=f"Percent of the requests to skip before measuring, 0 to "
+                                               f"{MAX_WARMUP_PCT:g}.", callback=bounded(0, MAX_WARMUP_PCT))] = 20.0,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Closed-loop curve: IOPS and response time at each number of outstanding I/Os (IOMeter
     workers x outstanding, fio numjobs x iodepth). The trace gives addresses and ops, the model
     the timing."""
-    try:
-        counts = [int(x) for x in outstanding.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--outstanding expects integers like 12,24,48, got {outstanding!r}") from None
-    if requests is not None and requests < 1:
-        raise ValueError(f"--requests must be >= 1, got {requests}")
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     sc = load_scenario(scenario)
@@ -111,10 +155,15 @@ def sweep(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with _progress(f"sweep {sc.name}") as cb:
-            rows = rp.sweep_trace(trace, d, sc, counts, max_requests=requests, warmup_pct=warmup, progress=cb)
+            rows = rp.sweep_trace(trace, d, sc, _outstanding_list(outstanding), max_requests=requests,
+                                  warmup_pct=warmup, progress=cb)
+    path = rp.sweep_path(d, rows[0]["sweep_id"])
     if as_json:
-        print_json([{k: r[k] for k in ("outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms",
-                                       "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")} for r in rows])
+        print_json({"sweep_id": rows[0]["sweep_id"], "results_path": str(path),
+                    "model_version": rows[0]["model_version"],
+                    "rows": [{k: r[k] for k in ("outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms",
+                                                "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")}
+                             for r in rows]})
         return
     t = Table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
     for c in ("outstanding", "IOPS", "MB/s", "mean ms", "p95 ms", "p99 ms", "read hit", "write hit"):
@@ -124,6 +173,7 @@ def sweep(
                   f"{r['latency_p95_ms']:.2f}", f"{r['latency_p99_ms']:.2f}", f"{r['read_hit_ratio']:.3f}",
                   f"{r['write_hit_ratio']:.3f}")
     out.print(t)
+    out.print(f"results {path}")
 
 
 @app.command()

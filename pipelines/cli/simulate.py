@@ -11,8 +11,54 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from pipelines import simulate as sim
 from pipelines.catalog import find_trace
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.cli.replay import bounded
 from replay.kernels import POLICIES
-from schemas.units import format_bytes, parse_size, parse_sizes
+from replay.pages import check_page_size
+from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_sizes
+
+
+def _size(text: str) -> str:
+    """Option callback: a positive size such as 8GiB (typer.BadParameter otherwise)."""
+    try:
+        ok = parse_size(text) > 0
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    if not ok:
+        raise typer.BadParameter(f"must be a positive size such as 8GiB, got {text!r}")
+    return text
+
+
+def _page_size(text: str) -> str:
+    """Option callback: a page size, a power of two from 512 B to 1 GiB."""
+    try:
+        check_page_size(parse_size(text))
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    return text
+
+
+def _sizes(text: str | None) -> str | None:
+    """Option callback: a non-empty list of sizes such as 1GiB,2GiB."""
+    if text is None:
+        return text
+    try:
+        sizes = parse_sizes(text)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    if not sizes:
+        raise typer.BadParameter(f"expects one or more sizes such as 1GiB,2GiB,4GiB, got {text!r}")
+    return text
+
+
+def _interval(text: str) -> str:
+    """Option callback: a positive duration such as 60s or 5min."""
+    try:
+        ok = parse_duration_ns(text) > 0
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    if not ok:
+        raise typer.BadParameter(f"must be a positive duration such as 60s or 5min, got {text!r}")
+    return text
 
 
 @contextmanager
@@ -31,9 +77,11 @@ def _row_progress(label: str):
 def simulate(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     policy: Annotated[str, typer.Option(help=f"Cache policy: {', '.join(POLICIES)}.")] = "lru",
-    cache_size: Annotated[str, typer.Option("--cache-size", help="Cache size, e.g. 8GiB.")] = "8GiB",
-    page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.")] = "4KiB",
-    interval: Annotated[str, typer.Option(help="Per-interval metrics window, e.g. 60s, 5min.")] = "60s",
+    cache_size: Annotated[str, typer.Option("--cache-size", help="Cache size, e.g. 8GiB.", callback=_size)] = "8GiB",
+    page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.",
+                                           callback=_page_size)] = "4KiB",
+    interval: Annotated[str, typer.Option(help="Per-interval metrics window, e.g. 60s, 5min.",
+                                          callback=_interval)] = "60s",
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -59,30 +107,43 @@ def simulate(
 @app.command()
 def mrc(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
-    page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.")] = "4KiB",
-    sizes: Annotated[str | None, typer.Option(help="Cache sizes, e.g. 1GiB,2GiB,4GiB [default: 20 "
-                                                   "log-spaced sizes up to the footprint].")] = None,
+    page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.",
+                                           callback=_page_size)] = "4KiB",
+    sizes: Annotated[str | None, typer.Option(help="Cache sizes, e.g. 1GiB,2GiB,4GiB (default: 20 "
+                                                   "log-spaced sizes up to the footprint).", callback=_sizes)] = None,
     method: Annotated[str, typer.Option(help="exact (stack distances) or shards (sampled).")] = "exact",
-    rate: Annotated[float | None, typer.Option(help="SHARDS sampling rate [default: 0.01; with "
-                                                    "--max-pages, the starting rate, default 1].")] = None,
+    rate: Annotated[float | None, typer.Option(help="SHARDS sampling rate, > 0 and <= 1 (default 0.01; with "
+                                                    "--max-pages, the starting rate, default 1).",
+                                               callback=bounded(0, 1, lo_open=True))] = None,
     max_pages: Annotated[int, typer.Option("--max-pages", help="SHARDS fixed-size: at most this many "
-                                                               "sampled pages (0: fixed-rate).")] = 0,
+                                                               "sampled pages (0: fixed-rate).",
+                                           callback=bounded(0, integer=True))] = 0,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """LRU hit ratio at every cache size in one pass (exact Mattson stack distances, or SHARDS)."""
+    if method == "exact":
+        for given, name in ((rate is not None, "--rate"), (max_pages != 0, "--max-pages")):
+            if given:
+                raise typer.BadParameter("applies to --method shards only (exact computes every access)",
+                                         param_hint=f"'{name}'")
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    size_list = parse_sizes(sizes) if sizes else None
+    size_list = parse_sizes(sizes) if sizes is not None else None
     with _row_progress(f"mrc {method}") as cb:
         rows = sim.mrc(trace, d, parse_size(page_size), size_list, method=method, rate=rate, max_pages=max_pages,
                        progress=cb)
+    method_name, sample_rate = rows["method"][0], rows["sample_rate"][0]
+    path = sim.mrc_path(d, trace.trace_id, method_name, parse_size(page_size), sample_rate)
     if as_json:
-        print_json(rows.select("cache_bytes", "hit_ratio", "byte_hit_ratio").to_dicts())
+        print_json({"trace_id": trace.trace_id, "method": method_name, "sample_rate": sample_rate,
+                    "page_size": parse_size(page_size), "model_version": rows["model_version"][0],
+                    "results_path": str(path),
+                    "rows": rows.select("cache_bytes", "hit_ratio", "byte_hit_ratio").to_dicts()})
         return
-    method_name = rows["method"][0] if rows.height else method
-    rate_txt = f" at sample rate {rows['sample_rate'][0]:.4g}" if rows.height and method != "exact" else ""
+    rate_txt = f" at sample rate {sample_rate:.4g}" if method != "exact" else ""
     out.print(f"trace {trace.trace_id}  {method_name}{rate_txt}  page {format_bytes(parse_size(page_size))}")
     out.print(f"{'cache':>12}  {'hit_ratio':>9}  {'byte_hit_ratio':>14}")
     for r in rows.iter_rows(named=True):
         out.print(f"{format_bytes(r['cache_bytes']):>12}  {r['hit_ratio']:>9.4f}  {r['byte_hit_ratio']:>14.4f}")
+    out.print(f"results {path}")

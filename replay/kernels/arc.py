@@ -20,9 +20,9 @@ step, including its choices where the paper leaves room:
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from replay.jit import njit
 from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
@@ -34,7 +34,7 @@ T1, T2, B1, B2 = 1, 2, 3, 4  # values of ``where`` (0: in no list)
 # inlining) made the same code 3x slower.
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _unlink(x, prev, nxt, head, tail):
     p = prev[x]
     n = nxt[x]
@@ -49,7 +49,7 @@ def _unlink(x, prev, nxt, head, tail):
     return head, tail
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _push(x, prev, nxt, head, tail):
     prev[x] = -1
     nxt[x] = head
@@ -60,7 +60,7 @@ def _push(x, prev, nxt, head, tail):
     return x, tail
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def arc_access(page_ids, hit, prev, nxt, where, meta, fmeta, capacity):
     c = capacity
     h1, h2, hb1, hb2 = meta[0], meta[1], meta[2], meta[3]

@@ -19,9 +19,9 @@ from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numba
 import numpy as np
 
+from replay.jit import njit
 from replay.model import Chunk, Model, Outcomes
 from replay.pages import check_page_size
 from schemas.trace import OP_READ, OP_WRITE
@@ -56,7 +56,7 @@ class CacheState:
                 self.by_id[name] = new
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _tally(page_req, page_bytes, page_hit, op, n_pages_req, hit_pages, hit_bytes, totals):
     """Per-request pages / hit pages / hit bytes and the chunk's contribution to the cumulative
     totals. Sums live in local variables (stores into ``totals`` inside the loop would be

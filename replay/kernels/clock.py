@@ -10,16 +10,16 @@ hand moves past it.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from replay.jit import njit
 from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
 HAND, SIZE = 0, 1  # meta slots
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def clock_access(page_ids, hit, ring, counter, resident, meta, max_count):
     capacity = ring.shape[0]
     hand = meta[HAND]

@@ -5,16 +5,16 @@ Same variant as libCacheSim's ``FIFO``: a miss on a full cache evicts the oldest
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from replay.jit import njit
 from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
 POS, SIZE = 0, 1  # meta slots: ring position of the oldest page once full, pages held
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def fifo_access(page_ids, hit, ring, resident, meta):
     capacity = ring.shape[0]
     pos = meta[POS]

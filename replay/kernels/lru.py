@@ -6,16 +6,16 @@ when the cache is full and inserts at the head.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from replay.jit import njit
 from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
 HEAD, TAIL, SIZE = 0, 1, 2  # meta slots
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def lru_access(page_ids, hit, prev, nxt, resident, meta, capacity):
     head = meta[HEAD]
     tail = meta[TAIL]

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from replay.jit import njit
 from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
@@ -39,7 +39,7 @@ IN_S, IN_M, IN_G = 1, 2, 3  # values of ``where`` (0: nowhere)
 FREQ_CAP = 1 << 30  # counters saturate here; only ">= threshold" and "min(f, 3)" are ever read
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _ring_push(ring, meta, start_slot, count_slot, x):
     cap = ring.shape[0]
     j = meta[start_slot] + meta[count_slot]
@@ -49,7 +49,7 @@ def _ring_push(ring, meta, start_slot, count_slot, x):
     meta[count_slot] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def _ring_pop(ring, meta, start_slot, count_slot):
     cap = ring.shape[0]
     s = meta[start_slot]
@@ -62,7 +62,7 @@ def _ring_pop(ring, meta, start_slot, count_slot):
     return x
 
 
-@numba.njit(cache=True, nogil=True)
+@njit
 def s3fifo_access(page_ids, hit, small, main, freq, where, gprev, gnext, meta,
                   capacity, small_size, main_size, ghost_size, threshold):
     for i in range(page_ids.shape[0]):
