@@ -238,7 +238,7 @@ def test_truncated_gzip_fails_naming_the_file(family, tmp_path):
     raw = _write(tmp_path, fam, lines).read_bytes()
     p = tmp_path / "cut.gz"
     p.write_bytes(gzip.compress(raw)[:-100])
-    with pytest.raises(TraceFormatError, match=r"cut.gz: truncated gzip stream"):
+    with pytest.raises(TraceFormatError, match=r"cut.gz: truncated gzip data: the file ends at byte [0-9,]+ inside the member"):
         _ingest(tmp_path, fam, p)
     assert not list((tmp_path / "data" / "traces").glob("[0-9a-f]*"))
 
@@ -344,7 +344,7 @@ def test_vscsi_backwards_sort_or_reject(tmp_path):
         ),
         (
             gzip.compress(np.array(GOOD_VSCSI * 400, RECORD).tobytes())[:-50],
-            r"t.vscsi: truncated gzip stream",
+            r"t.vscsi: truncated gzip data",
         ),
         (
             np.random.default_rng(3).bytes(32 * 100),

@@ -1,5 +1,5 @@
-"""Raw input files: transparent gzip/zstd decompression, a running sha256 of the raw bytes,
-and line-aligned blocks of text with their first line number.
+"""Raw input files: transparent gzip/zstd/xz/bzip2 decompression (a cut file fails, never reads
+as a shorter complete one), a running sha256 of the raw bytes, and line-aligned blocks of text with their first line number.
 
 Everything downstream reads through :class:`Source`, so every reader streams and every
 reader gets the same errors for truncated or corrupt compressed files.
@@ -7,9 +7,10 @@ reader gets the same errors for truncated or corrupt compressed files.
 
 from __future__ import annotations
 
-import gzip
+import bz2
 import hashlib
 import io
+import lzma
 import queue
 import threading
 import zlib
@@ -24,7 +25,11 @@ from traces.errors import TraceFormatError
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZIP2_MAGIC = b"BZh"
 READ_BYTES = 8 << 20
+#: Raw bytes fed to a decompressor at a time: bounds one decompressed piece to a few tens of MB.
+COMPRESSED_READ_BYTES = 1 << 20
 DEFAULT_BLOCK_BYTES = 48 << 20
 
 
@@ -52,7 +57,72 @@ def compression_of(head: bytes) -> str:
         return "gzip"
     if head.startswith(ZSTD_MAGIC):
         return "zstd"
+    if head.startswith(XZ_MAGIC):
+        return "xz"
+    if head.startswith(BZIP2_MAGIC) and head[3:4].isdigit():
+        return "bzip2"
     return "none"
+
+
+def _decompressor(compression: str):
+    """A fresh one-shot decompressor (one gzip member, zstd frame, xz or bzip2 stream): the
+    standard ``decompress`` / ``eof`` / ``unused_data`` protocol of zlib, lzma, bz2 and zstandard."""
+    if compression == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if compression == "zstd":
+        return zstandard.ZstdDecompressor().decompressobj()
+    if compression == "xz":
+        return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    return bz2.BZ2Decompressor()
+
+
+_UNIT = {"gzip": "member", "zstd": "frame", "xz": "stream", "bzip2": "stream"}
+_DECODE_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+
+
+def decompressed_chunks(raw: io.BufferedIOBase, compression: str, path: Path) -> Iterator[bytes]:
+    """Decompress ``raw`` chunk by chunk, checking that the input ends where a gzip member, zstd
+    frame or xz/bzip2 stream ends.
+
+    Why not ``gzip.GzipFile`` / ``zstandard.stream_reader``: zstandard's reader returns EOF on a
+    cut frame without an error (PITFALLS.md), so a truncated file would ingest as a shorter
+    complete one. Driving the decompressors directly gives every format the same check and the
+    byte offsets for the message. Concatenated members/frames/streams are read one after another.
+    """
+    unit = _UNIT[compression]
+    dec = _decompressor(compression)
+    unit_start = 0  # raw offset where the current member/frame/stream starts
+    offset = 0  # raw bytes consumed so far
+    in_unit = False  # bytes of a member/frame/stream fed whose end was not seen yet
+    while True:
+        chunk = raw.read(COMPRESSED_READ_BYTES)
+        if not chunk:
+            break
+        data = chunk
+        while data:
+            try:
+                out = dec.decompress(data)
+            except _DECODE_ERRORS as e:
+                raise TraceFormatError(path, None, f"corrupt {compression} data in the {unit} starting at byte "
+                                                   f"{unit_start:,} ({e})") from e
+            in_unit = True
+            if out:
+                yield out
+            if not dec.eof:
+                offset += len(data)
+                break
+            rest = dec.unused_data
+            offset += len(data) - len(rest)
+            if compression == "xz":
+                stripped = rest.lstrip(b"\x00")  # xz stream padding (null bytes) between streams
+                offset += len(rest) - len(stripped)
+                rest = stripped
+            unit_start, in_unit = offset, False
+            dec = _decompressor(compression)
+            data = rest
+    if in_unit:
+        raise TraceFormatError(path, None, f"truncated {compression} data: the file ends at byte {offset:,} inside "
+                                           f"the {unit} starting at byte {unit_start:,}")
 
 
 def file_sha256(path: str | Path) -> str:
@@ -124,7 +194,7 @@ class Source:
         if not self.path.is_file():
             raise TraceFormatError(self.path, None, "no such file")
         with open(self.path, "rb") as f:
-            self.compression = compression_of(f.read(4))
+            self.compression = compression_of(f.read(6))
         self._digest = hashlib.sha256()
 
     @property
@@ -140,43 +210,30 @@ class Source:
         return self._raw.bytes_read if self._raw else 0
 
     def head(self, n: int = 64 << 10) -> bytes:
-        """First ``n`` decompressed bytes (does not advance the streaming read)."""
+        """First ``n`` decompressed bytes (does not advance the streaming read). A compressed
+        file that is cut or corrupt within them raises, as ``iter_bytes`` would."""
         with open(self.path, "rb") as f:
-            if self.compression == "gzip":
-                stream = gzip.GzipFile(fileobj=f)
-            elif self.compression == "zstd":
-                stream = zstandard.ZstdDecompressor().stream_reader(f)
-            else:
-                stream = f
-            try:
-                return stream.read(n)
-            except (EOFError, OSError, zlib.error, zstandard.ZstdError):
-                return b""
+            if self.compression == "none":
+                return f.read(n)
+            out = bytearray()
+            for chunk in decompressed_chunks(f, self.compression, self.path):
+                out += chunk
+                if len(out) >= n:
+                    break
+            return bytes(out[:n])
 
     def iter_bytes(self, size: int = READ_BYTES) -> Iterator[bytes]:
-        """Stream the decompressed content; every raw byte passes through the sha256."""
+        """Stream the decompressed content; every raw byte passes through the sha256. A
+        compressed file that ends inside a member/frame/stream raises (``decompressed_chunks``)."""
         self._digest = hashlib.sha256()
         with open(self.path, "rb") as f:
             self._raw = _HashingReader(f, self._digest)
             buffered = io.BufferedReader(self._raw, READ_BYTES)
-            if self.compression == "gzip":
-                stream = gzip.GzipFile(fileobj=buffered)
-            elif self.compression == "zstd":
-                stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
-            else:
-                stream = buffered
-            while True:
-                try:
-                    data = stream.read(size)
-                except EOFError as e:
-                    raise TraceFormatError(self.path, None, f"truncated {self.compression} stream ({e})") from e
-                except (OSError, zlib.error, zstandard.ZstdError) as e:
-                    raise TraceFormatError(self.path, None, f"corrupt {self.compression} stream ({e})") from e
-                if not data:
-                    break
+            if self.compression != "none":
+                yield from decompressed_chunks(buffered, self.compression, self.path)
+                return
+            while data := buffered.read(size):
                 yield data
-            if self.compression == "zstd" and buffered.read(1):
-                raise TraceFormatError(self.path, None, "trailing bytes after the zstd stream")
 
     def iter_line_blocks(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineBlock]:
         """Blocks of whole lines (the last line of the file may lack its newline), assembled

@@ -37,7 +37,7 @@ def _options(pairs: list[str]) -> dict:
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd read transparently).")],
+    paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd/xz/bzip2 read transparently).")],
     fmt: Annotated[
         str | None, typer.Option("--format", "-f", help=f"Force a format: {', '.join(READERS)}.")
     ] = None,
