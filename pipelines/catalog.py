@@ -21,6 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.sql import identifier
+
 DEFAULT_DATA_DIR = "tiercast-data"
 ENV_DATA_DIR = "TIERCAST_DATA_DIR"
 
@@ -63,13 +65,12 @@ class TraceRef:
         traces larger than memory stream."""
         import duckdb
 
-        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
-        files = ", ".join(f"'{f}'" for f in self.volume_files)
+        cols = ", ".join(identifier(c) for c in columns) if columns else "*"
         con = duckdb.connect()
         try:
             rel = con.sql(
-                f"SELECT {cols} FROM read_parquet([{files}], hive_partitioning=false) "
-                "ORDER BY ts_ns, volume, src_line"
+                f"SELECT {cols} FROM read_parquet($files, hive_partitioning=false) ORDER BY ts_ns, volume, src_line",
+                params={"files": [str(f) for f in self.volume_files]},
             )
             reader = rel.fetch_record_batch(batch_rows)
             for batch in reader:

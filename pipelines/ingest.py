@@ -313,9 +313,10 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
     for vol in volumes:
         d = volume_dir(tmp, vol)
         parts = sorted(d.glob("part-*.parquet"))
-        files = ", ".join(f"'{p}'" for p in parts)
         rel = con.sql(
-            f"SELECT * REPLACE (ts_ns + {int(shift_ns)} AS ts_ns) FROM read_parquet([{files}], hive_partitioning=false) ORDER BY ts_ns, src_line"
+            "SELECT * REPLACE (ts_ns + $shift_ns AS ts_ns) FROM read_parquet($files, hive_partitioning=false) "
+            "ORDER BY ts_ns, src_line",
+            params={"shift_ns": int(shift_ns), "files": [str(p) for p in parts]},
         )
         reader = rel.fetch_record_batch(1_000_000)
         out = d / "sorted.parquet.tmp"
