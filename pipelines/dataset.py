@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import shutil
+import socket
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,21 +32,72 @@ def content_id(sha256: str, identity: dict) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+OWNER_FILE = ".owner.json"
+#: A staging directory without an owner file (older tiercast), or from another host (shared
+#: storage, where its owner cannot be checked), is stale after this long without a change.
+STALE_UNOWNED_S = 24 * 3600.0
+
+
+def _process_started(pid: int) -> float | None:
+    """Start time of a live process, None when there is none (pid reuse shows as another start)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return None
+
+
+def _is_stale(stage: Path, now_s: float) -> bool:
+    """A staging directory whose ingest cannot finish any more: its process is gone (killed,
+    SIGKILL, power loss), or it has no owner we can check and nothing changed in it for a day."""
+    try:
+        owner = json.loads((stage / OWNER_FILE).read_text())
+        pid, host, started = int(owner["pid"]), str(owner["host"]), float(owner["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        try:
+            return now_s - stage.stat().st_mtime > STALE_UNOWNED_S
+        except OSError:
+            return False
+    if host != socket.gethostname():
+        return now_s - stage.stat().st_mtime > STALE_UNOWNED_S
+    live_start = _process_started(pid)
+    return live_start is None or abs(live_start - started) > 1.0
+
+
+def remove_stale_staging(root: Path) -> list[Path]:
+    """Delete the staging directories under ``root`` left by interrupted ingests; returns them.
+    A concurrent ingest's directory (its process alive) is kept."""
+    removed = []
+    now_s = time.time()
+    for stage in Path(root).glob(".tmp-*"):
+        if stage.is_dir() and _is_stale(stage, now_s):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
+
+
 class Staging:
     """A temporary directory under ``root`` that becomes ``root/<id>`` only by :meth:`publish`.
 
     Used as a context manager: any exception (or a missing publish) removes the directory,
-    so an interrupted ingest leaves nothing that looks like a dataset.
+    so an interrupted ingest leaves nothing that looks like a dataset. A process killed
+    outright (SIGKILL) cannot clean up: its directory names its owner (pid, host, process start
+    time), and the next ingest into the same root removes it once that process is gone.
     """
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.removed_stale = remove_stale_staging(self.root)
         self.path = self.root / f".tmp-{uuid.uuid4().hex[:12]}"
         self.final: Path | None = None
 
     def __enter__(self) -> Staging:
         self.path.mkdir()
+        pid = os.getpid()
+        owner = {"pid": pid, "host": socket.gethostname(), "started": _process_started(pid)}
+        (self.path / OWNER_FILE).write_text(json.dumps(owner))
         return self
 
     def publish(self, dataset_id: str) -> bool:
@@ -54,6 +107,7 @@ class Staging:
             shutil.rmtree(self.path, ignore_errors=True)
             self.final = final
             return False
+        (self.path / OWNER_FILE).unlink()
         os.rename(self.path, final)
         self.final = final
         return True
