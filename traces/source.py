@@ -24,8 +24,12 @@ from traces.errors import TraceFormatError
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZIP2_MAGIC = b"BZh"
 READ_BYTES = 8 << 20
 DEFAULT_BLOCK_BYTES = 48 << 20
+ZSTD_FEED_BYTES = 1 << 20
+DECOMPRESSED = ("gzip", "zstd")
 
 
 class _HashingReader(io.RawIOBase):
@@ -52,6 +56,10 @@ def compression_of(head: bytes) -> str:
         return "gzip"
     if head.startswith(ZSTD_MAGIC):
         return "zstd"
+    if head.startswith(XZ_MAGIC):
+        return "xz"
+    if head.startswith(BZIP2_MAGIC) and head[4:10] == b"1AY&SY":
+        return "bzip2"
     return "none"
 
 
@@ -121,10 +129,15 @@ class Source:
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
+        if self.path.is_dir():
+            raise TraceFormatError(self.path, None, "is a directory, not a trace file")
         if not self.path.is_file():
             raise TraceFormatError(self.path, None, "no such file")
         with open(self.path, "rb") as f:
-            self.compression = compression_of(f.read(4))
+            self.compression = compression_of(f.read(10))
+        if self.compression not in ("none", *DECOMPRESSED):
+            raise TraceFormatError(self.path, None, f"{self.compression}-compressed input is not supported "
+                                   f"(accepted: {', '.join(DECOMPRESSED)}); decompress it first")
         self._digest = hashlib.sha256()
 
     @property
@@ -154,29 +167,70 @@ class Source:
                 return b""
 
     def iter_bytes(self, size: int = READ_BYTES) -> Iterator[bytes]:
-        """Stream the decompressed content; every raw byte passes through the sha256."""
+        """Stream the decompressed content in pieces of about ``size`` bytes; every raw byte
+        passes through the sha256. A compressed stream that ends early is an error naming the
+        byte offset: the data before the cut must never be taken for the whole file."""
         self._digest = hashlib.sha256()
         with open(self.path, "rb") as f:
             self._raw = _HashingReader(f, self._digest)
+            if self.compression == "zstd":
+                yield from self._zstd_pieces(size)
+                return
             buffered = io.BufferedReader(self._raw, READ_BYTES)
-            if self.compression == "gzip":
-                stream = gzip.GzipFile(fileobj=buffered)
-            elif self.compression == "zstd":
-                stream = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
-            else:
-                stream = buffered
+            stream = gzip.GzipFile(fileobj=buffered) if self.compression == "gzip" else buffered
             while True:
                 try:
                     data = stream.read(size)
                 except EOFError as e:
-                    raise TraceFormatError(self.path, None, f"truncated {self.compression} stream ({e})") from e
-                except (OSError, zlib.error, zstandard.ZstdError) as e:
-                    raise TraceFormatError(self.path, None, f"corrupt {self.compression} stream ({e})") from e
+                    raise self._truncated(f"the file ends at byte offset {self.raw_bytes_read} before the end "
+                                          "of the compressed stream") from e
+                except (OSError, zlib.error) as e:
+                    raise self._corrupt(f"near byte offset {self.raw_bytes_read}", e) from e
                 if not data:
                     break
                 yield data
-            if self.compression == "zstd" and buffered.read(1):
-                raise TraceFormatError(self.path, None, "trailing bytes after the zstd stream")
+
+    def _zstd_pieces(self, size: int) -> Iterator[bytes]:
+        """Decompress frame by frame with ``decompressobj`` (whose ``eof`` says whether a frame
+        really ended: ``stream_reader`` returns a clean EOF on a cut frame), fed
+        ``ZSTD_FEED_BYTES`` at a time so memory stays bounded by the compression ratio."""
+        dctx = zstandard.ZstdDecompressor()
+        obj = None
+        frame_start = pos = 0
+        out: list[bytes] = []
+        held = 0
+        while buf := self._raw.read(ZSTD_FEED_BYTES):
+            while buf:
+                if obj is None:
+                    obj, frame_start = dctx.decompressobj(), pos
+                try:
+                    data = obj.decompress(buf)
+                except zstandard.ZstdError as e:
+                    raise self._corrupt(f"in the frame starting at byte offset {frame_start}", e) from e
+                if data:
+                    out.append(data)
+                    held += len(data)
+                if obj.eof:
+                    rest = obj.unused_data
+                    pos += len(buf) - len(rest)
+                    buf, obj = rest, None
+                else:
+                    pos += len(buf)
+                    buf = b""
+            if held >= size:
+                yield b"".join(out)
+                out, held = [], 0
+        if obj is not None:
+            raise self._truncated(f"the frame starting at byte offset {frame_start} is incomplete; "
+                                  f"the file ends at byte offset {pos}")
+        if out:
+            yield b"".join(out)
+
+    def _truncated(self, detail: str) -> TraceFormatError:
+        return TraceFormatError(self.path, None, f"truncated {self.compression} stream: {detail}")
+
+    def _corrupt(self, where: str, e: Exception) -> TraceFormatError:
+        return TraceFormatError(self.path, None, f"corrupt {self.compression} stream {where} ({e})")
 
     def iter_line_blocks(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineBlock]:
         """Blocks of whole lines (the last line of the file may lack its newline), assembled
