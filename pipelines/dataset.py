@@ -22,6 +22,14 @@ from pipelines.catalog import write_json_atomic
 from schemas.trace import REJECT_SCHEMA
 
 R = TypeVar("R")
+#: ``--validate``: full below TIERCAST_GX_FULL_ROWS rows else sample; every row; a sample; none
+VALIDATE_MODES = ("auto", "full", "sample", "off")
+
+
+def check_validate_mode(validate: str) -> None:
+    """Refuse an unknown validation mode (a typo must not silently mean "auto")."""
+    if validate not in VALIDATE_MODES:
+        raise ValueError(f"--validate must be one of {', '.join(VALIDATE_MODES)}; got {validate!r}")
 
 
 def content_id(sha256: str, identity: dict) -> str:

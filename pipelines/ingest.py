@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.catalog import traces_root, write_json_atomic
-from pipelines.dataset import RejectsWriter, content_id, ingest_once
+from pipelines.dataset import RejectsWriter, check_validate_mode, content_id, ingest_once
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from schemas.trace_suite import StreamingContract, validate_trace_dir
 from traces.base import TraceReader
@@ -171,6 +171,7 @@ def ingest_file(
     validate: str = "auto",
 ) -> IngestResult:
     """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring."""
+    check_validate_mode(validate)
     path = Path(path)
     source = Source(path)
     fmt = fmt or detect(source)

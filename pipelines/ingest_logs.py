@@ -29,7 +29,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import write_json_atomic
-from pipelines.dataset import RejectsWriter, content_id, ingest_once
+from pipelines.dataset import RejectsWriter, check_validate_mode, content_id, ingest_once
 from schemas.measured import TIME_COLUMN, arrow_schema, conform
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredReader
@@ -159,6 +159,7 @@ def ingest_log_file(
     validate: str = "auto",
 ) -> MeasuredIngestResult:
     """Read one measured log into ``data_dir/measured/<dataset_id>``; see the module docstring."""
+    check_validate_mode(validate)
     path = Path(path)
     source = Source(path)
     fmt = fmt or detect(source)

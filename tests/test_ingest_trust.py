@@ -4,6 +4,7 @@ that need quoting in SQL, misleading errors, stale staging directories, smaller 
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,7 @@ COMPRESS = {"gzip": gzip.compress, "zstd": lambda b: zstandard.ZstdCompressor(le
 def cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", "from pipelines.cli import main; main()", *args, "--data-dir", str(data_dir)],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "300"},
     )
 
 
@@ -126,3 +127,94 @@ def test_xz_and_bzip2_are_refused_by_name(tmp_path, data_dir, kind, data):
     with pytest.raises(TraceFormatError, match=rf"t.csv.x: {kind}-compressed input is not supported "
                                                r"\(accepted: gzip, zstd\)"):
         ingest_file(src, data_dir, validate="off")
+
+
+# -- misleading errors ------------------------------------------------------------------
+
+
+def test_directory_given_as_a_trace_says_it_is_a_directory(tmp_path, data_dir):
+    with pytest.raises(TraceFormatError, match=rf"^{tmp_path}: is a directory, not a trace file$"):
+        ingest_file(tmp_path, data_dir)
+    p = cli("ingest", str(tmp_path), data_dir=data_dir)
+    assert p.returncode == 2 and f"{tmp_path}: is a directory, not a trace file" in p.stderr
+
+
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00" + bytes(range(256)) * 4
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (JPEG, r""
+         + r"x:1: not a vSCSI v1 trace: only 1 of the first 32 records have version 0x0100 "
+           r"\(file starts with binary data \[ff d8 ff e0 00 10 4a 46 49 46 00 01 01 00 00 01 \.\.\.\]\)"),
+        (b"".join(f"{T0 + i},usr,0,Read,0,4096,1\n".encode() for i in range(4)),
+         r"x:1: not a vSCSI v1 trace: record 1 has version 0x3631, expected 0x0100 "
+         rf"\(file starts with '{T0},usr,0,Read,0,4096,1'\)"),
+        (b"short\n", r"x: not a vSCSI trace: the file has 6 bytes, less than one 32-byte record"),
+    ],
+    ids=["jpeg", "msr-csv", "shorter-than-a-record"],
+)
+def test_non_vscsi_file_forced_as_vscsi_says_so(tmp_path, data_dir, content, expected):
+    src = tmp_path / "x"
+    src.write_bytes(content)
+    with pytest.raises(TraceFormatError, match=expected) as e:
+        ingest_file(src, data_dir, fmt="vscsi", validate="off")
+    assert "truncated record" not in str(e.value)
+    assert_nothing_published(data_dir)
+
+
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00>\x00\x01\x00\x00\x00" + bytes(200)
+
+
+def test_binary_first_line_is_shown_as_a_bounded_hex_excerpt(tmp_path, data_dir):
+    src = tmp_path / "a.out"
+    src.write_bytes(ELF)
+    with pytest.raises(TraceFormatError) as e:
+        ingest_file(src, data_dir)
+    msg = str(e.value)
+    assert msg.startswith(f"{src}:1: unknown format (the file starts with binary data "
+                          "[7f 45 4c 46 02 01 01 00 00 00 00 00 00 00 00 00 ...], which matches none of:")
+    assert "b'" not in msg and "\\x" not in msg
+
+
+def test_long_text_first_line_is_cut_in_the_message(tmp_path, data_dir):
+    src = tmp_path / "notes.txt"
+    src.write_text("lorem ipsum " * 1000 + "\n")
+    with pytest.raises(TraceFormatError) as e:
+        ingest_file(src, data_dir)
+    # 60 characters of the line, then "..."
+    assert f"(the file starts with {'lorem ipsum ' * 5}...', which".replace("with l", "with 'l") in str(e.value)
+    assert len(str(e.value)) < 500
+
+
+def test_msr_bad_first_line_is_line_1_not_a_header(tmp_path, data_dir):
+    good = f"{T0 + 10},usr,0,Read,0,512,1\n"
+    src = tmp_path / "bad1.csv"
+    src.write_text(f"xx,usr,0,Read,0,512,1\n{T0},usr,0,Read,zz,512,1\n")
+    with pytest.raises(TraceFormatError, match=r"bad1.csv:1: no line could be read as msr: field 'Timestamp' is not "
+                                               r"an integer: 'xx' \(and 1 more rejected\)"):
+        ingest_file(src, data_dir, fmt="msr", validate="off")
+    # a binary first line is a rejected record (line 1), not a header silently skipped
+    src = tmp_path / "elf.csv"
+    src.write_bytes(ELF[:24] + b"\n" + good.encode())
+    r = ingest_file(src, data_dir, fmt="msr", validate="off")
+    assert (r.rows_read, r.rows_accepted, r.rows_rejected, r.lines_skipped) == (2, 1, 1, {})
+    # a real header is still skipped and counted
+    src = tmp_path / "hdr.csv"
+    src.write_text("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n" + good)
+    r = ingest_file(src, data_dir, fmt="msr", validate="off")
+    assert (r.rows_read, r.rows_accepted, r.lines_skipped) == (1, 1, {"header": 1})
+
+
+def test_unknown_validate_mode_is_refused_with_the_allowed_values(tmp_path, data_dir):
+    src = tmp_path / "usr.csv"
+    src.write_text(f"{T0},usr,0,Read,0,512,1\n")
+    p = cli("ingest", str(src), "--validate", "bogus", data_dir=data_dir)
+    assert p.returncode == 2
+    assert "Invalid value for '--validate': must be one of auto, full, sample, off; got 'bogus'" in p.stderr
+    with pytest.raises(ValueError, match=r"--validate must be one of auto, full, sample, off; got 'Full'"):
+        ingest_file(src, data_dir, validate="Full")
+    with pytest.raises(ValueError, match=r"--validate must be one of auto, full, sample, off; got 'no'"):
+        ingest_log_file(src, data_dir, validate="no")
+    assert_nothing_published(data_dir)

@@ -20,8 +20,10 @@ from pipelines.cli.common import (
     print_json,
 )
 from pipelines.cli.measured import ingest_measured
+from pipelines.dataset import VALIDATE_MODES
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import measured_format
+from traces.base import ORDER_POLICIES
 from traces.registry import READERS
 
 
@@ -35,6 +37,14 @@ def _options(pairs: list[str]) -> dict:
     return opts
 
 
+def one_of(value: str, allowed: tuple[str, ...]) -> str:
+    """Option callback: refuse a value outside ``allowed`` with ``typer.BadParameter`` (exit 2;
+    click names the option), listing the allowed values."""
+    if value not in allowed:
+        raise typer.BadParameter(f"must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd read transparently).")],
@@ -45,10 +55,12 @@ def ingest(
         list[str] | None, typer.Option("--option", "-o", help="Reader option KEY=VALUE (repeatable).")
     ] = None,
     order: Annotated[
-        str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.")
+        str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.",
+                          callback=lambda v: one_of(v, ORDER_POLICIES))
     ] = "sort",
     validate: Annotated[
-        str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.")
+        str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.",
+                          callback=lambda v: one_of(v, VALIDATE_MODES))
     ] = "auto",
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
