@@ -39,6 +39,23 @@ def write_json_atomic(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
+def sql_literal(text: str | Path) -> str:
+    """``text`` as a DuckDB string literal. The one quoting helper, for statements that cannot
+    take parameters (``CREATE VIEW``); everything else passes paths as parameters. A data
+    directory may hold quotes, spaces or non-ASCII (``o'brien``)."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def sql_path_list(paths: list[Path]) -> str:
+    """A DuckDB list literal of absolute paths (see :func:`sql_literal`)."""
+    return "[" + ", ".join(sql_literal(Path(p).resolve()) for p in paths) + "]"
+
+
+def sql_identifier(name: str) -> str:
+    """``name`` as a quoted DuckDB identifier (double quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 @dataclass(frozen=True)
 class TraceRef:
     trace_id: str
@@ -63,13 +80,12 @@ class TraceRef:
         traces larger than memory stream."""
         import duckdb
 
-        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
-        files = ", ".join(f"'{f}'" for f in self.volume_files)
+        cols = ", ".join(map(sql_identifier, columns)) if columns else "*"
         con = duckdb.connect()
         try:
             rel = con.sql(
-                f"SELECT {cols} FROM read_parquet([{files}], hive_partitioning=false) "
-                "ORDER BY ts_ns, volume, src_line"
+                f"SELECT {cols} FROM read_parquet(?, hive_partitioning=false) ORDER BY ts_ns, volume, src_line",
+                params=[[str(f) for f in self.volume_files]],
             )
             reader = rel.fetch_record_batch(batch_rows)
             for batch in reader:

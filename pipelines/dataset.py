@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,37 @@ from pipelines.catalog import write_json_atomic
 from schemas.trace import REJECT_SCHEMA
 
 R = TypeVar("R")
+#: what a dataset's content depends on besides the input: every reader, the source layer, the
+#: canonical schemas and the ingest steps (see :func:`reader_version`)
+READER_MODULES = ("traces", "schemas.trace", "schemas.measured", "pipelines.dataset", "pipelines.ingest",
+                  "pipelines.ingest_logs")
+
+
+def reader_version() -> str:
+    """Version of the code that turns a raw file into a dataset: 16 hex digits of the SHA-256 of
+    the source of ``READER_MODULES`` (``replay.version.model_version``, the hash replay results
+    are keyed on). A hash, not a constant bumped by hand, because a reader fix that forgets the
+    bump would leave wrong traces counted as current; the price is that any change to those
+    modules (a comment too) makes every dataset stale, so re-ingests happen more often than
+    strictly needed, never less. Recorded in every manifest as ``reader_version``."""
+    from replay.version import model_version
+
+    return model_version(READER_MODULES)
+
+
+def is_current(manifest: dict) -> bool:
+    """Whether the dataset was made by the current reader version (older ones are stale)."""
+    return manifest.get("reader_version") == reader_version()
+
+
+def package_version() -> str:
+    """The installed tiercast package version ("0+unknown" in a source tree never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tiercast")
+    except PackageNotFoundError:
+        return "0+unknown"
 #: ``--validate``: full below TIERCAST_GX_FULL_ROWS rows else sample; every row; a sample; none
 VALIDATE_MODES = ("auto", "full", "sample", "off")
 
@@ -38,11 +70,66 @@ def content_id(sha256: str, identity: dict) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+#: a staging directory holds this file: "<pid> <process start time>" of the ingest writing it
+OWNER_FILE = ".owner"
+#: a staging directory without an owner file (being created, or left by an older version) is
+#: removed only when it is older than this
+UNOWNED_STAGING_MAX_AGE_S = 3600
+
+
+def _process_start(pid: int) -> str:
+    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22), so a
+    reused pid is not taken for the owner; "" where /proc is not available."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _owner_alive(staging: Path) -> bool:
+    try:
+        pid_text, _, started = (staging / OWNER_FILE).read_text().partition(" ")
+        pid = int(pid_text)
+    except FileNotFoundError:
+        try:
+            return time.time() - staging.stat().st_mtime < UNOWNED_STAGING_MAX_AGE_S
+        except FileNotFoundError:
+            return True  # published or removed meanwhile
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return not started.strip() or _process_start(pid) in ("", started.strip())
+
+
+def clean_stale_staging(root: Path) -> list[Path]:
+    """Remove the staging directories under ``root`` whose ingest died (SIGKILL, power loss):
+    only those whose owner process is gone, never a concurrent ingest's. Returns them."""
+    removed = []
+    for d in sorted(Path(root).glob(".tmp-*")):
+        if d.is_dir() and not _owner_alive(d):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
+
+
+def _claim(d: Path) -> None:
+    pid = os.getpid()
+    (d / OWNER_FILE).write_text(f"{pid} {_process_start(pid)}")
+
+
 class Staging:
     """A temporary directory under ``root`` that becomes ``root/<id>`` only by :meth:`publish`.
 
     Used as a context manager: any exception (or a missing publish) removes the directory,
-    so an interrupted ingest leaves nothing that looks like a dataset.
+    so an interrupted ingest leaves nothing that looks like a dataset. A process killed before
+    it could clean up leaves the directory with its owner file; :func:`clean_stale_staging`
+    removes it on the next run.
     """
 
     def __init__(self, root: Path):
@@ -53,17 +140,28 @@ class Staging:
 
     def __enter__(self) -> Staging:
         self.path.mkdir()
+        _claim(self.path)
         return self
 
-    def publish(self, dataset_id: str) -> bool:
-        """Rename into place; False (and the staging removed) when it already exists."""
+    def publish(self, dataset_id: str, replace: bool = False) -> bool:
+        """Rename into place. When the dataset exists: with ``replace`` the old one is swapped
+        out (moved into a staging directory of this process, then removed) and True returned;
+        else False (and the staging removed)."""
         final = self.root / dataset_id
-        if (final / "manifest.json").is_file():
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.final = final
-            return False
-        os.rename(self.path, final)
         self.final = final
+        if (final / "manifest.json").is_file():
+            if not replace:
+                shutil.rmtree(self.path, ignore_errors=True)
+                return False
+            old = self.root / f".tmp-{uuid.uuid4().hex[:12]}"
+            os.rename(final, old)
+            _claim(old)
+            (self.path / OWNER_FILE).unlink()
+            os.rename(self.path, final)
+            shutil.rmtree(old, ignore_errors=True)
+            return True
+        (self.path / OWNER_FILE).unlink()
+        os.rename(self.path, final)
         return True
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -97,6 +195,17 @@ class RejectsWriter:
             self._writer.close()
 
 
+class CorruptIndexError(ValueError):
+    """``_sources.json`` cannot be read. Not replaced silently: it may be a disk or a concurrent
+    writer's problem the user must see; deleting it is safe (it only caches what was ingested)."""
+
+    def __init__(self, file: Path, problem: object):
+        super().__init__(
+            f"{file}: the re-ingest index is corrupt ({problem}); it only records which files were "
+            "already ingested (the manifests are the truth): delete it and run again"
+        )
+
+
 class SourceIndex:
     """(path, size, mtime, options) -> dataset id, so re-ingesting an unchanged file is a
     no-op without reading it again. A hint only: the dataset's manifest is the truth."""
@@ -111,9 +220,14 @@ class SourceIndex:
 
     def _load(self) -> dict:
         try:
-            return json.loads(self.file.read_text())
-        except (OSError, ValueError):
+            idx = json.loads(self.file.read_text())
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as e:
+            raise CorruptIndexError(self.file, e) from e
+        if not isinstance(idx, dict):
+            raise CorruptIndexError(self.file, f"expected a JSON object, found {type(idx).__name__}")
+        return idx
 
     def get(self, key: str) -> str | None:
         return self._load().get(key)
@@ -137,23 +251,29 @@ def ingest_once(
     id_key: str,
     build: Callable[[Path], dict],
     result: Callable[[dict, Path, bool], R],
+    force: bool = False,
 ) -> R:
     """The publish protocol every ingest step follows.
 
-    An unchanged file seen before returns its dataset without being read; otherwise ``build``
-    writes the dataset into a staging directory and returns its manifest, whose ``id_key`` names
-    the dataset; the staging directory is renamed into place unless that dataset already exists
-    (same content under another name). ``result(manifest, dataset_dir, already)`` makes the
-    caller's result object.
+    Stale staging directories of dead ingests are removed first. An unchanged file seen before
+    returns its dataset without being read, when that dataset was made by the current reader
+    version (:func:`reader_version`); otherwise ``build`` writes the dataset into a staging
+    directory and returns its manifest, whose ``id_key`` names the dataset. The staging
+    directory is renamed into place; an existing dataset with that id (same content under
+    another name) is kept unless ``force`` is set or an older reader version made it, in which
+    case it is replaced. ``result(manifest, dataset_dir, already)`` makes the caller's result.
     """
+    clean_stale_staging(root)
     index = SourceIndex(root)
     key = SourceIndex.key(path, identity)
     known = index.get(key)
-    if known and (man := _manifest(root / known)) is not None:
+    if not force and known and (man := _manifest(root / known)) is not None and is_current(man):
         return result(man, root / known, True)
     with Staging(root) as stage:
         manifest = build(stage.path)
-        fresh = stage.publish(manifest[id_key])
+        existing = _manifest(root / manifest[id_key])
+        replace = force or (existing is not None and not is_current(existing))
+        fresh = stage.publish(manifest[id_key], replace=replace)
     index.put(key, manifest[id_key])
     if not fresh:
         return result(_manifest(stage.final), stage.final, True)

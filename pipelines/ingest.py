@@ -5,7 +5,9 @@ Guarantees (tested):
   raw text and reason in ``rejects/``;
 - the dataset appears only complete (written to a temporary directory, renamed at the end);
   a failed or interrupted ingest leaves no trace directory behind;
-- ingesting the same content with the same options again is a no-op that says so.
+- ingesting the same content with the same options again is a no-op that says so, unless the
+  dataset was made by an older reader version (``reader_version`` in the manifest) or ``force``
+  is given: then the file is read again and the dataset replaced.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.catalog import traces_root, write_json_atomic
-from pipelines.dataset import RejectsWriter, check_validate_mode, content_id, ingest_once
+from pipelines.dataset import (
+    RejectsWriter,
+    check_validate_mode,
+    content_id,
+    ingest_once,
+    package_version,
+    reader_version,
+)
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from schemas.trace_suite import StreamingContract, validate_trace_dir
 from traces.base import TraceReader
@@ -57,6 +66,7 @@ class IngestResult:
     path: str = ""
     lines_skipped: dict[str, int] = field(default_factory=dict)
     sorted_rows: int = 0
+    reader_version: str = ""
 
     def summary(self) -> dict:
         return asdict(self)
@@ -169,8 +179,10 @@ def ingest_file(
     options: dict | None = None,
     progress: Progress | None = None,
     validate: str = "auto",
+    force: bool = False,
 ) -> IngestResult:
-    """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring."""
+    """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring.
+    ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
     check_validate_mode(validate)
     path = Path(path)
     source = Source(path)
@@ -183,6 +195,7 @@ def ingest_file(
         "trace_id",
         lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
         lambda man, final, already: _result(man, path, final, already),
+        force=force,
     )
 
 
@@ -200,6 +213,7 @@ def _result(man: dict, source_path: Path, final: Path, already: bool = False) ->
         path=str(final),
         lines_skipped=man.get("lines_skipped", {}),
         sorted_rows=man.get("sorted_rows", 0),
+        reader_version=man.get("reader_version", ""),
     )
 
 
@@ -291,7 +305,8 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         },
         "ingested_at": datetime.now(tz=UTC).isoformat(),
         "ingest_seconds": round(time.time() - started, 3),
-        "tiercast_version": _version(),
+        "tiercast_version": package_version(),
+        "reader_version": reader_version(),
     }
     if validate != "off":
 
@@ -314,9 +329,10 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
     for vol in volumes:
         d = volume_dir(tmp, vol)
         parts = sorted(d.glob("part-*.parquet"))
-        files = ", ".join(f"'{p}'" for p in parts)
         rel = con.sql(
-            f"SELECT * REPLACE (ts_ns + {int(shift_ns)} AS ts_ns) FROM read_parquet([{files}], hive_partitioning=false) ORDER BY ts_ns, src_line"
+            "SELECT * REPLACE (ts_ns + ?::BIGINT AS ts_ns) FROM read_parquet(?, hive_partitioning=false) "
+            "ORDER BY ts_ns, src_line",
+            params=[int(shift_ns), [str(p) for p in parts]],
         )
         reader = rel.fetch_record_batch(1_000_000)
         out = d / "sorted.parquet.tmp"
@@ -328,11 +344,3 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
         os.rename(out, d / "part-00000.parquet")
     con.close()
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tiercast")
-    except PackageNotFoundError:
-        return "0+unknown"

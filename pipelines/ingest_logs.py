@@ -29,7 +29,14 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import write_json_atomic
-from pipelines.dataset import RejectsWriter, check_validate_mode, content_id, ingest_once
+from pipelines.dataset import (
+    RejectsWriter,
+    check_validate_mode,
+    content_id,
+    ingest_once,
+    package_version,
+    reader_version,
+)
 from schemas.measured import TIME_COLUMN, arrow_schema, conform
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredReader
@@ -157,8 +164,10 @@ def ingest_log_file(
     options: dict | None = None,
     progress: Progress | None = None,
     validate: str = "auto",
+    force: bool = False,
 ) -> MeasuredIngestResult:
-    """Read one measured log into ``data_dir/measured/<dataset_id>``; see the module docstring."""
+    """Read one measured log into ``data_dir/measured/<dataset_id>``; see the module docstring.
+    ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
     check_validate_mode(validate)
     path = Path(path)
     source = Source(path)
@@ -171,6 +180,7 @@ def ingest_log_file(
         "dataset_id",
         lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
         lambda man, final, already: _result(man, path, final, already),
+        force=force,
     )
 
 
@@ -268,6 +278,8 @@ def _ingest_into(tmp: Path, source: Source, reader: MeasuredReader, progress: Pr
         "warnings": reader.warnings,
         "ingested_at": datetime.now(tz=UTC).isoformat(),
         "ingest_seconds": round(time.time() - started, 3),
+        "tiercast_version": package_version(),
+        "reader_version": reader_version(),
     }
     if validate != "off":
         from schemas.measured_suite import validate_measured_dir

@@ -14,17 +14,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipelines.catalog import list_traces
+from pipelines.catalog import list_traces, sql_identifier, sql_path_list
 
 DB_NAME = "tiercast.duckdb"
 
 
 def db_path(data_dir: Path) -> Path:
     return Path(data_dir) / DB_NAME
-
-
-def _sql_list(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p.resolve()).replace("'", "''") + "'" for p in paths) + "]"
 
 
 def _trace_tables(data_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -96,7 +92,7 @@ def load(data_dir: Path, database: Path | None = None) -> dict[str, int]:
         if parts:
             con.execute(
                 "CREATE OR REPLACE VIEW requests AS SELECT regexp_extract(filename, '/traces/([^/]+)/volume=', 1) "
-                f"AS trace_id, * EXCLUDE (filename) FROM read_parquet({_sql_list(parts)}, filename=true, "
+                f"AS trace_id, * EXCLUDE (filename) FROM read_parquet({sql_path_list(parts)}, filename=true, "
                 "hive_partitioning=false)"
             )
         else:
@@ -104,20 +100,20 @@ def load(data_dir: Path, database: Path | None = None) -> dict[str, int]:
         if rejects:
             con.execute(
                 "CREATE OR REPLACE VIEW rejects AS SELECT regexp_extract(filename, '/traces/([^/]+)/rejects', 1) "
-                f"AS trace_id, * EXCLUDE (filename) FROM read_parquet({_sql_list(rejects)}, filename=true, hive_partitioning=false)"
+                f"AS trace_id, * EXCLUDE (filename) FROM read_parquet({sql_path_list(rejects)}, filename=true, hive_partitioning=false)"
             )
         else:
             con.execute("DROP VIEW IF EXISTS rejects")
         for table, files in result_datasets(data_dir).items():
             con.execute(
-                f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet({_sql_list(files)}, '
+                f"CREATE OR REPLACE VIEW {sql_identifier(table)} AS SELECT * FROM read_parquet({sql_path_list(files)}, "
                 "union_by_name=true, hive_partitioning=false)"
             )
         con.execute("COMMIT")
         for (name,) in con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
         ).fetchall():
-            counts[name] = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+            counts[name] = con.execute(f"SELECT count(*) FROM {sql_identifier(name)}").fetchone()[0]
     finally:
         con.close()
     return counts

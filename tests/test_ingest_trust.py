@@ -4,16 +4,20 @@ that need quoting in SQL, misleading errors, stale staging directories, smaller 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 import zstandard
 from conftest import shared_path
 
 from pipelines.catalog import list_traces, traces_root
+from pipelines.dataset import OWNER_FILE, CorruptIndexError, _process_start, package_version, reader_version
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import ingest_log_file, list_measured, measured_root
 from traces.errors import TraceFormatError
@@ -218,3 +222,200 @@ def test_unknown_validate_mode_is_refused_with_the_allowed_values(tmp_path, data
     with pytest.raises(ValueError, match=r"--validate must be one of auto, full, sample, off; got 'no'"):
         ingest_log_file(src, data_dir, validate="no")
     assert_nothing_published(data_dir)
+
+
+# -- paths in SQL -------------------------------------------------------------------------
+
+
+def test_data_dir_with_quotes_spaces_and_non_ascii(tmp_path):
+    """Ingest with a re-sort (DuckDB), traces, load (views over Parquet) and sql over requests,
+    in a data directory DuckDB would misparse if paths were pasted into SQL unquoted."""
+    from pipelines.catalog import find_trace
+
+    dd = tmp_path / "o'brien's data é"
+    lines = [f"{T0 + t},usr,{i % 2},Read,{512 * i},512,1" for i, t in enumerate([50, 40, 60, 30, 70, 80])]
+    src = tmp_path / "o'brien trace é.csv"
+    src.write_text("\n".join(lines) + "\n")
+    p = cli("ingest", str(src), "--json", "--validate", "off", data_dir=dd)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert (got["rows_accepted"], got["sorted_rows"]) == (6, 1)
+    ordered = pl.concat(find_trace(dd, got["trace_id"]).iter_ordered(columns=["src_line"]))
+    assert ordered["src_line"].to_list() == [4, 2, 1, 3, 5, 6]
+    p = cli("traces", "--json", data_dir=dd)
+    assert p.returncode == 0 and json.loads(p.stdout)[0]["trace_id"] == got["trace_id"]
+    p = cli("load", data_dir=dd)
+    assert p.returncode == 0, p.stderr
+    p = cli("sql", "select trace_id, count(*) n, min(src_line) first_line from requests group by all",
+            "--json", data_dir=dd)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [{"trace_id": got["trace_id"], "n": 6, "first_line": 1}]
+
+
+# -- reader versions and --force ------------------------------------------------------------
+
+
+def small_msr(tmp_path: Path, name: str = "usr.csv") -> Path:
+    src = tmp_path / name
+    src.write_bytes(msr_text(50))
+    return src
+
+
+def make_stale(data_dir: Path, trace_id: str) -> None:
+    """What an ingest by an older reader looks like: another reader_version in the manifest."""
+    m = traces_root(data_dir) / trace_id / "manifest.json"
+    man = json.loads(m.read_text())
+    man["reader_version"] = "0123456789abcdef"
+    m.write_text(json.dumps(man))
+
+
+def test_manifest_records_the_reader_version(tmp_path, data_dir):
+    r = ingest_file(small_msr(tmp_path), data_dir, validate="off")
+    man = json.loads((Path(r.path) / "manifest.json").read_text())
+    assert man["reader_version"] == r.reader_version == reader_version()
+    assert len(r.reader_version) == 16 and int(r.reader_version, 16) >= 0
+    assert man["tiercast_version"] == package_version()
+
+
+def test_reader_version_changes_when_a_reader_changes(monkeypatch):
+    import replay.version as rv
+
+    before = reader_version()
+    real = rv._read
+    monkeypatch.setattr(rv, "_read", lambda path: real(path) + (b"# fix\n" if path.name == "msr.py" else b""))
+    rv.clear_cache()
+    try:
+        assert reader_version() != before
+    finally:
+        monkeypatch.undo()
+        rv.clear_cache()
+    assert reader_version() == before
+
+
+def test_older_reader_version_is_not_already_ingested(tmp_path, data_dir):
+    src = small_msr(tmp_path)
+    first = ingest_file(src, data_dir, validate="off")
+    make_stale(data_dir, first.trace_id)
+    again = ingest_file(src, data_dir, validate="off")
+    assert not again.already_ingested and again.trace_id == first.trace_id
+    assert again.reader_version == reader_version()
+    # the same content under another name: the stale dataset with that id is replaced too
+    make_stale(data_dir, first.trace_id)
+    copy = ingest_file(small_msr(tmp_path, "copy.csv"), data_dir, validate="off")
+    assert not copy.already_ingested and copy.reader_version == reader_version()
+    assert [t.trace_id for t in list_traces(data_dir)] == [first.trace_id]
+    assert not list(traces_root(data_dir).glob(".tmp-*"))
+    # current now: a no-op again
+    assert ingest_file(src, data_dir, validate="off").already_ingested
+
+
+def test_force_reingests_and_replaces_the_dataset(tmp_path):
+    src = small_msr(tmp_path)
+    dd = tmp_path / "dd"
+    first = json.loads(cli("ingest", str(src), "--json", "--validate", "off", data_dir=dd).stdout)
+    trace_dir = traces_root(dd) / first["trace_id"]
+    (trace_dir / "left-by-old-reader").write_text("x")
+    p = cli("ingest", str(src), "--json", "--validate", "off", data_dir=dd)
+    assert json.loads(p.stdout)["already_ingested"] is True
+    p = cli("ingest", str(src), "--json", "--validate", "off", "--force", data_dir=dd)
+    assert p.returncode == 0, p.stderr
+    forced = json.loads(p.stdout)
+    assert forced["already_ingested"] is False and forced["trace_id"] == first["trace_id"]
+    assert forced["rows_accepted"] == 50
+    assert not (trace_dir / "left-by-old-reader").exists() and (trace_dir / "manifest.json").is_file()
+    assert [t.trace_id for t in list_traces(dd)] == [first["trace_id"]]
+    assert not list(traces_root(dd).glob(".tmp-*"))
+
+
+def test_force_on_a_measured_log_replaces_it(tmp_path, data_dir):
+    src = shared_path("iostat", "text-jc", "centos-7.7_iostat.out")
+    first = ingest_log_file(src, data_dir, validate="off")
+    assert ingest_log_file(src, data_dir, validate="off").already_ingested
+    forced = ingest_log_file(src, data_dir, validate="off", force=True)
+    assert not forced.already_ingested and forced.dataset_id == first.dataset_id
+    assert [m.dataset_id for m in list_measured(data_dir)] == [first.dataset_id]
+    assert list_measured(data_dir)[0].manifest["reader_version"] == reader_version()
+
+
+def test_traces_shows_the_reader_version_and_stale_ones(tmp_path):
+    dd = tmp_path / "dd"
+    a = json.loads(cli("ingest", str(small_msr(tmp_path)), "--json", "--validate", "off", data_dir=dd).stdout)
+    other = tmp_path / "other.csv"
+    other.write_bytes(msr_text(60))
+    b = json.loads(cli("ingest", str(other), "--json", "--validate", "off", data_dir=dd).stdout)
+    make_stale(dd, b["trace_id"])
+    listed = {t["trace_id"]: t for t in json.loads(cli("traces", "--json", data_dir=dd).stdout)}
+    assert (listed[a["trace_id"]]["reader_version"], listed[a["trace_id"]]["current"]) == (reader_version(), True)
+    assert (listed[b["trace_id"]]["reader_version"], listed[b["trace_id"]]["current"]) == ("0123456789abcdef", False)
+    p = cli("traces", data_dir=dd)
+    assert p.returncode == 0 and reader_version() in p.stdout and "0123456789abcdef (stale)" in p.stdout
+
+
+# -- interrupted ingests ----------------------------------------------------------------------
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def staging(root: Path, name: str, owner: str | None) -> Path:
+    d = root / name
+    (d / "volume=usr_0").mkdir(parents=True)
+    (d / "volume=usr_0" / "part-00000.parquet").write_bytes(b"half written")
+    if owner is not None:
+        (d / OWNER_FILE).write_text(owner)
+    return d
+
+
+def test_stale_staging_of_dead_ingests_is_cleaned_live_ones_stay(tmp_path, data_dir):
+    root = traces_root(data_dir)
+    dead = staging(root, ".tmp-dead", f"{dead_pid()}")
+    live = staging(root, ".tmp-live", f"{os.getpid()} {_process_start(os.getpid())}")
+    reused = staging(root, ".tmp-reused", f"{os.getpid()} 1")  # our pid, another start time
+    young = staging(root, ".tmp-young", None)  # being created: no owner file yet
+    old = staging(root, ".tmp-old", None)
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    r = ingest_file(small_msr(tmp_path), data_dir, validate="off")
+    assert r.rows_accepted == 50
+    assert sorted(p.name for p in root.glob(".tmp-*")) == [".tmp-live", ".tmp-young"]
+    assert not dead.exists() and not reused.exists() and not old.exists() and live.exists() and young.exists()
+
+
+def test_sigkilled_ingest_leaves_staging_that_the_next_run_removes(tmp_path):
+    src = tmp_path / "big.csv"
+    src.write_bytes(msr_text(400_000))
+    dd = tmp_path / "dd"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from pipelines.cli import main; main()", "ingest", str(src), "--validate", "off",
+         "--data-dir", str(dd)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 60
+    while not list(traces_root(dd).glob(".tmp-*/volume=*")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    left = list(traces_root(dd).glob(".tmp-*"))
+    assert left and (left[0] / OWNER_FILE).read_text().split()[0] == str(proc.pid)
+    r = ingest_file(small_msr(tmp_path), dd, validate="off")
+    assert r.rows_accepted == 50 and not list(traces_root(dd).glob(".tmp-*"))
+
+
+# -- smaller defects --------------------------------------------------------------------------
+
+
+def test_corrupt_source_index_fails_naming_the_file(tmp_path):
+    src = small_msr(tmp_path)
+    dd = tmp_path / "dd"
+    assert cli("ingest", str(src), "--validate", "off", data_dir=dd).returncode == 0
+    index = traces_root(dd) / "_sources.json"
+    index.write_text('{"truncated": ')
+    with pytest.raises(CorruptIndexError, match=rf"^{index}: the re-ingest index is corrupt \(.*\); .* delete it"):
+        ingest_file(src, dd, validate="off")
+    p = cli("ingest", str(src), "--validate", "off", data_dir=dd)
+    assert p.returncode != 0 and f"{index}: the re-ingest index is corrupt" in p.stderr
+    assert index.read_text() == '{"truncated": '  # not silently replaced
+    index.unlink()
+    assert ingest_file(src, dd, validate="off").already_ingested

@@ -20,7 +20,7 @@ from pipelines.cli.common import (
     print_json,
 )
 from pipelines.cli.measured import ingest_measured
-from pipelines.dataset import VALIDATE_MODES
+from pipelines.dataset import VALIDATE_MODES, is_current
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import measured_format
 from traces.base import ORDER_POLICIES
@@ -62,10 +62,14 @@ def ingest(
         str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.",
                           callback=lambda v: one_of(v, VALIDATE_MODES))
     ] = "auto",
+    force: Annotated[
+        bool, typer.Option("--force", help="Read the file again even when already ingested; replaces the dataset.")
+    ] = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Turn raw trace files into validated Parquet datasets (one trace per file)."""
+    """Turn raw trace files into validated Parquet datasets (one trace per file). A file ingested
+    by an older reader version is read again."""
     dd = data_dir_of(data_dir)
     opts = _options(option or [])
     opts["order"] = order
@@ -75,9 +79,9 @@ def ingest(
             with byte_progress(f"ingest {p.name}", enabled=not as_json) as cb:
                 # measured logs (iostat, vxstat, fio, ...) have their own step and tables
                 if mfmt := measured_format(p, fmt):
-                    ingest_measured(p, dd, mfmt, opts, cb, validate, as_json)
+                    ingest_measured(p, dd, mfmt, opts, cb, validate, as_json, force)
                     continue
-                r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate)
+                r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate, force=force)
         except Exception as e:
             if len(paths) == 1:
                 raise
@@ -99,7 +103,7 @@ def ingest(
 
 @app.command()
 def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
-    """List the ingested traces."""
+    """List the ingested traces, with the reader version that made each (stale: an older one)."""
     rows = []
     for t in list_traces(data_dir_of(data_dir)):
         m = t.manifest
@@ -114,15 +118,20 @@ def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
                 "volumes": len(m["volumes"]),
                 "span_s": span / 1e9,
                 "start_time": m.get("start_time"),
+                "reader_version": m.get("reader_version"),
+                "current": is_current(m),
             }
         )
     if as_json:
         print_json(rows)
         return
-    table = Table("trace_id", "format", "requests", "rejected", "volumes", "span s", "source")
+    table = Table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader", "source")
     for r in rows:
+        reader = (r["reader_version"] or "none") + ("" if r["current"] else " (stale)")
         table.add_row(
             r["trace_id"], r["format"], f"{r['rows_accepted']:,}", f"{r['rows_rejected']:,}",
-            str(r["volumes"]), f"{r['span_s']:.1f}", Path(r["source_path"]).name,
+            str(r["volumes"]), f"{r['span_s']:.1f}", reader, Path(r["source_path"]).name,
         )
+    if not all(r["current"] for r in rows):
+        console.print("stale: ingested by an older reader version; `tiercast ingest FILE` reads it again")
     out.print(table) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")
