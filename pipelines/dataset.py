@@ -195,6 +195,20 @@ class RejectsWriter:
             self._writer.close()
 
 
+class IngestInvariantError(RuntimeError):
+    """A check that must hold whatever the input failed: a bug in tiercast, not in the file.
+    Raised explicitly (an ``assert`` is gone under ``python -O``); nothing is published."""
+
+
+def check_counts(source: Path, read: int, accepted: int, rejected: int, what: str = "rows") -> None:
+    """Nothing is lost: every row read is accepted or rejected."""
+    if read != accepted + rejected:
+        raise IngestInvariantError(
+            f"{source}: internal error, {what} read {read:,} != accepted {accepted:,} + rejected {rejected:,}; "
+            "nothing was published (please report this)"
+        )
+
+
 class CorruptIndexError(ValueError):
     """``_sources.json`` cannot be read. Not replaced silently: it may be a disk or a concurrent
     writer's problem the user must see; deleting it is safe (it only caches what was ingested)."""

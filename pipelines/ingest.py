@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from pipelines.catalog import traces_root, write_json_atomic
 from pipelines.dataset import (
     RejectsWriter,
+    check_counts,
     check_validate_mode,
     content_id,
     ingest_once,
@@ -264,7 +265,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         raise TraceFormatError(
             source.path, line, f"no line could be read as {reader.name}: {reason} (and {rejected - 1} more rejected)"
         )
-    assert read == accepted + rejected
+    check_counts(source.path, read, accepted, rejected)
 
     min_ts = min(s.first_ts_ns for s in stats.values())
     sorted_rows = 0

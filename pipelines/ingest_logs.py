@@ -28,9 +28,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipelines.catalog import write_json_atomic
+from pipelines.catalog import find_by_prefix, write_json_atomic
 from pipelines.dataset import (
     RejectsWriter,
+    check_counts,
     check_validate_mode,
     content_id,
     ingest_once,
@@ -240,7 +241,8 @@ def _ingest_into(tmp: Path, source: Source, reader: MeasuredReader, progress: Pr
             "intervals": len(w.reports) if name in INTERVAL_TABLES else None,
             "columns_present": [c for c in w.schema.names if w.non_null[c] > 0],
         }
-        assert tables[name]["rows_read"] == tables[name]["rows_accepted"] + tables[name]["rows_rejected"]
+        check_counts(source.path, tables[name]["rows_read"], tables[name]["rows_accepted"],
+                     tables[name]["rows_rejected"], f"table {name}: rows")
     read = sum(t["rows_read"] for t in tables.values())
     accepted = sum(t["rows_accepted"] for t in tables.values())
     rejected = read - accepted
@@ -331,10 +333,5 @@ def list_measured(data_dir: str | Path) -> list[MeasuredRef]:
 
 def find_measured(data_dir: str | Path, ref: str) -> MeasuredRef:
     """A measured dataset by its id (or an unambiguous prefix of it)."""
-    all_ = list_measured(data_dir)
-    matches = [m for m in all_ if m.dataset_id == ref] or [m for m in all_ if m.dataset_id.startswith(ref)]
-    if not matches:
-        raise LookupError(f"no measured dataset {ref!r} in {measured_root(data_dir)} (see `tiercast measured`)")
-    if len(matches) > 1:
-        raise LookupError(f"measured id prefix {ref!r} is ambiguous: {', '.join(m.dataset_id for m in matches)}")
-    return matches[0]
+    datasets = {m.dataset_id: m for m in list_measured(data_dir)}
+    return find_by_prefix(datasets, ref, "measured dataset", measured_root(data_dir), "see `tiercast measured`")

@@ -16,7 +16,7 @@ import pytest
 import zstandard
 from conftest import shared_path
 
-from pipelines.catalog import list_traces, traces_root
+from pipelines.catalog import find_by_prefix, list_traces, traces_root
 from pipelines.dataset import OWNER_FILE, CorruptIndexError, _process_start, package_version, reader_version
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import ingest_log_file, list_measured, measured_root
@@ -419,3 +419,74 @@ def test_corrupt_source_index_fails_naming_the_file(tmp_path):
     assert index.read_text() == '{"truncated": '  # not silently replaced
     index.unlink()
     assert ingest_file(src, dd, validate="off").already_ingested
+
+
+def test_find_by_prefix_one_semantics():
+    ids = {"abc123": 1, "abc456": 2, "abd": 3, "ab": 4}
+    find = lambda ref: find_by_prefix(ids, ref, "thing", "/data/things", "see `tiercast things`")  # noqa: E731
+    assert (find("abc123"), find("abc4"), find("abd"), find("ab")) == (1, 2, 3, 4)  # exact "ab" beats prefixes
+    with pytest.raises(LookupError, match=r"^thing 'abc' is ambiguous: it is a prefix of 2 ids \(abc123, abc456\); "
+                                          r"give more characters$"):
+        find("abc")
+    with pytest.raises(LookupError, match=r"^no thing 'zz' in /data/things \(see `tiercast things`\)$"):
+        find("zz")
+    with pytest.raises(LookupError, match=r"^no thing '' in"):
+        find("")
+
+
+def test_every_id_lookup_uses_the_one_helper(tmp_path, data_dir):
+    """Traces, measured datasets, captures and replay runs: same exact / prefix / ambiguous rules."""
+    from pipelines.capture import captures_root, find_capture
+    from pipelines.catalog import find_trace
+    from pipelines.compare import find_run
+    from pipelines.ingest_logs import find_measured
+
+    for cid in ("c0ffee01", "c0ffee02"):
+        (captures_root(data_dir) / cid).mkdir(parents=True)
+        (captures_root(data_dir) / cid / "capture.json").write_text(json.dumps({"capture_id": cid}))
+    runs = data_dir / "results" / "array_runs"
+    for rid in ("feed01", "feed02"):
+        (runs / rid).mkdir(parents=True)
+        (runs / rid / "summary.json").write_text(json.dumps({"run_id": rid}))
+    a = ingest_file(small_msr(tmp_path), data_dir, validate="off")
+    m = ingest_log_file(shared_path("iostat", "text-jc", "centos-7.7_iostat.out"), data_dir, validate="off")
+    assert find_trace(data_dir, a.trace_id[:6]).trace_id == a.trace_id
+    assert find_measured(data_dir, m.dataset_id[:6]).dataset_id == m.dataset_id
+    assert find_capture(data_dir, "c0ffee02")["capture_id"] == "c0ffee02"
+    assert find_run(data_dir, "feed01")["run_id"] == "feed01"
+    with pytest.raises(LookupError, match=r"capture 'c0ffee' is ambiguous: it is a prefix of 2 ids \(c0ffee01, c0ffee02\)"):
+        find_capture(data_dir, "c0ffee")
+    with pytest.raises(LookupError, match=r"replay run 'feed' is ambiguous: it is a prefix of 2 ids \(feed01, feed02\)"):
+        find_run(data_dir, "feed")
+    with pytest.raises(LookupError, match=rf"no ingested trace 'zz' in {traces_root(data_dir)} \(see `tiercast traces`\)"):
+        find_trace(data_dir, "zz")
+    with pytest.raises(LookupError, match=rf"no measured dataset 'zz' in {measured_root(data_dir)} "
+                                          r"\(see `tiercast measured`\)"):
+        find_measured(data_dir, "zz")
+
+
+def test_lost_rows_fail_explicitly_even_under_python_O(tmp_path, data_dir, monkeypatch):
+    import pipelines.ingest as ing
+    from pipelines.dataset import IngestInvariantError, RejectsWriter
+
+    class LosingRejects(RejectsWriter):
+        def close(self) -> None:
+            super().close()
+            self.count += 1  # as if a rejected row were counted but never read
+
+    monkeypatch.setattr(ing, "RejectsWriter", LosingRejects)
+    src = small_msr(tmp_path)
+    with pytest.raises(IngestInvariantError, match=rf"^{src}: internal error, rows read 50 != accepted 50 \+ rejected 1; "
+                                                   r"nothing was published"):
+        ingest_file(src, data_dir, validate="off")
+    assert_nothing_published(data_dir)
+
+
+def test_no_assert_statements_in_ingest_code():
+    """Invariants in ingest code are explicit checks: ``python -O`` strips asserts."""
+    import ast
+
+    files = [*ROOT.glob("traces/*.py"), *ROOT.glob("pipelines/*.py"), *ROOT.glob("pipelines/cli/*.py")]
+    found = [f"{f.relative_to(ROOT)}:{n.lineno}" for f in files for n in ast.walk(ast.parse(f.read_text()))
+             if isinstance(n, ast.Assert)]
+    assert found == []

@@ -33,7 +33,6 @@ RECORD = np.dtype(
         ("ts", "<u8"),
     ]
 )
-assert RECORD.itemsize == 32
 VERSION_1 = 0x0100
 READ_CMDS = (0x28, 0xA8, 0x88)
 WRITE_CMDS = (0x2A, 0xAA, 0x8A)
