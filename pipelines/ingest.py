@@ -111,10 +111,13 @@ class _PartitionWriter:
 
     def add(self, df: pl.DataFrame) -> None:
         for (vol,), part in df.partition_by("volume", as_dict=True, maintain_order=True).items():
-            self.buffers.setdefault(vol, []).append(part)
-            self.rows[vol] += part.height
-            if self.rows[vol] >= FLUSH_ROWS_PER_VOLUME:
-                self._flush(vol)
+            while part.height:  # a part file never holds more than FLUSH_ROWS_PER_VOLUME rows
+                take = part.head(FLUSH_ROWS_PER_VOLUME - self.rows[vol])
+                part = part.slice(take.height)
+                self.buffers.setdefault(vol, []).append(take)
+                self.rows[vol] += take.height
+                if self.rows[vol] >= FLUSH_ROWS_PER_VOLUME:
+                    self._flush(vol)
         while sum(self.rows.values()) > FLUSH_ROWS_TOTAL:
             self._flush(self.rows.most_common(1)[0][0])
 

@@ -241,7 +241,7 @@ class Source:
         pieces: list[bytes] = []
         size = 0
         first_line = 1
-        for data in self.iter_bytes():
+        for data in self.iter_bytes(min(READ_BYTES, block_bytes)):
             pieces.append(data)
             size += len(data)
             if size < block_bytes:
