@@ -105,7 +105,7 @@ def test_cli_truncated_zstd_exits_nonzero_and_publishes_nothing(tmp_path, msr_co
     src.write_bytes(full[: len(full) * 6 // 10])
     dd = tmp_path / "dd"
     p = cli("ingest", str(src), "--validate", "off", data_dir=dd)
-    assert p.returncode != 0
+    assert p.returncode == 2
     assert f"{src}: truncated zstd stream" in p.stderr and f"byte offset {len(full) * 6 // 10}" in p.stderr
     assert "Traceback" not in p.stderr
     assert_nothing_published(dd)
@@ -518,3 +518,13 @@ def test_streaming_small_blocks_and_bounded_parts_give_the_same_trace(tmp_path, 
     a = t.scan().collect().sort("src_line")
     b = find_trace(tmp_path / "whole", whole.trace_id).scan().collect().sort("src_line")
     assert a.equals(b)
+
+
+def test_corrupt_zstd_fails_naming_the_frame(tmp_path, data_dir):
+    frame = zstandard.ZstdCompressor().compress(msr_text(2000))
+    src = tmp_path / "junk.csv.zst"
+    src.write_bytes(frame + b"not zstd at all")  # trailing garbage where a next frame would start
+    with pytest.raises(TraceFormatError, match=rf"junk.csv.zst: corrupt zstd stream in the frame starting at byte "
+                                               rf"offset {len(frame)} \("):
+        ingest_file(src, data_dir, validate="off")
+    assert_nothing_published(data_dir)
