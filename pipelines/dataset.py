@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -70,7 +71,7 @@ def content_id(sha256: str, identity: dict) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-#: a staging directory holds this file: "<pid> <process start time>" of the ingest writing it
+#: a staging directory holds this file: "<pid> <process start time> <host>" of the ingest writing it
 OWNER_FILE = ".owner"
 #: a staging directory without an owner file (being created, or left by an older version) is
 #: removed only when it is older than this
@@ -89,7 +90,7 @@ def _process_start(pid: int) -> str:
 
 def _owner_alive(staging: Path) -> bool:
     try:
-        pid_text, _, started = (staging / OWNER_FILE).read_text().partition(" ")
+        pid_text, started, host = ((staging / OWNER_FILE).read_text().split() + ["", ""])[:3]
         pid = int(pid_text)
     except FileNotFoundError:
         try:
@@ -98,13 +99,15 @@ def _owner_alive(staging: Path) -> bool:
             return True  # published or removed meanwhile
     except (OSError, ValueError):
         return False
+    if host and host != socket.gethostname():
+        return True  # a data directory shared between machines: another host's pid says nothing here
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's live process
         return True
-    return not started.strip() or _process_start(pid) in ("", started.strip())
+    return not started or _process_start(pid) in ("", started)
 
 
 def clean_stale_staging(root: Path) -> list[Path]:
@@ -120,7 +123,7 @@ def clean_stale_staging(root: Path) -> list[Path]:
 
 def _claim(d: Path) -> None:
     pid = os.getpid()
-    (d / OWNER_FILE).write_text(f"{pid} {_process_start(pid)}")
+    (d / OWNER_FILE).write_text(f"{pid} {_process_start(pid) or '-'} {socket.gethostname()}")
 
 
 class Staging:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -376,14 +377,16 @@ def test_stale_staging_of_dead_ingests_is_cleaned_live_ones_stay(tmp_path, data_
     dead = staging(root, ".tmp-dead", f"{dead_pid()}")
     live = staging(root, ".tmp-live", f"{os.getpid()} {_process_start(os.getpid())}")
     reused = staging(root, ".tmp-reused", f"{os.getpid()} 1")  # our pid, another start time
+    other_host = staging(root, ".tmp-other-host", f"{dead_pid()} 1 not-{socket.gethostname()}")  # shared dir
     young = staging(root, ".tmp-young", None)  # being created: no owner file yet
     old = staging(root, ".tmp-old", None)
     two_hours_ago = time.time() - 7200
     os.utime(old, (two_hours_ago, two_hours_ago))
     r = ingest_file(small_msr(tmp_path), data_dir, validate="off")
     assert r.rows_accepted == 50
-    assert sorted(p.name for p in root.glob(".tmp-*")) == [".tmp-live", ".tmp-young"]
-    assert not dead.exists() and not reused.exists() and not old.exists() and live.exists() and young.exists()
+    assert sorted(p.name for p in root.glob(".tmp-*")) == [".tmp-live", ".tmp-other-host", ".tmp-young"]
+    assert not dead.exists() and not reused.exists() and not old.exists()
+    assert live.exists() and young.exists() and other_host.exists()
 
 
 def test_sigkilled_ingest_leaves_staging_that_the_next_run_removes(tmp_path):
