@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.catalog import write_json_atomic
+from pipelines.catalog import find_by_prefix, write_json_atomic
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import ingest_log_file
 
@@ -208,9 +208,5 @@ def list_captures(data_dir: str | Path) -> list[dict]:
 
 
 def find_capture(data_dir: str | Path, ref: str) -> dict:
-    caps = list_captures(data_dir)
-    matches = [c for c in caps if c["capture_id"] == ref] or [c for c in caps if c["capture_id"].startswith(ref)]
-    if len(matches) != 1:
-        raise LookupError(f"no single capture {ref!r} in {captures_root(data_dir)} "
-                          f"({len(matches)} match; see `tiercast captures`)")
-    return matches[0]
+    caps = {c["capture_id"]: c for c in list_captures(data_dir)}
+    return find_by_prefix(caps, ref, "capture", captures_root(data_dir), "see `tiercast captures`")

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
@@ -25,6 +27,8 @@ from pipelines.sql import identifier
 
 DEFAULT_DATA_DIR = "tiercast-data"
 ENV_DATA_DIR = "TIERCAST_DATA_DIR"
+MAX_LISTED_CANDIDATES = 10
+T = TypeVar("T")
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
@@ -96,13 +100,25 @@ def list_traces(data_dir: Path) -> list[TraceRef]:
     return out
 
 
+def find_by_prefix(candidates: Mapping[str, T], ref: str, what: str, where: str | Path, hint: str) -> T:
+    """The one lookup of an id the user typed (trace, measured dataset, capture, replay run):
+    an exact id wins, else a unique prefix; an ambiguous prefix is a LookupError listing the
+    candidates, an unknown one a LookupError naming ``what`` was looked for, where, and the
+    command (``hint``) that lists them. An empty ``ref`` matches nothing."""
+    if ref in candidates:
+        return candidates[ref]
+    matches = sorted(k for k in candidates if ref and k.startswith(ref))
+    if len(matches) == 1:
+        return candidates[matches[0]]
+    if matches:
+        shown = ", ".join(matches[:MAX_LISTED_CANDIDATES]) + (
+            f" and {len(matches) - MAX_LISTED_CANDIDATES} more" if len(matches) > MAX_LISTED_CANDIDATES else "")
+        raise LookupError(f"{what} {ref!r} is ambiguous: it is a prefix of {len(matches)} ids ({shown}); "
+                          "give more characters")
+    raise LookupError(f"no {what} {ref!r} in {where} ({hint})")
+
+
 def find_trace(data_dir: Path, ref: str) -> TraceRef:
     """A trace by its id (or an unambiguous prefix of it)."""
-    matches = [t for t in list_traces(data_dir) if t.trace_id == ref] or [
-        t for t in list_traces(data_dir) if t.trace_id.startswith(ref)
-    ]
-    if not matches:
-        raise LookupError(f"no ingested trace {ref!r} in {traces_root(data_dir)} (see `tiercast traces`)")
-    if len(matches) > 1:
-        raise LookupError(f"trace id prefix {ref!r} is ambiguous: {', '.join(t.trace_id for t in matches)}")
-    return matches[0]
+    traces = {t.trace_id: t for t in list_traces(data_dir)}
+    return find_by_prefix(traces, ref, "ingested trace", traces_root(data_dir), "see `tiercast traces`")

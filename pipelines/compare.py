@@ -57,7 +57,7 @@ import polars as pl
 
 from pipelines.calibrate import device_ms_per_s, fio_job_start_ns, fio_view, interval_ios, iostat_phase_ns
 from pipelines.capture import captures_root, find_capture
-from pipelines.catalog import find_trace
+from pipelines.catalog import find_by_prefix, find_trace
 from pipelines.ingest_logs import find_measured
 from pipelines.replay import run_paths
 
@@ -87,11 +87,9 @@ def find_run(data_dir: str | Path, ref: str) -> dict:
     """The summary of an array replay run by id or unambiguous prefix."""
     root = Path(data_dir) / "results" / "array_runs"
     runs = sorted(p.name for p in root.iterdir() if (p / "summary.json").is_file()) if root.is_dir() else []
-    matches = [r for r in runs if r == ref] or [r for r in runs if r.startswith(ref)]
-    if len(matches) != 1:
-        raise LookupError(f"no single replay run {ref!r} in {root} ({len(matches)} match; "
-                          "run `tiercast replay TRACE --scenario S` first)")
-    return json.loads((root / matches[0] / "summary.json").read_text())
+    run = find_by_prefix({r: r for r in runs}, ref, "replay run", root,
+                         "run `tiercast replay TRACE --scenario S` first")
+    return json.loads((root / run / "summary.json").read_text())
 
 
 def _job_number(capture: dict, trace_id: str) -> int | None:

@@ -24,6 +24,45 @@ from pipelines.catalog import write_json_atomic
 from schemas.trace import REJECT_SCHEMA
 
 R = TypeVar("R")
+#: what a dataset's content depends on besides the input: every reader, the source layer, the
+#: canonical schemas and the ingest steps (see :func:`reader_version`)
+READER_MODULES = ("traces", "schemas.trace", "schemas.measured", "pipelines.dataset", "pipelines.ingest",
+                  "pipelines.ingest_logs")
+
+
+def reader_version() -> str:
+    """Version of the code that turns a raw file into a dataset: 16 hex digits of the SHA-256 of
+    the source of ``READER_MODULES`` (``replay.version.model_version``, the hash replay results
+    are keyed on). A hash, not a constant bumped by hand, because a reader fix that forgets the
+    bump would leave wrong traces counted as current; the price is that any change to those
+    modules (a comment too) makes every dataset stale, so re-ingests happen more often than
+    strictly needed, never less. Recorded in every manifest as ``reader_version``."""
+    from replay.version import model_version
+
+    return model_version(READER_MODULES)
+
+
+def is_current(manifest: dict) -> bool:
+    """Whether the dataset was made by the current reader version (older ones are stale)."""
+    return manifest.get("reader_version") == reader_version()
+
+
+def package_version() -> str:
+    """The installed tiercast package version ("0+unknown" in a source tree never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tiercast")
+    except PackageNotFoundError:
+        return "0+unknown"
+#: ``--validate``: full below TIERCAST_GX_FULL_ROWS rows else sample; every row; a sample; none
+VALIDATE_MODES = ("auto", "full", "sample", "off")
+
+
+def check_validate_mode(validate: str) -> None:
+    """Refuse an unknown validation mode (a typo must not silently mean "auto")."""
+    if validate not in VALIDATE_MODES:
+        raise ValueError(f"--validate must be one of {', '.join(VALIDATE_MODES)}; got {validate!r}")
 
 
 def content_id(sha256: str, identity: dict) -> str:
@@ -65,6 +104,13 @@ def _is_stale(stage: Path, now_s: float) -> bool:
     return live_start is None or abs(live_start - started) > 1.0
 
 
+def _claim(stage: Path) -> None:
+    """Mark ``stage`` as this process's (see :func:`_is_stale`)."""
+    pid = os.getpid()
+    owner = {"pid": pid, "host": socket.gethostname(), "started": _process_started(pid)}
+    (stage / OWNER_FILE).write_text(json.dumps(owner))
+
+
 def remove_stale_staging(root: Path) -> list[Path]:
     """Delete the staging directories under ``root`` left by interrupted ingests; returns them.
     A concurrent ingest's directory (its process alive) is kept."""
@@ -89,27 +135,33 @@ class Staging:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.removed_stale = remove_stale_staging(self.root)
         self.path = self.root / f".tmp-{uuid.uuid4().hex[:12]}"
         self.final: Path | None = None
 
     def __enter__(self) -> Staging:
         self.path.mkdir()
-        pid = os.getpid()
-        owner = {"pid": pid, "host": socket.gethostname(), "started": _process_started(pid)}
-        (self.path / OWNER_FILE).write_text(json.dumps(owner))
+        _claim(self.path)
         return self
 
-    def publish(self, dataset_id: str) -> bool:
-        """Rename into place; False (and the staging removed) when it already exists."""
+    def publish(self, dataset_id: str, replace: bool = False) -> bool:
+        """Rename into place. When the dataset exists: with ``replace`` the old one is swapped
+        out (moved into a staging directory of this process, then removed) and True returned;
+        else False (and the staging removed)."""
         final = self.root / dataset_id
+        self.final = final
         if (final / "manifest.json").is_file():
-            shutil.rmtree(self.path, ignore_errors=True)
-            self.final = final
-            return False
+            if not replace:
+                shutil.rmtree(self.path, ignore_errors=True)
+                return False
+            old = self.root / f".tmp-{uuid.uuid4().hex[:12]}"
+            os.rename(final, old)
+            _claim(old)
+            (self.path / OWNER_FILE).unlink()
+            os.rename(self.path, final)
+            shutil.rmtree(old, ignore_errors=True)
+            return True
         (self.path / OWNER_FILE).unlink()
         os.rename(self.path, final)
-        self.final = final
         return True
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -143,6 +195,31 @@ class RejectsWriter:
             self._writer.close()
 
 
+class IngestInvariantError(RuntimeError):
+    """A check that must hold whatever the input failed: a bug in tiercast, not in the file.
+    Raised explicitly (an ``assert`` is gone under ``python -O``); nothing is published."""
+
+
+def check_counts(source: Path, read: int, accepted: int, rejected: int, what: str = "rows") -> None:
+    """Nothing is lost: every row read is accepted or rejected."""
+    if read != accepted + rejected:
+        raise IngestInvariantError(
+            f"{source}: internal error, {what} read {read:,} != accepted {accepted:,} + rejected {rejected:,}; "
+            "nothing was published (please report this)"
+        )
+
+
+class CorruptIndexError(ValueError):
+    """``_sources.json`` cannot be read. Not replaced silently: it may be a disk or a concurrent
+    writer's problem the user must see; deleting it is safe (it only caches what was ingested)."""
+
+    def __init__(self, file: Path, problem: object):
+        super().__init__(
+            f"{file}: the re-ingest index is corrupt ({problem}); it only records which files were "
+            "already ingested (the manifests are the truth): delete it and run again"
+        )
+
+
 class SourceIndex:
     """(path, size, mtime, options) -> dataset id, so re-ingesting an unchanged file is a
     no-op without reading it again. A hint only: the dataset's manifest is the truth."""
@@ -157,9 +234,14 @@ class SourceIndex:
 
     def _load(self) -> dict:
         try:
-            return json.loads(self.file.read_text())
-        except (OSError, ValueError):
+            idx = json.loads(self.file.read_text())
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as e:
+            raise CorruptIndexError(self.file, e) from e
+        if not isinstance(idx, dict):
+            raise CorruptIndexError(self.file, f"expected a JSON object, found {type(idx).__name__}")
+        return idx
 
     def get(self, key: str) -> str | None:
         return self._load().get(key)
@@ -183,23 +265,29 @@ def ingest_once(
     id_key: str,
     build: Callable[[Path], dict],
     result: Callable[[dict, Path, bool], R],
+    force: bool = False,
 ) -> R:
     """The publish protocol every ingest step follows.
 
-    An unchanged file seen before returns its dataset without being read; otherwise ``build``
-    writes the dataset into a staging directory and returns its manifest, whose ``id_key`` names
-    the dataset; the staging directory is renamed into place unless that dataset already exists
-    (same content under another name). ``result(manifest, dataset_dir, already)`` makes the
-    caller's result object.
+    Stale staging directories of dead ingests are removed first. An unchanged file seen before
+    returns its dataset without being read, when that dataset was made by the current reader
+    version (:func:`reader_version`); otherwise ``build`` writes the dataset into a staging
+    directory and returns its manifest, whose ``id_key`` names the dataset. The staging
+    directory is renamed into place; an existing dataset with that id (same content under
+    another name) is kept unless ``force`` is set or an older reader version made it, in which
+    case it is replaced. ``result(manifest, dataset_dir, already)`` makes the caller's result.
     """
+    remove_stale_staging(root)
     index = SourceIndex(root)
     key = SourceIndex.key(path, identity)
     known = index.get(key)
-    if known and (man := _manifest(root / known)) is not None:
+    if not force and known and (man := _manifest(root / known)) is not None and is_current(man):
         return result(man, root / known, True)
     with Staging(root) as stage:
         manifest = build(stage.path)
-        fresh = stage.publish(manifest[id_key])
+        existing = _manifest(root / manifest[id_key])
+        replace = force or (existing is not None and not is_current(existing))
+        fresh = stage.publish(manifest[id_key], replace=replace)
     index.put(key, manifest[id_key])
     if not fresh:
         return result(_manifest(stage.final), stage.final, True)

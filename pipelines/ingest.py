@@ -5,7 +5,9 @@ Guarantees (tested):
   raw text and reason in ``rejects/``;
 - the dataset appears only complete (written to a temporary directory, renamed at the end);
   a failed or interrupted ingest leaves no trace directory behind;
-- ingesting the same content with the same options again is a no-op that says so.
+- ingesting the same content with the same options again is a no-op that says so, unless the
+  dataset was made by an older reader version (``reader_version`` in the manifest) or ``force``
+  is given: then the file is read again and the dataset replaced.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.catalog import traces_root, write_json_atomic
-from pipelines.dataset import RejectsWriter, content_id, ingest_once
+from pipelines.dataset import (
+    RejectsWriter,
+    check_counts,
+    check_validate_mode,
+    content_id,
+    ingest_once,
+    package_version,
+    reader_version,
+)
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from schemas.trace_suite import StreamingContract, validate_trace_dir
 from traces.base import TraceReader
@@ -57,6 +67,7 @@ class IngestResult:
     path: str = ""
     lines_skipped: dict[str, int] = field(default_factory=dict)
     sorted_rows: int = 0
+    reader_version: str = ""
 
     def summary(self) -> dict:
         return asdict(self)
@@ -100,10 +111,13 @@ class _PartitionWriter:
 
     def add(self, df: pl.DataFrame) -> None:
         for (vol,), part in df.partition_by("volume", as_dict=True, maintain_order=True).items():
-            self.buffers.setdefault(vol, []).append(part)
-            self.rows[vol] += part.height
-            if self.rows[vol] >= FLUSH_ROWS_PER_VOLUME:
-                self._flush(vol)
+            while part.height:  # a part file never holds more than FLUSH_ROWS_PER_VOLUME rows
+                take = part.head(FLUSH_ROWS_PER_VOLUME - self.rows[vol])
+                part = part.slice(take.height)
+                self.buffers.setdefault(vol, []).append(take)
+                self.rows[vol] += take.height
+                if self.rows[vol] >= FLUSH_ROWS_PER_VOLUME:
+                    self._flush(vol)
         while sum(self.rows.values()) > FLUSH_ROWS_TOTAL:
             self._flush(self.rows.most_common(1)[0][0])
 
@@ -169,8 +183,11 @@ def ingest_file(
     options: dict | None = None,
     progress: Progress | None = None,
     validate: str = "auto",
+    force: bool = False,
 ) -> IngestResult:
-    """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring."""
+    """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring.
+    ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
+    check_validate_mode(validate)
     path = Path(path)
     source = Source(path)
     fmt = fmt or detect(source)
@@ -182,6 +199,7 @@ def ingest_file(
         "trace_id",
         lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
         lambda man, final, already: _result(man, path, final, already),
+        force=force,
     )
 
 
@@ -199,6 +217,7 @@ def _result(man: dict, source_path: Path, final: Path, already: bool = False) ->
         path=str(final),
         lines_skipped=man.get("lines_skipped", {}),
         sorted_rows=man.get("sorted_rows", 0),
+        reader_version=man.get("reader_version", ""),
     )
 
 
@@ -249,7 +268,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         raise TraceFormatError(
             source.path, line, f"no line could be read as {reader.name}: {reason} (and {rejected - 1} more rejected)"
         )
-    assert read == accepted + rejected
+    check_counts(source.path, read, accepted, rejected)
 
     min_ts = min(s.first_ts_ns for s in stats.values())
     sorted_rows = 0
@@ -290,7 +309,8 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         },
         "ingested_at": datetime.now(tz=UTC).isoformat(),
         "ingest_seconds": round(time.time() - started, 3),
-        "tiercast_version": _version(),
+        "tiercast_version": package_version(),
+        "reader_version": reader_version(),
     }
     if validate != "off":
 
@@ -328,11 +348,3 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
         os.rename(out, d / "part-00000.parquet")
     con.close()
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tiercast")
-    except PackageNotFoundError:
-        return "0+unknown"

@@ -28,8 +28,16 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipelines.catalog import write_json_atomic
-from pipelines.dataset import RejectsWriter, content_id, ingest_once
+from pipelines.catalog import find_by_prefix, write_json_atomic
+from pipelines.dataset import (
+    RejectsWriter,
+    check_counts,
+    check_validate_mode,
+    content_id,
+    ingest_once,
+    package_version,
+    reader_version,
+)
 from schemas.measured import TIME_COLUMN, arrow_schema, conform
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredReader
@@ -157,8 +165,11 @@ def ingest_log_file(
     options: dict | None = None,
     progress: Progress | None = None,
     validate: str = "auto",
+    force: bool = False,
 ) -> MeasuredIngestResult:
-    """Read one measured log into ``data_dir/measured/<dataset_id>``; see the module docstring."""
+    """Read one measured log into ``data_dir/measured/<dataset_id>``; see the module docstring.
+    ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
+    check_validate_mode(validate)
     path = Path(path)
     source = Source(path)
     fmt = fmt or detect(source)
@@ -170,6 +181,7 @@ def ingest_log_file(
         "dataset_id",
         lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
         lambda man, final, already: _result(man, path, final, already),
+        force=force,
     )
 
 
@@ -229,7 +241,8 @@ def _ingest_into(tmp: Path, source: Source, reader: MeasuredReader, progress: Pr
             "intervals": len(w.reports) if name in INTERVAL_TABLES else None,
             "columns_present": [c for c in w.schema.names if w.non_null[c] > 0],
         }
-        assert tables[name]["rows_read"] == tables[name]["rows_accepted"] + tables[name]["rows_rejected"]
+        check_counts(source.path, tables[name]["rows_read"], tables[name]["rows_accepted"],
+                     tables[name]["rows_rejected"], f"table {name}: rows")
     read = sum(t["rows_read"] for t in tables.values())
     accepted = sum(t["rows_accepted"] for t in tables.values())
     rejected = read - accepted
@@ -267,6 +280,8 @@ def _ingest_into(tmp: Path, source: Source, reader: MeasuredReader, progress: Pr
         "warnings": reader.warnings,
         "ingested_at": datetime.now(tz=UTC).isoformat(),
         "ingest_seconds": round(time.time() - started, 3),
+        "tiercast_version": package_version(),
+        "reader_version": reader_version(),
     }
     if validate != "off":
         from schemas.measured_suite import validate_measured_dir
@@ -318,10 +333,5 @@ def list_measured(data_dir: str | Path) -> list[MeasuredRef]:
 
 def find_measured(data_dir: str | Path, ref: str) -> MeasuredRef:
     """A measured dataset by its id (or an unambiguous prefix of it)."""
-    all_ = list_measured(data_dir)
-    matches = [m for m in all_ if m.dataset_id == ref] or [m for m in all_ if m.dataset_id.startswith(ref)]
-    if not matches:
-        raise LookupError(f"no measured dataset {ref!r} in {measured_root(data_dir)} (see `tiercast measured`)")
-    if len(matches) > 1:
-        raise LookupError(f"measured id prefix {ref!r} is ambiguous: {', '.join(m.dataset_id for m in matches)}")
-    return matches[0]
+    datasets = {m.dataset_id: m for m in list_measured(data_dir)}
+    return find_by_prefix(datasets, ref, "measured dataset", measured_root(data_dir), "see `tiercast measured`")

@@ -42,6 +42,7 @@ def _trace_tables(data_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             "span_ns": max((v["last_ts_ns"] for v in m["volumes"].values()), default=0),
             "lines_skipped": json.dumps(m.get("lines_skipped", {})),
             "validation_success": (m.get("validation") or {}).get("success"),
+            "reader_version": m.get("reader_version"),
             "ingested_at": m["ingested_at"],
             "path": str(t.path.resolve()),
         })
@@ -53,7 +54,7 @@ def _trace_tables(data_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         "trace_id": pl.String, "format": pl.String, "source_path": pl.String, "sha256": pl.String,
         "start_time": pl.String, "rows_read": pl.Int64, "rows_accepted": pl.Int64, "rows_rejected": pl.Int64,
         "sorted_rows": pl.Int64, "volumes": pl.Int64, "span_ns": pl.Int64, "lines_skipped": pl.String,
-        "validation_success": pl.Boolean, "ingested_at": pl.String, "path": pl.String,
+        "validation_success": pl.Boolean, "reader_version": pl.String, "ingested_at": pl.String, "path": pl.String,
     }
     vschema = {
         "trace_id": pl.String, "volume": pl.String, "requests": pl.Int64, "reads": pl.Int64, "writes": pl.Int64,

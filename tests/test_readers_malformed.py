@@ -348,11 +348,11 @@ def test_vscsi_backwards_sort_or_reject(tmp_path):
         ),
         (
             np.random.default_rng(3).bytes(32 * 100),
-            r"t.vscsi:1: no line could be read as vscsi: record version",
+            r"t.vscsi:1: not a vSCSI v1 trace: record 1 has version 0x[0-9a-f]{4}, expected 0x0100 \(file starts with binary data",
         ),
         (
             (b"0,303567,3584,w,0.000000\n" * 4)[:96],
-            r"t.vscsi:1: no line could be read as vscsi: record version",
+            r"t.vscsi:1: not a vSCSI v1 trace: record 1 has version 0x2c77, expected 0x0100 \(file starts with '0,303567,3584,w,0.000000'\)",
         ),
     ],
     ids=["empty", "short-last-record", "trailing-newline", "truncated-gzip", "garbage", "text-file"],

@@ -24,6 +24,7 @@ from traces.base import Chunk, TraceReader
 from traces.source import LineBlock, Source
 
 _TYPE_WORD = {pl.Int64: "an integer", pl.Float64: "a number", pl.String: "text"}
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class DelimitedReader(TraceReader):
     required_fields: ClassVar[int | None] = None
     #: extra trailing fields are allowed (kept out of the table)
     allow_extra_fields: ClassVar[bool] = False
-    #: a first line whose first field is not numeric is a header and skipped
+    #: a first line of names (see is_header) is a header and skipped
     may_have_header: ClassVar[bool] = True
     comment_prefix: ClassVar[str | None] = "#"
     #: regex the first data line must match for auto-detection
@@ -106,8 +107,17 @@ class DelimitedReader(TraceReader):
         size, latency_ns); may set ``_reason`` for values that are well-typed but invalid."""
 
     def is_header(self, first_line: str) -> bool:
-        """Whether the file's first line is a header (skipped and counted, not a record)."""
-        return self.may_have_header and bool(first_line.strip()) and not re.match(r"\s*[-+]?\d", first_line)
+        """Whether the file's first line is a header (skipped and counted, not a record): text
+        whose fields are all names. A first line with a number in any field is a bad record and
+        one with binary bytes is not text (``raw_lines`` shows them as ``\\xNN``): both are read
+        as records, so their errors point at line 1 instead of the line after a fake header."""
+        line = first_line.rstrip("\r")
+        if not self.may_have_header or not line.strip() or "\\x" in line:
+            return False
+        if not line.replace("\t", " ").isprintable():
+            return False
+        parts = line.split() if self.separator is None else line.split(self.separator)
+        return not any(_NUMBER.match(p.strip()) for p in parts)
 
     def skip_line(self) -> pl.Expr | None:
         """Lines that are not records and are counted, not rejected (beyond blank/comment)."""

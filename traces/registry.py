@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from traces.errors import TraceFormatError
+from traces.errors import TraceFormatError, excerpt
 from traces.source import Source
 
 #: format name -> "module:Class". Detection tries them in this order (most specific first).
@@ -51,10 +51,9 @@ def detect(source: Source) -> str:
         cls = reader_class(name)
         if getattr(cls, "auto_detect", True) and cls.sniff(head):
             return name
-    first = head.split(b"\n", 1)[0][:80]
     raise TraceFormatError(
         Path(source.path),
         1,
-        f"unknown format (first line {first!r} matches none of: {', '.join(READERS)}); "
+        f"unknown format (the file starts with {excerpt(head)}, which matches none of: {', '.join(READERS)}); "
         "name it with --format",
     )

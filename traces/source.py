@@ -59,7 +59,7 @@ def compression_of(head: bytes) -> str:
         return "zstd"
     if head.startswith(XZ_MAGIC):
         return "xz"
-    if head.startswith(BZIP2_MAGIC) and head[3:4].isdigit():
+    if head.startswith(BZIP2_MAGIC) and head[4:10] == b"1AY&SY":  # "BZh" + level + block magic
         return "bzip2"
     return "none"
 
@@ -191,10 +191,12 @@ class Source:
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
+        if self.path.is_dir():
+            raise TraceFormatError(self.path, None, "is a directory, not a trace file")
         if not self.path.is_file():
             raise TraceFormatError(self.path, None, "no such file")
         with open(self.path, "rb") as f:
-            self.compression = compression_of(f.read(6))
+            self.compression = compression_of(f.read(10))
         self._digest = hashlib.sha256()
 
     @property
@@ -244,7 +246,7 @@ class Source:
         pieces: list[bytes] = []
         size = 0
         first_line = 1
-        for data in self.iter_bytes():
+        for data in self.iter_bytes(min(READ_BYTES, block_bytes)):
             pieces.append(data)
             size += len(data)
             if size < block_bytes:

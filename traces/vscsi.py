@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from traces.base import Chunk, TraceReader, scaled_int, with_reason
-from traces.errors import TraceFormatError
+from traces.errors import TraceFormatError, excerpt
 from traces.source import Source
 
 RECORD = np.dtype(
@@ -33,7 +33,6 @@ RECORD = np.dtype(
         ("ts", "<u8"),
     ]
 )
-assert RECORD.itemsize == 32
 VERSION_1 = 0x0100
 READ_CMDS = (0x28, 0xA8, 0x88)
 WRITE_CMDS = (0x2A, 0xAA, 0x8A)
@@ -72,8 +71,15 @@ class VscsiReader(TraceReader):
             whole = len(buf) - len(buf) % RECORD.itemsize
             pending = buf[whole:]
             if whole:
+                if first_record == 1:
+                    self._check_first_records(source, buf)
                 yield self._decode(buf[:whole], first_record)
                 first_record += whole // RECORD.itemsize
+        if pending and first_record == 1:
+            raise TraceFormatError(
+                source.path, None,
+                f"not a vSCSI trace: the file has {len(pending)} bytes, less than one {RECORD.itemsize}-byte record",
+            )
         if pending:
             raise TraceFormatError(
                 source.path,
@@ -81,6 +87,22 @@ class VscsiReader(TraceReader):
                 f"truncated record {first_record}: the file ends {len(pending)} bytes into a "
                 f"{RECORD.itemsize}-byte vSCSI record",
             )
+
+    @staticmethod
+    def _check_first_records(source: Source, buf: bytes) -> None:
+        """A file whose head is not mostly v1 records is another kind of file (a CSV, a JPEG:
+        JFIF 1.01 happens to put 0x0100 where record 1 keeps its version), not a vSCSI trace
+        with bad records: say so instead of rejecting every 32 bytes or reporting a cut record."""
+        n = min(len(buf) // RECORD.itemsize, SNIFF_RECORDS)
+        ver = np.frombuffer(buf[: n * RECORD.itemsize], dtype=RECORD)["ver"]
+        good = int((ver == VERSION_1).sum())
+        if ver[0] != VERSION_1:
+            problem = f"record 1 has version 0x{int(ver[0]):04x}, expected 0x{VERSION_1:04x}"
+        elif good * 2 <= n:
+            problem = f"only {good} of the first {n} records have version 0x{VERSION_1:04x}"
+        else:
+            return
+        raise TraceFormatError(source.path, 1, f"not a vSCSI v1 trace: {problem} (file starts with {excerpt(buf)})")
 
     def _decode(self, buf: bytes, first_record: int) -> Chunk:
         rec = np.frombuffer(buf, dtype=RECORD)

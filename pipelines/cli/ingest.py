@@ -20,8 +20,10 @@ from pipelines.cli.common import (
     print_json,
 )
 from pipelines.cli.measured import ingest_measured
+from pipelines.dataset import VALIDATE_MODES, is_current
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import measured_format
+from traces.base import ORDER_POLICIES
 from traces.registry import READERS
 
 
@@ -35,6 +37,14 @@ def _options(pairs: list[str]) -> dict:
     return opts
 
 
+def one_of(value: str, allowed: tuple[str, ...]) -> str:
+    """Option callback: refuse a value outside ``allowed`` with ``typer.BadParameter`` (exit 2;
+    click names the option), listing the allowed values."""
+    if value not in allowed:
+        raise typer.BadParameter(f"must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd/xz/bzip2 read transparently).")],
@@ -45,15 +55,21 @@ def ingest(
         list[str] | None, typer.Option("--option", "-o", help="Reader option KEY=VALUE (repeatable).")
     ] = None,
     order: Annotated[
-        str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.")
+        str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.",
+                          callback=lambda v: one_of(v, ORDER_POLICIES))
     ] = "sort",
     validate: Annotated[
-        str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.")
+        str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.",
+                          callback=lambda v: one_of(v, VALIDATE_MODES))
     ] = "auto",
+    force: Annotated[
+        bool, typer.Option("--force", help="Read the file again even when already ingested; replaces the dataset.")
+    ] = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Turn raw trace files into validated Parquet datasets (one trace per file)."""
+    """Turn raw trace files into validated Parquet datasets (one trace per file). A file ingested
+    by an older reader version is read again."""
     dd = data_dir_of(data_dir)
     opts = _options(option or [])
     opts["order"] = order
@@ -63,9 +79,9 @@ def ingest(
             with byte_progress(f"ingest {p.name}", enabled=not as_json) as cb:
                 # measured logs (iostat, vxstat, fio, ...) have their own step and tables
                 if mfmt := measured_format(p, fmt):
-                    ingest_measured(p, dd, mfmt, opts, cb, validate, as_json)
+                    ingest_measured(p, dd, mfmt, opts, cb, validate, as_json, force)
                     continue
-                r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate)
+                r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate, force=force)
         except Exception as e:
             if len(paths) == 1:
                 raise
@@ -87,7 +103,7 @@ def ingest(
 
 @app.command()
 def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
-    """List the ingested traces."""
+    """List the ingested traces, with the reader version that made each (stale: an older one)."""
     rows = []
     for t in list_traces(data_dir_of(data_dir)):
         m = t.manifest
@@ -102,15 +118,20 @@ def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
                 "volumes": len(m["volumes"]),
                 "span_s": span / 1e9,
                 "start_time": m.get("start_time"),
+                "reader_version": m.get("reader_version"),
+                "current": is_current(m),
             }
         )
     if as_json:
         print_json(rows)
         return
-    table = Table("trace_id", "format", "requests", "rejected", "volumes", "span s", "source")
+    table = Table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader", "source")
     for r in rows:
+        reader = (r["reader_version"] or "none") + ("" if r["current"] else " (stale)")
         table.add_row(
             r["trace_id"], r["format"], f"{r['rows_accepted']:,}", f"{r['rows_rejected']:,}",
-            str(r["volumes"]), f"{r['span_s']:.1f}", Path(r["source_path"]).name,
+            str(r["volumes"]), f"{r['span_s']:.1f}", reader, Path(r["source_path"]).name,
         )
+    if not all(r["current"] for r in rows):
+        console.print("stale: ingested by an older reader version; `tiercast ingest FILE` reads it again")
     out.print(table) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")

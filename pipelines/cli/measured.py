@@ -7,13 +7,15 @@ from pathlib import Path
 from rich.table import Table
 
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.dataset import is_current
 from pipelines.ingest_logs import MeasuredIngestResult, ingest_log_file, list_measured
 
 
 def ingest_measured(path: Path, data_dir: Path, fmt: str, options: dict, progress, validate: str,
-                    as_json: bool) -> MeasuredIngestResult:
+                    as_json: bool, force: bool = False) -> MeasuredIngestResult:
     """Ingest one measured log and print the outcome (called by ``tiercast ingest``)."""
-    r = ingest_log_file(path, data_dir, fmt=fmt, options=options, progress=progress, validate=validate)
+    r = ingest_log_file(path, data_dir, fmt=fmt, options=options, progress=progress, validate=validate,
+                        force=force)
     if as_json:
         print_json(r.summary())
         return r
@@ -45,6 +47,8 @@ def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
             "tables": {t: s["rows_accepted"] for t, s in man["tables"].items()},
             "first": next((s["first"] for s in man["tables"].values() if s.get("first") is not None), None),
             "source_path": man["source_path"],
+            "reader_version": man.get("reader_version"),
+            "current": is_current(man),
         })
     if as_json:
         print_json(rows)
