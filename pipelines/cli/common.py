@@ -380,4 +380,12 @@ def run_app() -> None:
     """Run ``tiercast``: errors become one line on stderr (and ``{"error": ...}`` on stdout with
     ``--json``) and an exit code; ``--debug`` or TIERCAST_DEBUG=1 adds the traceback."""
     interrupt.install()
-    app(handle_errors=True)
+    try:
+        app(handle_errors=True)
+    except SystemExit:
+        raise
+    except BaseException as e:  # building the command itself failed (a bug) or Ctrl-C before parsing
+        code, msg = describe_error(e)
+        _state["debug"] = _state["debug"] or _debug_env()
+        _report(code, msg, e)
+        sys.exit(code)
