@@ -35,10 +35,19 @@ def main() -> None:
     interrupt.install()
     try:
         _load_app()
+        from pipelines.cli.common import run_app
     except KeyboardInterrupt:
         interrupt.say_interrupted()
         sys.exit(interrupt.exit_code())
-    from pipelines.cli.common import run_app
+    except Exception as e:  # the CLI cannot even start (a broken install, an unwritable cache): one line
+        import os
+        import traceback
+
+        if "--debug" in sys.argv or os.environ.get("TIERCAST_DEBUG", "").strip().lower() not in ("", "0", "false", "no"):
+            traceback.print_exception(e, file=sys.stderr)
+        msg = " ".join(str(e).split())
+        sys.stderr.write(f"error: internal error: {type(e).__name__}: {msg} (run with --debug for the traceback)\n")
+        sys.exit(1)
 
     run_app()
 
