@@ -180,8 +180,7 @@ class TiercastGroup(TyperGroup):
             except ClickException as e:
                 msg = _one_line(e.format_message())
                 ctx = getattr(e, "ctx", None)
-                if ctx is not None:
-                    msg += f" (see '{ctx.command_path} --help')"
+                msg += f" (see '{ctx.command_path} --help')" if ctx is not None else " (see --help)"
                 code = e.exit_code
                 _report(code, msg, None)
             except BrokenPipeError:  # `tiercast ... | head`: stop quietly
