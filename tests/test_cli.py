@@ -285,6 +285,29 @@ def test_sql_copy_writes_no_file(trace, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_sql_is_sandboxed_to_the_data_dir(trace, tmp_path):
+    """Below the statement check: external access off except for the data directory, locked."""
+    from pipelines.cli.warehouse import run_read_only
+    from pipelines.load import db_path
+
+    d, _ = trace
+    outside = tmp_path / "outside.csv"
+    outside.write_text("a\n1\n")
+    r = run("sql", f"select * from read_csv('{outside}')", "--data-dir", d)
+    assert r.exit_code == 2
+    line = one_error_line(r.stderr)
+    assert "disabled by configuration" in line and "reads only files in the data directory" in line
+    r = run("sql", "select count(*) as n from requests", "--data-dir", d, "--format", "csv")  # views over Parquet
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["n", "3000"]
+    import duckdb
+
+    for q in (f"copy (select 1) to '{tmp_path / 'x.csv'}'", "set enable_external_access = true",
+              "set allowed_directories = ['/']"):
+        with pytest.raises(duckdb.Error):  # even with the statement check bypassed
+            run_read_only(db_path(d), [q], 0, [d])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.csv"]
+
+
 def test_sql_every_statement_shown_as_a_table(trace):
     d, tid = trace
     r = run("sql", "select trace_id, rows_accepted from traces; select 2 as two, 'x' as s", "--data-dir", d)
@@ -334,6 +357,17 @@ def test_sql_read_only_refresh_needs_writable_data_dir(tmp_path):
     r = run("sql", "select 1", "--data-dir", tmp_path / "absent", "--no-refresh")
     assert r.exit_code == 2 and "no warehouse" in one_error_line(r.stderr)
     assert not (tmp_path / "absent").exists()
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`tiercast sql ... | head -1`: no BrokenPipeError traceback, no 'Exception ignored' at exit."""
+    p = subprocess.Popen([*TIERCAST, "sql", "select * from range(300000) t(i)", "--limit", "0", "--data-dir",
+                          str(tmp_path / "d")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().split() == [b"i"]
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141
+    assert err == ""
 
 
 # --- 3. OS errors, output files ---------------------------------------------------------------

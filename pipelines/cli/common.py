@@ -184,9 +184,9 @@ class TiercastGroup(TyperGroup):
                 code = e.exit_code
                 _report(code, msg, None)
             except BrokenPipeError:  # `tiercast ... | head`: stop quietly
-                try:
-                    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - flushed at exit
-                except OSError:
+                try:  # what is still buffered goes nowhere, not into a second BrokenPipeError at exit
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                except (OSError, ValueError):
                     pass
                 code = 141
             except (KeyboardInterrupt, Exception) as e:

@@ -4,7 +4,10 @@
 that read are run (``SELECT`` in all its forms: ``FROM``-first, ``WITH``, ``VALUES``,
 ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``; and ``EXPLAIN``). ``COPY ... TO``, ``EXPORT``, ``ATTACH``,
 ``SET``/``PRAGMA`` (which can name output files), ``INSTALL``/``LOAD`` and every write are
-refused before anything runs, so no file is written.
+refused before anything runs, so no file is written. Underneath, the connection is sandboxed:
+external access is disabled except for the data directory (``allowed_directories``) and the
+configuration is locked, so even a statement that got past the check could touch no file
+outside it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pipelines.cli.common import (
     out,
     print_json,
 )
+from pipelines.cli.common import _duckdb_message as _one_line
 
 #: statement types ``tiercast sql`` runs (names of duckdb.StatementType)
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
@@ -81,11 +85,27 @@ class Result:
         self.statement, self.columns, self.types, self.rows, self.cut = statement, columns, types, rows, cut
 
 
-def run_read_only(database: Path, statements: list[str], limit: int) -> list[Result]:
-    """Run read statements on ``database`` opened read-only; at most ``limit`` rows each (0: all)."""
+def sandboxed(database: Path, allowed: list[Path]):
+    """``database`` opened read-only, with file access limited to the ``allowed`` directories
+    (external access off, configuration locked: SQL cannot turn it back on)."""
     import duckdb
 
     con = duckdb.connect(str(database), read_only=True)
+    try:
+        dirs = sorted({str(Path(a).resolve()).rstrip("/") + "/" for a in allowed})
+        con.execute("SET allowed_directories = $1", [dirs])
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def run_read_only(database: Path, statements: list[str], limit: int, allowed: list[Path] | None = None) -> list[Result]:
+    """Run read statements on ``database`` opened read-only and sandboxed (files only under
+    ``allowed``, default: the database's directory); at most ``limit`` rows each (0: all)."""
+    con = sandboxed(database, allowed or [Path(database).parent])
     results = []
     try:
         for q in statements:
@@ -193,7 +213,12 @@ def sql_cmd(
     if not database.exists():
         raise LookupError(f"no warehouse at {database}: run `tiercast load` first")
     n = limit if limit is not None else (DEFAULT_TABLE_LIMIT if fmt == "table" else 0)
-    results = run_read_only(database, statements, n)
+    import duckdb
+
+    try:
+        results = run_read_only(database, statements, n, [dd])
+    except duckdb.PermissionException as e:
+        raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
     for i, r in enumerate(results):
         if fmt == "json":
             print_json(json_rows(r))
