@@ -555,6 +555,26 @@ def test_version():
     assert p.returncode == 0 and p.stdout.startswith(f"tiercast {version('tiercast')}\n")
 
 
+def test_version_lists_model_and_reader_versions_when_defined(monkeypatch):
+    import types
+
+    from pipelines.cli.common import versions
+
+    rv = types.ModuleType("replay.version")
+    rv.ARRAY_MODEL, rv.CACHE_MODEL = ("a",), ("c",)
+    rv.model_version = lambda mods: "hash-" + "".join(mods)
+    pv = types.ModuleType("pipelines.versions")
+    pv.versions = lambda: {"readers": 3}
+    monkeypatch.setitem(sys.modules, "replay.version", rv)
+    monkeypatch.setitem(sys.modules, "pipelines.versions", pv)
+    vs = versions()
+    assert vs["array model"] == "hash-a" and vs["cache model"] == "hash-c" and vs["readers"] == "3"
+    r = run("--version")
+    assert r.exit_code == 0 and "array model hash-a" in r.stdout and "readers 3" in r.stdout
+    pv.versions = lambda: 1 / 0  # a broken module does not break --version
+    assert "readers" not in versions() and run("--version").exit_code == 0
+
+
 def test_every_command_takes_data_dir():
     names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
     assert len(names) >= 17 and "synth" in names and "scenarios" in names

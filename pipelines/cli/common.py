@@ -223,7 +223,31 @@ def versions() -> dict[str, str]:
     out_ = {"tiercast": v("tiercast"), "python": sys.version.split()[0]}
     for pkg in ("duckdb", "polars", "pyarrow", "numba", "numpy"):
         out_[pkg] = v(pkg)
+    out_.update(_model_versions())
     return out_
+
+
+def _model_versions() -> dict[str, str]:
+    """Versions of what shapes results, from the modules that define them when they exist:
+    ``replay.version`` (model source hashes) and ``pipelines.versions`` (a ``versions()`` dict,
+    e.g. reader versions). Cheap modules (hashlib only), imported for ``--version`` alone."""
+    import importlib
+
+    found: dict[str, str] = {}
+    try:
+        rv = importlib.import_module("replay.version")
+        for key, attr in (("array model", "ARRAY_MODEL"), ("cache model", "CACHE_MODEL")):
+            if hasattr(rv, attr) and hasattr(rv, "model_version"):
+                found[key] = str(rv.model_version(getattr(rv, attr)))
+    except Exception:  # noqa: BLE001 - absent or broken: --version still prints the rest
+        pass
+    try:
+        pv = importlib.import_module("pipelines.versions")
+        extra = pv.versions() if callable(getattr(pv, "versions", None)) else {}
+        found.update({str(k): str(x) for k, x in dict(extra).items()})
+    except Exception:  # noqa: BLE001
+        pass
+    return found
 
 
 def _version_callback(value: bool) -> None:
