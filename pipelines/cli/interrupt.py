@@ -16,7 +16,7 @@ import sys
 import threading
 
 #: seconds between the first signal and a forced exit
-GRACE_S = 1.5
+GRACE_S = 1.0
 
 #: the signal number that interrupted the process, or None
 received: int | None = None
