@@ -308,6 +308,19 @@ def test_sql_is_sandboxed_to_the_data_dir(trace, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.csv"]
 
 
+def test_sql_sandbox_follows_symlinked_trace_storage(trace, tmp_path):
+    """traces/ kept on another disk (a symbolic link): the views over it still work."""
+    d, tid = trace
+    elsewhere = tmp_path / "bigdisk"
+    shutil.copytree(d / "traces", elsewhere)
+    dd = tmp_path / "data"
+    dd.mkdir()
+    (dd / "traces").symlink_to(elsewhere)
+    r = run("sql", "select count(*) as n from requests; select trace_id from traces", "--data-dir", dd)
+    assert r.exit_code == 0, r.output
+    assert "3000" in r.stdout.split() and tid in r.stdout.split()
+
+
 def test_sql_every_statement_shown_as_a_table(trace):
     d, tid = trace
     r = run("sql", "select trace_id, rows_accepted from traces; select 2 as two, 'x' as s", "--data-dir", d)

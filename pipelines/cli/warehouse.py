@@ -102,6 +102,20 @@ def sandboxed(database: Path, allowed: list[Path]):
     return con
 
 
+def data_dir_roots(dd: Path) -> list[Path]:
+    """The directories the warehouse views read: the data directory, and where its symbolic links
+    lead (``traces/`` or ``results/`` or a single trace kept on another disk); the views name files
+    by their resolved paths."""
+    roots = [Path(dd)]
+    for sub in ("traces", "results"):
+        top = Path(dd) / sub
+        if top.is_symlink():
+            roots.append(top.resolve())
+        if top.is_dir():
+            roots += [p.resolve() for p in top.iterdir() if p.is_symlink() and p.resolve().is_dir()]
+    return roots
+
+
 def run_read_only(database: Path, statements: list[str], limit: int, allowed: list[Path] | None = None) -> list[Result]:
     """Run read statements on ``database`` opened read-only and sandboxed (files only under
     ``allowed``, default: the database's directory); at most ``limit`` rows each (0: all)."""
@@ -216,7 +230,7 @@ def sql_cmd(
     import duckdb
 
     try:
-        results = run_read_only(database, statements, n, [dd])
+        results = run_read_only(database, statements, n, data_dir_roots(dd))
     except duckdb.PermissionException as e:
         raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
     for i, r in enumerate(results):
