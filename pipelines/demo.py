@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipelines.catalog import find_trace
+from pipelines.files import atomic_output
 from pipelines.ingest import IngestResult, ingest_file
 from pipelines.load import load
 from pipelines.replay import replay_trace, sweep_trace
@@ -47,7 +48,8 @@ def run_demo(
     for name, pat, over, mult in DEMO_WORKLOADS:
         path = src / f"{name}-{requests * mult}.parquet"
         if not path.exists():
-            synth.write(synth.pattern(pat, requests=requests * mult, **over), path)
+            with atomic_output(path, "synthetic workload") as tmp:  # never a half-written file reused
+                synth.write(synth.pattern(pat, requests=requests * mult, **over), tmp)
             log(f"generated {name}: {requests * mult:,} requests -> {path}")
         results[name] = ingest_file(path, data_dir)
     traces = {name: find_trace(data_dir, r.trace_id) for name, r in results.items()}

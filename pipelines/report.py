@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.catalog import list_traces
+from pipelines.files import atomic_output, check_output, check_output_dir, write_text
 from pipelines.load import result_datasets
 
 
@@ -37,7 +38,8 @@ def _png(fig) -> str:
 def _table(df: pl.DataFrame, name: str, out_dir: Path, floats: int = 3) -> str:
     """HTML of ``df`` and a CSV copy ``<out_dir>/<name>.csv`` (linked)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    df.write_csv(out_dir / f"{name}.csv")
+    with atomic_output(out_dir / f"{name}.csv", "report table") as tmp:
+        df.write_csv(tmp)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     rows = []
     for r in df.iter_rows():
@@ -174,8 +176,11 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report") -> P
 
     matplotlib.use("Agg")
     data_dir, out = Path(data_dir), Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tables = out.parent / f"{out.stem}_tables"
+    # refuse before any work: a directory, a device (/dev/full), a FIFO is never replaced
+    check_output(out, "report")
+    tables = check_output_dir(out.parent / f"{out.stem}_tables", "report tables directory")
+    if data_dir.exists() and not data_dir.is_dir():
+        raise NotADirectoryError(20, "Not a directory (data directory)", str(data_dir))
     body = [
         f"<h1>{html.escape(title)}</h1><p>Data directory <code>{html.escape(str(data_dir.resolve()))}</code>, "
         f"written {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC.</p>",
@@ -184,8 +189,6 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report") -> P
         "<h2>Array replays</h2>", _runs_section(data_dir, tables),
         "<h2>Closed-loop sweeps: IOPS and response time vs outstanding I/Os</h2>", _sweep_section(data_dir, tables),
     ]
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                   f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
-    tmp.replace(out)
+    write_text(out, f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                    f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>", "report")
     return out

@@ -1,23 +1,54 @@
 """The ``tiercast`` command. Each command group lives in its own module and registers on ``app``
-when imported below (keep the list sorted)."""
+when imported (keep the list sorted). Importing this package is cheap: the command modules are
+imported by :func:`main` (after the interrupt handlers are installed, so Ctrl-C during start-up
+ends cleanly too) or on first access to ``pipelines.cli.app``."""
 
 from __future__ import annotations
 
-from pipelines.cli import calibrate as _calibrate  # noqa: F401
-from pipelines.cli import capture as _capture  # noqa: F401
-from pipelines.cli import compare as _compare  # noqa: F401
-from pipelines.cli import demo as _demo  # noqa: F401
-from pipelines.cli import ingest as _ingest  # noqa: F401
-from pipelines.cli import measured as _measured  # noqa: F401
-from pipelines.cli import replay as _replay  # noqa: F401
-from pipelines.cli import report as _report  # noqa: F401
-from pipelines.cli import simulate as _simulate  # noqa: F401
-from pipelines.cli import synth as _synth  # noqa: F401
-from pipelines.cli import warehouse as _warehouse  # noqa: F401
-from pipelines.cli.common import app, run_app
+import importlib
+
+COMMAND_MODULES = (
+    "calibrate", "capture", "compare", "demo", "ingest", "measured", "replay", "report", "simulate", "synth",
+    "warehouse",
+)
+
+
+def _load_app():
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"pipelines.cli.{name}")
+    from pipelines.cli.common import app
+
+    return app
+
+
+def __getattr__(name: str):
+    if name == "app":
+        return _load_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
+    import sys
+
+    from pipelines.cli import interrupt
+
+    interrupt.install()
+    try:
+        _load_app()
+        from pipelines.cli.common import run_app
+    except KeyboardInterrupt:
+        interrupt.say_interrupted()
+        sys.exit(interrupt.exit_code())
+    except Exception as e:  # the CLI cannot even start (a broken install, an unwritable cache): one line
+        import os
+        import traceback
+
+        if "--debug" in sys.argv or os.environ.get("TIERCAST_DEBUG", "").strip().lower() not in ("", "0", "false", "no"):
+            traceback.print_exception(e, file=sys.stderr)
+        msg = " ".join(str(e).split())
+        sys.stderr.write(f"error: internal error: {type(e).__name__}: {msg} (run with --debug for the traceback)\n")
+        sys.exit(1)
+
     run_app()
 
 

@@ -11,7 +11,16 @@ import typer
 
 from pipelines.calibrate import BASES, WINDOWS
 from pipelines.calibrate import calibrate as run_calibrate
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, print_json
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    check_output,
+    console,
+    data_dir_of,
+    print_json,
+    write_text,
+)
 
 
 def _ms(v: float | None) -> str:
@@ -45,13 +54,16 @@ def calibrate(
 ) -> None:
     """Derive a drive class (service time at low queue depth, max IOPS, read/write asymmetry,
     queue gain) from measured iostat rows; print it as a scenario fragment."""
+    for p, what in ((out_file, "--out"), (scenario_out, "--scenario-out")):
+        if p:
+            check_output(p, what)  # before any work
     c = run_calibrate(data_dir_of(data_dir), measured, device, name=name, kind=kind, rpm=rpm,
                       transfer_mb_per_s=transfer_mb_per_s, basis=basis, window=window, max_queue=max_queue,
                       min_intervals=min_intervals)
     if out_file:
-        out_file.write_text(c.fragment_toml)
+        write_text(out_file, c.fragment_toml, "--out")
     if scenario_out:
-        scenario_out.write_text(c.scenario_toml)
+        write_text(scenario_out, c.scenario_toml, "--scenario-out")
     if as_json:
         print_json(c.summary())
         return

@@ -1,11 +1,27 @@
-"""Shared pieces of the CLI: the Typer app, common options, progress bars, error reporting."""
+"""Shared pieces of the CLI: the Typer app, common options, progress bars, JSON output, and how
+errors end (one line and an exit code; see the README's "CLI behaviour").
+
+Exit codes: 0 ok, 1 internal error (a bug: the traceback with ``--debug``), 2 an error the user
+can act on (bad option or input, unknown id, unreadable or unwritable file, bad SQL), 130 / 143
+interrupted by SIGINT / SIGTERM.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
+import enum
 import json
+import math
+import os
+import re
 import sys
+import tempfile
+import traceback
+import uuid
+from collections.abc import Mapping
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated
 
 import typer
@@ -18,33 +34,345 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
+from rich.text import Text
+
+# typer vendors click: its exceptions and context live in typer._click
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer._click.globals import get_current_context
+from typer.core import TyperGroup
+from typer.exceptions import Abort, Exit
 
 from pipelines.catalog import ENV_DATA_DIR, resolve_data_dir
+from pipelines.cli import interrupt
+from pipelines.files import OutputPathError, atomic_output, check_output, check_output_dir, write_text
 from traces.errors import TraceFormatError
+
+__all__ = [
+    "OutputPathError", "atomic_output", "check_output", "check_output_dir", "write_text",  # re-exported
+]
+
+ENV_DEBUG = "TIERCAST_DEBUG"
+
+
+class _StderrConsole(Console):
+    """Messages on stderr. Only a leading ``[style]label:[/]`` is markup; the rest of a message is
+    printed as it is, so text in brackets (``[raid_groups]``, ``[default: ...]``) is never eaten."""
+
+    _LEAD = re.compile(r"\[(?P<style>[a-z ]+)\](?P<label>[^\[\]]*)\[/\]")
+
+    def print(self, *objects, markup=None, highlight=None, **kw):  # noqa: A003 - rich's name
+        if len(objects) == 1 and isinstance(objects[0], str):
+            s = objects[0]
+            m = self._LEAD.match(s)
+            text = Text(m["label"], style=m["style"]) + Text(s[m.end():]) if m else Text(s)
+            objects = (text,)
+        return super().print(*objects, markup=False, highlight=False, **kw)
+
+
+console = _StderrConsole(stderr=True, soft_wrap=True)
+_tty = sys.stdout.isatty()
+# not a terminal: never wrap (plain lines stay whole, tables take the width they need)
+out = Console(highlight=False, markup=False, soft_wrap=not _tty, width=None if _tty else 100_000)
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
+
+
+def _duckdb_message(msg: str) -> str:
+    """DuckDB's multi-line messages as one line (without the ``LINE 1: ...`` / ``^^^`` pointer)."""
+    lines = [x.strip() for x in msg.splitlines()]
+    keep = [x for x in lines if x and not x.startswith("LINE ") and not set(x) <= {"^", " "}]
+    return " ".join(keep)
+
+
+def _os_message(e: OSError) -> str:
+    if not e.strerror:
+        return _one_line(str(e))
+    if e.filename is not None and e.filename2 is not None:
+        return f"{e.filename} -> {e.filename2}: {e.strerror}"
+    if e.filename is not None:
+        return f"{e.filename}: {e.strerror}"
+    return e.strerror
+
+
+def describe_error(e: BaseException) -> tuple[int, str]:
+    """(exit code, one-line message) for an exception that ended a command."""
+    if isinstance(e, KeyboardInterrupt):
+        return interrupt.exit_code(), "interrupted"
+    if isinstance(e, TraceFormatError | OutputPathError):
+        return 2, _one_line(str(e))
+    if isinstance(e, KeyError | IndexError):  # almost always a bug, not an unknown name
+        return 1, f"internal error: {type(e).__name__}: {_one_line(str(e))} (run with --debug for the traceback)"
+    if isinstance(e, UnicodeDecodeError):
+        return 2, f"cannot decode text as {e.encoding}: byte 0x{e.object[e.start]:02x} at offset {e.start} ({e.reason})"
+    if isinstance(e, LookupError | ValueError):  # incl. tomllib.TOMLDecodeError, pyarrow's ArrowInvalid
+        return 2, _one_line(str(e)) or type(e).__name__
+    if isinstance(e, OSError):  # incl. PermissionError, IsADirectoryError, ENOSPC
+        return 2, _os_message(e)
+    duckdb = sys.modules.get("duckdb")  # only when something imported it: no import cost otherwise
+    if duckdb is not None and isinstance(e, duckdb.Error):
+        return 2, _duckdb_message(str(e))
+    return 1, f"internal error: {type(e).__name__}: {_one_line(str(e))} (run with --debug for the traceback)"
+
+
+def _debug_env() -> bool:
+    return os.environ.get(ENV_DEBUG, "").strip().lower() not in ("", "0", "false", "no")
+
+
+_state = {"debug": False, "json": False}
+
+
+def _report(code: int, message: str, exc: BaseException | None) -> None:
+    if exc is not None and _state["debug"]:
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, KeyboardInterrupt):
+        interrupt.say_interrupted()
+    else:
+        console.print(f"[bold red]error:[/] {message}")
+    if _state["json"]:
+        try:
+            print_json({"error": message})
+        except OSError:
+            pass
+
+
+def _wants_json(args: list[str]) -> bool:
+    args = args[: args.index("--")] if "--" in args else args
+    return "--json" in args or "--format=json" in args or any(
+        a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
+
+
+class TiercastGroup(TyperGroup):
+    """The top-level command. ``main(handle_errors=True)`` (what ``tiercast`` runs) turns every
+    exception into one line and an exit code; without it (tests with CliRunner) exceptions
+    propagate as before."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             handle_errors: bool = False, **extra):
+        if not handle_errors:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        args = list(sys.argv[1:] if args is None else args)
+        end = args.index("--") if "--" in args else len(args)
+        debug = "--debug" in args[:end]
+        args = [a for i, a in enumerate(args) if i >= end or a != "--debug"]  # accepted anywhere
+        _state["debug"] = debug or _debug_env()
+        _state["json"] = _wants_json(args)
+        if prog_name is None:
+            prog_name = "tiercast"
+        try:
+            try:
+                with self.make_context(prog_name, args, **extra) as ctx:
+                    self.invoke(ctx)
+                code = 0
+            except Exit as e:
+                code = e.exit_code
+            except Abort as e:  # click's own prompt aborts (EOF / Ctrl-C)
+                cause = e.__cause__ if isinstance(e.__cause__, KeyboardInterrupt) else KeyboardInterrupt()
+                code, msg = describe_error(cause)
+                _report(code, msg, cause)
+            except NoArgsIsHelpError as e:
+                e.show()
+                code = e.exit_code
+            except ClickException as e:
+                msg = _one_line(e.format_message())
+                ctx = getattr(e, "ctx", None)
+                msg += f" (see '{ctx.command_path} --help')" if ctx is not None else " (see --help)"
+                code = e.exit_code
+                _report(code, msg, None)
+            except BrokenPipeError:  # `tiercast ... | head`: stop quietly
+                try:  # what is still buffered goes nowhere, not into a second BrokenPipeError at exit
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                except (OSError, ValueError):
+                    pass
+                code = 141
+            except (KeyboardInterrupt, Exception) as e:
+                code, msg = describe_error(e)
+                _report(code, msg, e)
+        except KeyboardInterrupt as e:  # a second interrupt while reporting the first
+            code, _ = describe_error(e)
+            interrupt.say_interrupted()
+        sys.exit(code)
+
 
 app = typer.Typer(
     name="tiercast",
+    cls=TiercastGroup,
     help="Trace-replay analytics for storage engineers.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is plain: brackets ([default: ...]) are shown, not eaten
 )
-console = Console(stderr=True, soft_wrap=True)
-out = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+
+
+def versions() -> dict[str, str]:
+    """tiercast's version and the versions that shape its results (from package metadata: no
+    imports). Extend here: ``tiercast --version`` prints every entry."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(pkg: str) -> str:
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "not installed"
+
+    out_ = {"tiercast": v("tiercast"), "python": sys.version.split()[0]}
+    for pkg in ("duckdb", "polars", "pyarrow", "numba", "numpy"):
+        out_[pkg] = v(pkg)
+    out_.update(_model_versions())
+    return out_
+
+
+def _model_versions() -> dict[str, str]:
+    """Versions of what shapes results, from the modules that define them when they exist:
+    ``replay.version`` (model source hashes) and ``pipelines.versions`` (a ``versions()`` dict,
+    e.g. reader versions). Cheap modules (hashlib only), imported for ``--version`` alone."""
+    import importlib
+
+    found: dict[str, str] = {}
+    try:
+        rv = importlib.import_module("replay.version")
+        for key, attr in (("array model", "ARRAY_MODEL"), ("cache model", "CACHE_MODEL")):
+            if hasattr(rv, attr) and hasattr(rv, "model_version"):
+                found[key] = str(rv.model_version(getattr(rv, attr)))
+    except Exception:  # noqa: BLE001 - absent or broken: --version still prints the rest
+        pass
+    try:
+        pv = importlib.import_module("pipelines.versions")
+        extra = pv.versions() if callable(getattr(pv, "versions", None)) else {}
+        found.update({str(k): str(x) for k, x in dict(extra).items()})
+    except Exception:  # noqa: BLE001
+        pass
+    return found
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        vs = versions()
+        sys.stdout.write(f"tiercast {vs.pop('tiercast')}\n" + ", ".join(f"{k} {x}" for k, x in vs.items()) + "\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version_callback,
+                                          help="Print the version of tiercast (and of its engines) and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="On an error, print the Python traceback too (also "
+                                        f"{ENV_DEBUG}=1; accepted anywhere on the command line).")] = False,
+) -> None:
+    """Trace-replay analytics for storage engineers."""
+    if debug:
+        _state["debug"] = True
+
 
 DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", envvar=ENV_DATA_DIR, help="Data directory [default: ./tiercast-data]."),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout (errors too: "
+                                                      '{"error": "..."}).')]
+
+#: commands that write into the data directory: its writability is checked before any work
+WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "capture", "demo"})
 
 
-def data_dir_of(opt: Path | None) -> Path:
-    return resolve_data_dir(opt)
+def check_data_dir(d: Path, write: bool) -> Path:
+    """Refuse a data directory that is not a directory, or (``write``) cannot be written, up front."""
+    d = Path(d)
+    if d.exists() and not d.is_dir():
+        raise OutputPathError(f"data directory {d} is not a directory")
+    if not write:
+        return d
+    probe = d
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise OutputPathError(f"data directory {d}: {probe} is not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        where = "" if probe == d else f" ({probe} cannot be written)"
+        raise OutputPathError(f"data directory {d} is not writable{where}: {e.strerror or e}") from None
+    return d
+
+
+def data_dir_of(opt: Path | None, write: bool | None = None) -> Path:
+    """The data directory of a command (``--data-dir``, ``TIERCAST_DATA_DIR``, ./tiercast-data),
+    checked: a directory, and writable when the command writes (``write=None``: the commands in
+    :data:`WRITES_DATA_DIR`)."""
+    d = resolve_data_dir(opt)
+    if write is None:
+        ctx = get_current_context(silent=True)
+        write = ctx is not None and ctx.info_name in WRITES_DATA_DIR
+    return check_data_dir(d, write)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+#: fields that summaries and manifests carry as JSON text: emitted as JSON objects, not strings
+JSON_TEXT_FIELDS = frozenset({"lines_skipped", "raid_groups", "reader_metadata", "workload", "validation"})
+
+
+def jsonable(obj, key: str | None = None):
+    """``obj`` as plain JSON values: numpy / Decimal integers as ints, floats as floats (NaN and
+    infinities as null), dates and times in ISO 8601, paths as strings, nested JSON text of
+    :data:`JSON_TEXT_FIELDS` decoded."""
+    if obj is None or isinstance(obj, bool):
+        return obj
+    if isinstance(obj, str):
+        if key in JSON_TEXT_FIELDS and obj[:1] in ("{", "["):
+            try:
+                return json.loads(obj)
+            except ValueError:
+                return obj
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, decimal.Decimal):
+        if not obj.is_finite():
+            return None
+        return int(obj) if obj.as_tuple().exponent >= 0 else float(obj)
+    if isinstance(obj, _dt.datetime | _dt.date | _dt.time):
+        return obj.isoformat()
+    if isinstance(obj, _dt.timedelta):
+        return obj.total_seconds()
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v, str(k)) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, set | frozenset):
+        items = [jsonable(v) for v in obj]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(obj, enum.Enum):
+        return jsonable(obj.value)
+    if isinstance(obj, PurePath | uuid.UUID):
+        return str(obj)
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return bytes(obj).hex()
+    if type(obj).__module__ == "numpy":  # numpy scalars and arrays, without importing numpy
+        return jsonable(obj.tolist() if hasattr(obj, "shape") and obj.shape else obj.item(), key)
+    if hasattr(obj, "to_dicts"):  # a Polars frame
+        return jsonable(obj.to_dicts())
+    if hasattr(obj, "__dataclass_fields__"):
+        import dataclasses
+
+        return jsonable(dataclasses.asdict(obj))
+    return str(obj)
 
 
 def print_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, default=str) + "\n")
+    sys.stdout.write(json.dumps(jsonable(obj), allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
@@ -72,9 +400,15 @@ def byte_progress(label: str, enabled: bool = True):
 
 
 def run_app() -> None:
-    """Run the app; errors a user can act on become one line on stderr and exit code 2."""
+    """Run ``tiercast``: errors become one line on stderr (and ``{"error": ...}`` on stdout with
+    ``--json``) and an exit code; ``--debug`` or TIERCAST_DEBUG=1 adds the traceback."""
+    interrupt.install()
     try:
-        app()
-    except (TraceFormatError, LookupError, ValueError, FileNotFoundError) as e:
-        console.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
-        sys.exit(2)
+        app(handle_errors=True)
+    except SystemExit:
+        raise
+    except BaseException as e:  # building the command itself failed (a bug) or Ctrl-C before parsing
+        code, msg = describe_error(e)
+        _state["debug"] = _state["debug"] or _debug_env()
+        _report(code, msg, e)
+        sys.exit(code)

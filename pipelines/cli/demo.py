@@ -8,18 +8,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from pipelines.cli.common import DataDirOpt, app, data_dir_of, out
+from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out
 from pipelines.demo import run_demo
 
 
 @app.command()
 def demo(
     data_dir: DataDirOpt = None,
-    requests: Annotated[int, typer.Option(help="Requests per synthetic workload.")] = 200_000,
+    requests: Annotated[int, typer.Option(min=1, help="Requests per synthetic workload.")] = 200_000,
     report: Annotated[Path, typer.Option(help="HTML report to write.")] = Path("reports/demo.html"),
 ) -> None:
     """Generate the seed articles' workloads, ingest, replay and sweep them through the seed
     arrays, compute hit-ratio curves, load DuckDB and write an HTML report."""
+    check_output(report, "--report")  # before minutes of work
     results = run_demo(data_dir_of(data_dir), requests=requests, log=out.print, report=report)
     table = Table("workload", "trace_id", "requests", "rejected", "volumes")
     for name, r in results.items():

@@ -177,7 +177,7 @@ def sweep(
 
 
 @app.command()
-def scenarios(as_json: JsonOpt = False) -> None:
+def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  # --data-dir: accepted, unused
     """List the array scenario presets (replay/scenarios/*.toml)."""
     rows = rp.scenario_list()
     if as_json:

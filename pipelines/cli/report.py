@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import DataDirOpt, app, data_dir_of, out
+from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out
 from pipelines.report import write_report
 
 
@@ -18,5 +18,6 @@ def report(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Write a self-contained HTML report (charts inlined) plus a CSV of every table shown."""
+    check_output(out_path, "--out")  # before any work: never a directory, device or FIFO
     path = write_report(data_dir_of(data_dir), out_path, title)
     out.print(f"wrote {path} (tables as CSV in {path.parent / (path.stem + '_tables')})")

@@ -7,37 +7,79 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import JsonOpt, app, out, print_json
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, atomic_output, check_output, out, print_json
 from schemas.units import parse_size
 from traces import synth as synth_mod
+
+SECTOR = 512
+MAX_BLOCK = (2**31 - 1) // SECTOR * SECTOR  # the canonical size column is int32
+
+
+def _size(text: str | None, option: str, lo: int = 1, hi: int | None = None, multiple: int = 1) -> int | None:
+    """A size option in bytes, or a usage error naming ``option`` and the allowed values."""
+    if text is None:
+        return None
+    try:
+        n = parse_size(text)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint=f"'{option}'") from None
+    rule = f"a multiple of {multiple} B, " if multiple > 1 else ""
+    rng = f"{lo:,} B" + (f" to {hi:,} B" if hi else " or more")
+    if n < lo or (hi is not None and n > hi) or n % multiple:
+        raise typer.BadParameter(f"{text} ({n:,} B) is not allowed: {rule}{rng}", param_hint=f"'{option}'")
+    return n
 
 
 @app.command()
 def synth(
     out_path: Annotated[Path, typer.Option("--out", help="Output file (.parquet, canonical columns).")],
     pattern: Annotated[str, typer.Option(help=f"Base pattern: {', '.join(synth_mod.PATTERNS)}.")] = "database",
-    region: Annotated[str | None, typer.Option(help="Region (test file) size, e.g. 15GiB.")] = None,
-    requests: Annotated[int | None, typer.Option(help="Number of requests.")] = None,
-    duration: Annotated[float | None, typer.Option(help="Seconds of I/O at --iops (instead of --requests).")] = None,
-    iops: Annotated[float | None, typer.Option(help="Open-loop arrival rate (Poisson) for timestamps.")] = None,
-    block_size: Annotated[str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB.")] = None,
-    read_pct: Annotated[float | None, typer.Option("--read-pct", help="Percent reads.")] = None,
-    random_pct: Annotated[float | None, typer.Option("--random-pct", help="Percent random (rest sequential).")] = None,
+    region: Annotated[str | None, typer.Option(help="Region (test file) size, e.g. 15GiB; a multiple of 512 B "
+                                                    "and at least the block size.")] = None,
+    requests: Annotated[int | None, typer.Option(min=1, help="Number of requests (>= 1).")] = None,
+    duration: Annotated[float | None, typer.Option(help="Seconds of I/O at --iops (> 0; instead of "
+                                                        "--requests).")] = None,
+    iops: Annotated[float | None, typer.Option(help="Open-loop arrival rate (Poisson) for timestamps "
+                                                    "(> 0).")] = None,
+    block_size: Annotated[str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB: a multiple "
+                                                                        "of 512 B, at most 2 GiB - 512 B.")] = None,
+    read_pct: Annotated[float | None, typer.Option("--read-pct", min=0, max=100, help="Percent reads "
+                                                                                     "(0-100).")] = None,
+    random_pct: Annotated[float | None, typer.Option("--random-pct", min=0, max=100, help="Percent random, "
+                                                                                         "the rest sequential "
+                                                                                         "(0-100).")] = None,
     distribution: Annotated[
         str | None, typer.Option(help="uniform, zipf:THETA or zoned:ACCESS/RANGE:... (fio syntax).")
     ] = None,
-    outstanding: Annotated[int | None, typer.Option(help="Outstanding I/Os for closed-loop replay.")] = None,
+    outstanding: Annotated[int | None, typer.Option(min=1, help="Outstanding I/Os for closed-loop replay "
+                                                                "(>= 1).")] = None,
     volume: Annotated[str | None, typer.Option(help="Volume name.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
+    data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Generate a synthetic workload (seed 000's database pattern by default)."""
+    """Generate a synthetic workload (seed 000's database pattern by default). Writes only --out
+    (atomically); --data-dir is accepted like on every command and not used."""
+    from dataclasses import replace
+
+    if pattern not in synth_mod.PATTERNS:
+        raise typer.BadParameter(f"{pattern!r} is not one of {', '.join(synth_mod.PATTERNS)}",
+                                 param_hint="'--pattern'")
+    for value, option in ((duration, "--duration"), (iops, "--iops")):
+        if value is not None and not value > 0:  # also NaN
+            raise typer.BadParameter(f"{value} is not in the range x>0", param_hint=f"'{option}'")
+    bs = _size(block_size, "--block-size", lo=SECTOR, hi=MAX_BLOCK, multiple=SECTOR)
+    base = synth_mod.PATTERNS[pattern]
+    rg = _size(region, "--region", lo=bs or base.block_size_bytes, multiple=SECTOR)
+    if volume is not None and not volume.strip():
+        raise typer.BadParameter("must not be empty", param_hint="'--volume'")
+    check_output(out_path, "--out")  # before any work: not a directory, device or FIFO
     w = synth_mod.pattern(
         pattern,
-        region_bytes=parse_size(region) if region else None,
+        region_bytes=rg,
         requests=requests,
         iops=iops,
-        block_size_bytes=parse_size(block_size) if block_size else None,
+        block_size_bytes=bs,
         read_pct=read_pct,
         random_pct=random_pct,
         distribution=distribution,
@@ -45,11 +87,13 @@ def synth(
         volume=volume,
         seed=seed,
     )
+    if w.region_bytes < w.block_size_bytes:
+        raise typer.BadParameter(f"the region ({w.region_bytes:,} B) is smaller than the block size "
+                                 f"({w.block_size_bytes:,} B)", param_hint="'--region'")
     if duration is not None:
-        from dataclasses import replace
-
         w = replace(w, requests=max(1, int(duration * w.iops)))
-    n = synth_mod.write(w, out_path)
+    with atomic_output(out_path, "--out") as tmp:
+        n = synth_mod.write(w, tmp)
     if as_json:
         print_json({"path": str(out_path), "requests": n, "workload": w.describe()})
     else:

@@ -1,20 +1,51 @@
-"""``tiercast load`` and ``tiercast sql``: the DuckDB warehouse over the data directory."""
+"""``tiercast load`` and ``tiercast sql``: the DuckDB warehouse over the data directory.
+
+``sql`` is read-only in both senses: the database is opened ``read_only`` and only statements
+that read are run (``SELECT`` in all its forms: ``FROM``-first, ``WITH``, ``VALUES``,
+``DESCRIBE``, ``SHOW``, ``SUMMARIZE``; and ``EXPLAIN``). ``COPY ... TO``, ``EXPORT``, ``ATTACH``,
+``SET``/``PRAGMA`` (which can name output files), ``INSTALL``/``LOAD`` and every write are
+refused before anything runs, so no file is written. Underneath, the connection is sandboxed:
+external access is disabled except for the data directory (``allowed_directories``) and the
+configuration is locked, so even a statement that got past the check could touch no file
+outside it.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import sys
+from pathlib import Path
 from typing import Annotated
 
-import polars as pl
 import typer
 
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, data_dir_of, out, print_json
-from pipelines.load import db_path, load, query
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    console,
+    data_dir_of,
+    jsonable,
+    out,
+    print_json,
+)
+from pipelines.cli.common import _duckdb_message as _one_line
+
+#: statement types ``tiercast sql`` runs (names of duckdb.StatementType)
+READ_STATEMENTS = ("SELECT", "EXPLAIN")
+FORMATS = ("table", "csv", "json")
+DEFAULT_TABLE_LIMIT = 1000
 
 
 @app.command("load")
 def load_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """Refresh tiercast.duckdb: tables from manifests, views over every Parquet dataset."""
+    from pipelines.load import db_path, load
+
     dd = data_dir_of(data_dir)
+    dd.mkdir(parents=True, exist_ok=True)
     counts = load(dd)
     if as_json:
         print_json({"database": str(db_path(dd)), "tables": counts})
@@ -24,20 +55,196 @@ def load_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
         out.print(f"  {name:<28} {n:>14,} rows")
 
 
+class SqlRefused(ValueError):
+    """A statement ``tiercast sql`` does not run (exit code 2)."""
+
+
+def read_statements(sql: str) -> list[str]:
+    """The statements of ``sql`` (DuckDB's parser), each checked to only read; :class:`SqlRefused`
+    otherwise. Syntax errors raise DuckDB's ParserException."""
+    import duckdb
+
+    if not sql.strip():
+        raise SqlRefused("no SQL statement given (e.g. tiercast sql \"select * from traces\")")
+    stmts = duckdb.extract_statements(sql)
+    if not stmts:
+        raise SqlRefused("no SQL statement given (only comments or semicolons)")
+    texts = []
+    for i, s in enumerate(stmts, 1):
+        kind = s.type.name
+        if kind not in READ_STATEMENTS:
+            which = f"statement {i} ({kind})" if len(stmts) > 1 else kind
+            raise SqlRefused(f"{which} refused: tiercast sql is read-only and runs only SELECT (incl. "
+                             "WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE) and EXPLAIN; nothing was run")
+        texts.append(s.query)
+    return texts
+
+
+class Result:
+    def __init__(self, statement: str, columns: list[str], types: list[str], rows: list[tuple], cut: bool):
+        self.statement, self.columns, self.types, self.rows, self.cut = statement, columns, types, rows, cut
+
+
+def sandboxed(database: Path, allowed: list[Path]):
+    """``database`` opened read-only, with file access limited to the ``allowed`` directories
+    (external access off, configuration locked: SQL cannot turn it back on)."""
+    import duckdb
+
+    con = duckdb.connect(str(database), read_only=True)
+    try:
+        dirs = sorted({str(Path(a).resolve()).rstrip("/") + "/" for a in allowed})
+        con.execute("SET allowed_directories = $1", [dirs])
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def data_dir_roots(dd: Path) -> list[Path]:
+    """The directories the warehouse views read: the data directory, and where its symbolic links
+    lead (``traces/`` or ``results/`` or a single trace kept on another disk); the views name files
+    by their resolved paths."""
+    roots = [Path(dd)]
+    for sub in ("traces", "results"):
+        top = Path(dd) / sub
+        if top.is_symlink():
+            roots.append(top.resolve())
+        if top.is_dir():
+            roots += [p.resolve() for p in top.iterdir() if p.is_symlink() and p.resolve().is_dir()]
+    return roots
+
+
+def run_read_only(database: Path, statements: list[str], limit: int, allowed: list[Path] | None = None) -> list[Result]:
+    """Run read statements on ``database`` opened read-only and sandboxed (files only under
+    ``allowed``, default: the database's directory); at most ``limit`` rows each (0: all)."""
+    con = sandboxed(database, allowed or [Path(database).parent])
+    results = []
+    try:
+        for q in statements:
+            rel = con.sql(q)
+            cols, types = list(rel.columns), [str(t) for t in rel.types]
+            reader = rel.to_arrow_reader(min(limit, 100_000) if limit else 100_000)
+            rows: list[tuple] = []
+            cut = False
+            for batch in reader:
+                rows.extend(zip(*(col.to_pylist() for col in batch.columns), strict=True))
+                if limit and len(rows) > limit:
+                    rows, cut = rows[:limit], True
+                    break
+            results.append(Result(q, cols, types, rows, cut))
+    finally:
+        con.close()
+    return results
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, dict | list):
+        return json.dumps(jsonable(v))
+    return str(v).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+
+
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+            "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
+
+
+def format_table(r: Result) -> str:
+    """Aligned text: header, rule, one line per row (numbers right-aligned, nothing cut)."""
+    cells = [[_cell(v) for v in row] for row in r.rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(r.columns)]
+    right = [t.split("(")[0] in _NUMERIC for t in r.types]
+
+    def line(vals: list[str]) -> str:
+        return "  ".join(v.rjust(w) if rj else v.ljust(w) for v, w, rj in zip(vals, widths, right, strict=True)).rstrip()
+
+    if r.columns == ["explain_key", "explain_value"]:  # EXPLAIN: the plan as DuckDB draws it
+        return "".join(f"{row[1]}\n" for row in r.rows)
+    lines = [line(r.columns), "  ".join("-" * w for w in widths)] + [line(row) for row in cells]
+    return "\n".join(lines) + "\n"
+
+
+def format_csv(r: Result) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(r.columns)
+    for row in r.rows:
+        w.writerow(["" if v is None else json.dumps(jsonable(v)) if isinstance(v, dict | list) else
+                    jsonable(v) for v in row])
+    return buf.getvalue()
+
+
+def json_rows(r: Result) -> list[dict]:
+    """Rows as objects; JSON-typed columns decoded."""
+    rows = []
+    for row in r.rows:
+        d = {}
+        for c, t, v in zip(r.columns, r.types, row, strict=True):
+            if t == "JSON" and isinstance(v, str):
+                try:
+                    v = json.loads(v)
+                except ValueError:
+                    pass
+            d[c] = jsonable(v, c)
+        rows.append(d)
+    return rows
+
+
 @app.command("sql")
 def sql_cmd(
-    statement: Annotated[str, typer.Argument(help="SQL to run (read-only), e.g. \"select * from traces\".")],
+    statement: Annotated[str, typer.Argument(help="SQL to run (read-only), e.g. \"select * from traces\"; "
+                                                  "several statements separated by ';' are run in order.")],
     data_dir: DataDirOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help=f"Output: {', '.join(FORMATS)} (csv and json take one "
+                                                      "statement).")] = "table",
+    limit: Annotated[int | None, typer.Option(min=0, help=f"At most this many rows per statement (0: all) "
+                                              f"[default: {DEFAULT_TABLE_LIMIT} for table, all for csv "
+                                              "and json].")] = None,
     as_json: JsonOpt = False,
-    refresh: Annotated[bool, typer.Option(help="Run `tiercast load` first.")] = True,
+    refresh: Annotated[bool, typer.Option(help="Run `tiercast load` first (needs a writable data "
+                                               "directory; --no-refresh queries the warehouse as it is).")] = True,
 ) -> None:
-    """Query the warehouse with DuckDB SQL."""
-    dd = data_dir_of(data_dir)
-    if refresh:
-        load(dd)
-    df = query(dd, statement)
+    """Query the warehouse with DuckDB SQL (read-only: nothing in the database or on disk changes)."""
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(FORMATS)}", param_hint="'--format'")
     if as_json:
-        print_json(df.to_dicts())
-    else:
-        with pl.Config(tbl_rows=50, tbl_cols=20, fmt_str_lengths=60, tbl_width_chars=160):
-            out.print(str(df))
+        fmt = "json"
+    statements = read_statements(statement)
+    if fmt != "table" and len(statements) > 1:
+        raise SqlRefused(f"--format {fmt} takes one statement, got {len(statements)} (use --format table, or run "
+                         "them one at a time)")
+    dd = data_dir_of(data_dir, write=refresh)
+    from pipelines.load import db_path, load
+
+    if refresh:
+        dd.mkdir(parents=True, exist_ok=True)
+        load(dd)
+    database = db_path(dd)
+    if not database.exists():
+        raise LookupError(f"no warehouse at {database}: run `tiercast load` first")
+    n = limit if limit is not None else (DEFAULT_TABLE_LIMIT if fmt == "table" else 0)
+    import duckdb
+
+    try:
+        results = run_read_only(database, statements, n, data_dir_roots(dd))
+    except duckdb.PermissionException as e:
+        raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
+    for i, r in enumerate(results):
+        if fmt == "json":
+            print_json(json_rows(r))
+        elif fmt == "csv":
+            sys.stdout.write(format_csv(r))
+        else:
+            if len(results) > 1:
+                sys.stdout.write(("\n" if i else "") + f"-- {r.statement.strip()}\n")
+            sys.stdout.write(format_table(r) if r.columns else "")
+            sys.stdout.write(f"({len(r.rows):,} row{'s' if len(r.rows) != 1 else ''}"
+                             f"{', cut at --limit ' + str(n) if r.cut else ''})\n")
+        if r.cut:
+            console.print(f"[yellow]note:[/] {'statement ' + str(i + 1) + ': ' if len(results) > 1 else ''}"
+                          f"output cut at {n:,} rows; --limit 0 shows all")
+    sys.stdout.flush()
