@@ -538,7 +538,7 @@ def test_help_keeps_bracketed_defaults():
     r = CliRunner().invoke(app, ["traces", "--help"])
     assert "Data directory [default: ./tiercast-data]." in " ".join(r.stdout.split())
     r = CliRunner().invoke(app, ["mrc", "--help"])
-    assert "e.g. 1GiB,2GiB,4GiB" in r.stdout and "[default: 20" in " ".join(r.stdout.split())
+    assert "e.g. 1GiB,2GiB,4GiB" in r.stdout and "default: 20 " in " ".join(r.stdout.split())
 
 
 def test_errors_and_warnings_keep_brackets(monkeypatch, tmp_path, capsys):
