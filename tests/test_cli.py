@@ -651,3 +651,24 @@ def test_synth_refuses_invalid_values(args, option, allowed, tmp_path):
     line = one_error_line(r.stderr)
     assert f"'{option}'" in line and allowed in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_vendored_click_is_what_typer_raises():
+    """common.py imports typer's private vendored click (see the comment there): a usage error
+    raised by typer must be an instance of that ClickException, or usage errors would become
+    internal errors."""
+    import typer
+    from typer._click.exceptions import ClickException
+
+    t = typer.Typer()
+
+    @t.command()
+    def one(n: int) -> None:  # pragma: no cover - never runs
+        pass
+
+    try:
+        t(["not-a-number"], standalone_mode=False)
+    except Exception as e:  # noqa: BLE001 - the type is what is tested
+        assert isinstance(e, ClickException) and e.exit_code == 2
+    else:
+        raise AssertionError("typer accepted a bad int")

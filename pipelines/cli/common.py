@@ -36,7 +36,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
-# typer vendors click: its exceptions and context live in typer._click
+# typer 0.29 vendors click as the private typer._click and re-exports neither ClickException (the
+# base of every usage error, which we turn into one line with exit 2), NoArgsIsHelpError nor
+# get_current_context; the installed click package is not the one typer raises from. Pinned by
+# tests/test_cli.py::test_vendored_click_is_what_typer_raises.
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
