@@ -52,6 +52,13 @@ class TraceRef:
     manifest: dict
 
     @property
+    def data_version(self) -> str:
+        """What, besides the trace id, decides this dataset's rows: the reader version that wrote
+        it (a re-ingest by a fixed reader keeps the id and replaces the rows). Results computed
+        from the trace are keyed on it, so they are never served from older rows."""
+        return str(self.manifest.get("reader_version") or "")
+
+    @property
     def volume_files(self) -> list[Path]:
         return sorted(self.path.glob("volume=*/part-*.parquet"))
 

@@ -84,10 +84,11 @@ def array_model_version() -> str:
     return model_version(ARRAY_MODEL)
 
 
-def run_id(trace_id: str, scenario: Scenario) -> str:
-    """Stable id of (trace, scenario, model version): the same replay by the same code gets the
-    same id; a change to the model's code gives a new one."""
-    blob = f"{trace_id}\0{scenario.hash}\0{array_model_version()}"
+def run_id(trace_id: str, scenario: Scenario, data_version: str = "") -> str:
+    """Stable id of (trace, its data version, scenario, model version): the same replay by the
+    same code gets the same id; a change to the model's code, or a re-ingest of the trace by
+    another reader version (same trace id, new data: ``TraceRef.data_version``), gives a new one."""
+    blob = f"{trace_id}\0{data_version}\0{scenario.hash}\0{array_model_version()}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -331,7 +332,7 @@ def _check_scenario(sc: Scenario) -> None:
 
 def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: str = "<frames>",
                   total: int | None = None, progress: Progress | None = None, max_requests: int | None = None,
-                  prefetch: bool = True) -> ReplayResult:
+                  prefetch: bool = True, data_version: str = "") -> ReplayResult:
     """Replay canonical request frames (global time order) through ``scenario``; nothing written."""
     _check_scenario(scenario)
     model = ArrayModel(scenario)
@@ -355,7 +356,7 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
         done += chunk.n_requests
         if progress:
             progress(done, total or done)
-    rid = run_id(trace_id, scenario)
+    rid = run_id(trace_id, scenario, data_version)
     vol, rg = _interval_tables(aggs, model, list(builder.volumes), trace_id, rid)
     return ReplayResult(_summary(model, state, aggs, trace_id, rid), vol, rg)
 
@@ -448,14 +449,14 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
                  force: bool = False) -> dict:
     """Replay an ingested trace through ``scenario``, write the outputs (unless ``data_dir`` is
     None) and return the run summary. A finished run with the same run id is returned as is."""
-    rid = run_id(trace.trace_id, scenario)
+    rid = run_id(trace.trace_id, scenario, trace.data_version)
     paths = run_paths(data_dir, rid) if data_dir is not None else None
     if paths and not force and paths["summary_json"].is_file():
         summary = json.loads(paths["summary_json"].read_text())
         summary["already_done"] = True
         return summary
     res = replay_frames(read_frames(trace, batch_rows), scenario, trace.trace_id, total=total_rows(trace),
-                        progress=progress)
+                        progress=progress, data_version=trace.data_version)
     summary = res.summary
     if paths:
         # intervals first, summary last: a summary on disk means the run is complete
@@ -471,7 +472,7 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
 def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario: Scenario,
                  outstanding: list[int], trace_id: str = "<frames>", total: int | None = None,
                  max_requests: int | None = None, warmup_pct: float | None = None,
-                 progress: Progress | None = None) -> list[dict]:
+                 progress: Progress | None = None, data_version: str = "") -> list[dict]:
     """Closed-loop replays at each outstanding-I/O count: the trace supplies the address/op
     sequence, the model the timing. Returns one row per count: outstanding, iops, mb_per_s,
     latency_mean_ms, latency_p95_ms (and more), measured after the warm-up."""
@@ -492,7 +493,7 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
                 progress(k * (n_total or 0) + done, len(outstanding) * (n_total or done))
 
         res = replay_frames(frames_factory(), sc, trace_id, total=total, max_requests=max_requests,
-                            progress=step)
+                            progress=step, data_version=data_version)
         s = res.summary
         rows.append({
             "outstanding": int(n_out), "iops": s["iops"], "mb_per_s": s["mb_per_s"],
@@ -515,8 +516,8 @@ def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario
     request limit, warm-up, model version)."""
     rows = sweep_frames(lambda: read_frames(trace, batch_rows), scenario, outstanding, trace.trace_id,
                         total=total_rows(trace), max_requests=max_requests, warmup_pct=warmup_pct,
-                        progress=progress)
-    blob = json.dumps([trace.trace_id, scenario.hash, outstanding, max_requests, warmup_pct, array_model_version()])
+                        progress=progress, data_version=trace.data_version)
+    blob = json.dumps([trace.trace_id, trace.data_version, scenario.hash, outstanding, max_requests, warmup_pct, array_model_version()])
     sid = hashlib.sha256(blob.encode()).hexdigest()[:16]
     for r in rows:
         r["sweep_id"] = sid

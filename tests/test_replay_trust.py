@@ -191,3 +191,30 @@ def test_the_array_kernel_probes_the_id_table_with_the_public_hash():
         want = int(ids.lookup(np.array([k]))[0])
         assert ar._probe(ids.table, k, ids.shift) == want
     assert ar._probe(ids.table, np.int64(5) << 20, ids.shift) == -1
+
+
+def test_a_reingest_by_a_fixed_reader_replays_again(tmp_path, monkeypatch):
+    """A re-ingest keeps the trace id but replaces its rows; results keyed on the trace id alone
+    would be served from the old rows. The run and sweep ids carry the trace's data version."""
+    import pipelines.dataset as ds
+    import pipelines.ingest as ing
+
+    w = synth.pattern("database", requests=2000, region_bytes=1 << 30, volume="db", seed=5)
+    synth.write(w, tmp_path / "db.parquet")
+    tid = ingest_file(tmp_path / "db.parquet", tmp_path, validate="off").trace_id
+    trace = find_trace(tmp_path, tid)
+    sc = load("vnx2-mcx")
+    first = rp.replay_trace(trace, tmp_path, sc)
+    sweep_before = rp.sweep_trace(trace, None, sc, [2], max_requests=500)[0]["sweep_id"]
+    assert rp.replay_trace(trace, tmp_path, sc)["already_done"]
+
+    fixed = "f" * 16  # as if a reader module had changed
+    monkeypatch.setattr(ds, "reader_version", lambda: fixed)
+    monkeypatch.setattr(ing, "reader_version", lambda: fixed)
+    again = ingest_file(tmp_path / "db.parquet", tmp_path, validate="off")
+    assert again.trace_id == tid and not again.already_ingested
+    trace2 = find_trace(tmp_path, tid)
+    assert trace2.data_version == fixed != trace.data_version
+    rerun = rp.replay_trace(trace2, tmp_path, sc)
+    assert not rerun["already_done"] and rerun["run_id"] != first["run_id"]
+    assert rp.sweep_trace(trace2, None, sc, [2], max_requests=500)[0]["sweep_id"] != sweep_before
