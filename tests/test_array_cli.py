@@ -10,6 +10,7 @@ import pytest
 from test_array import flood_and_app, two_groups
 from typer.testing import CliRunner
 
+from pipelines.catalog import find_trace
 from pipelines.cli import app
 from pipelines.ingest import ingest_file
 from pipelines.replay import array_model_version, replay_frames, run_id
@@ -46,7 +47,7 @@ def test_replay_json_parquet_and_idempotent_reruns(trace):
     for k in SUMMARY_KEYS:
         assert k in s, k
     sc = load("vnx5400")
-    assert s["run_id"] == run_id(tid, sc) and s["scenario_hash"] == sc.hash and not s["already_done"]
+    assert s["run_id"] == run_id(tid, sc, find_trace(d, tid).data_version) and s["scenario_hash"] == sc.hash and not s["already_done"]
     assert s["requests"] == 39_000 and s["reads"] + s["writes"] == 39_000
     assert s["not_yet_modelled"] == "ssd_cache"
     # the same replay through the plain function, without the catalog, gives the same numbers

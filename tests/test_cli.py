@@ -525,7 +525,9 @@ def test_interrupt_is_prompt_and_clean(sig, delay, code, tmp_path):
         stdout, stderr = p.communicate(timeout=10)
     finally:
         p.kill()
-    assert time.monotonic() - t0 < 2.0
+    # the forced exit fires 1.0 s after the signal; the rest is scheduling on a busy machine (the
+    # old behaviour took 3.5-8.6 s, or never printed anything)
+    assert time.monotonic() - t0 < 3.0
     assert p.returncode == code
     assert stderr.strip() == "interrupted"
     assert stdout == "" and not out.exists()
