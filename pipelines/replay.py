@@ -49,13 +49,13 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from pipelines.catalog import TraceRef, write_json_atomic
+from pipelines.dataset import package_version
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import IntervalAggregator, outcome_frame
@@ -70,13 +70,6 @@ Progress = Callable[[int, int], None]
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 K_STALL = RECORD_KINDS.index("forced_flush")
-
-
-def tiercast_version() -> str:
-    try:
-        return version("tiercast")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
 
 
 def array_model_version() -> str:
@@ -389,7 +382,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "trace_id": trace_id,
         "scenario": sc.name,
         "scenario_hash": sc.hash,
-        "tiercast_version": tiercast_version(),
+        "tiercast_version": package_version(),
         "model_version": array_model_version(),
         "dram_mode": sc.dram.mode,
         "replay_mode": sc.replay.mode,
