@@ -58,7 +58,16 @@ from replay import backend as be
 from replay import dram_cache as dc
 from replay import host
 from replay import queueing as qk
-from replay.events import K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, N_REC, REC_COLUMNS, RECORD_KINDS, new_events
+from replay.events import (
+    K_FLUSH,
+    K_FULL_STRIPE,
+    K_IDLE_FLUSH,
+    K_STALL,
+    N_REC,
+    REC_COLUMNS,
+    RECORD_KINDS,
+    new_events,
+)
 from replay.ids import IdMap
 from replay.jit import kernel
 from replay.model import Chunk, Model, Outcomes, register
