@@ -76,7 +76,7 @@ from replay import backend as be
 from replay import queueing as qk
 from replay.events import INF, K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, record
 from replay.ids import slot
-from replay.jit import kernel
+from replay.jit import kernel, step
 
 I4, I8, U8, F8 = np.int32, np.int64, np.uint64, np.float64
 
@@ -444,7 +444,7 @@ def vlru_push_head(ds, v):
     vo.in_lru = 1
 
 
-@kernel
+@step
 def touch_volume(ds, v, t):
     """A host I/O to volume v at t: most recently active (if it has dirty units)."""
     vo = ds.vols[v]
@@ -912,7 +912,7 @@ def start_flushers(ds, ev, t):
         ev.next_ev = t
 
 
-@kernel
+@step
 def suspended(ds, t):
     """FLARE forced flush: host I/O arriving at t resumes at the returned time."""
     su = ds.c[0].stall_until
@@ -920,7 +920,7 @@ def suspended(ds, t):
 
 
 # ---- host requests --------------------------------------------------------------------------
-@kernel
+@step
 def read(dp, ds, bp, bs, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host read at tc of pages p0..p1: hits, misses from the back end (contiguous pages of one
     unit in one I/O), fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
@@ -991,7 +991,7 @@ def read(dp, ds, bp, bs, v, p0, p1, punit, pbit, puno, tc, tmp):
     return done, rp, rh, bios, bbusy, rg_req
 
 
-@kernel
+@step
 def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host write at tc of pages p0..p1: coalesce, admit new dirty pages (room, FLARE forced
     flush, MCx throttling and pool-full waits, write-through if the cache cannot hold a page), ack
@@ -1089,7 +1089,7 @@ def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc
     return done, wp, wh, stall, thr, bbusy, rg_req
 
 
-@kernel
+@step
 def trim(dp, ds, p0, p1, punit, pbit):
     """A host trim of pages p0..p1; returns the RAID group of its first placed unit (-1: none)."""
     rg_req = -1

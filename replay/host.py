@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from replay import queueing as qk
-from replay.jit import kernel
+from replay.jit import step
 from schemas.trace import OP_READ, OP_WRITE
 
 HOST = np.dtype([(n, np.int64) for n in (
@@ -53,7 +53,7 @@ def new_state(hp: HostParams) -> HostState:
     return HostState(heap=np.zeros(max(1, hp.outstanding), dtype=np.int64), c=c)
 
 
-@kernel
+@step
 def issue(hp, hs, ts):
     """Issue time of the next request (``ts``: its trace time, used in open loop)."""
     c = hs.c[0]
@@ -66,7 +66,7 @@ def issue(hp, hs, ts):
     return arr
 
 
-@kernel
+@step
 def storage_processor(hp, hs, t, size, op):
     """Pass through the storage processor at t; returns the time it is done. Counts the request."""
     c = hs.c[0]
@@ -84,7 +84,7 @@ def storage_processor(hp, hs, t, size, op):
     return done
 
 
-@kernel
+@step
 def complete(hp, hs, arr, done, stall, thr):
     """The request issued at ``arr`` completes at ``done`` after ``stall`` and ``thr`` waits."""
     c = hs.c[0]
