@@ -2,10 +2,9 @@
 
 **On-disk cache keyed on every kernel module.** numba caches a compiled function under a key made
 of its *own* source file only (numba 0.68: a SHA-256 of that file's bytes; PITFALLS.md). The array
-kernel (``replay.array``) calls functions of ``host``, ``dram_cache``, ``events``, ``queueing``, ``backend``
-and ``ids``
-and compiles their constants in, so a fix in one of those left the caller's stale machine code in
-use. Touching the caller's file at import (what ``replay.array`` did) no longer helps since numba
+kernel (``replay.array``) calls functions of ``host``, ``dram_cache``, ``events``, ``queueing``,
+``backend`` and ``ids`` and compiles their constants in, so a fix in one of those left the
+caller's stale machine code in use. Touching the caller's file at import (what ``replay.array`` did) no longer helps since numba
 hashes contents, not times, and it wrote into the source tree. Not caching at all would be
 correct, but compiling the array kernels takes ~17 s, paid by every ``tiercast replay`` call.
 So every decorator here puts its cache in a directory named by a hash of the source of all
