@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,6 +70,39 @@ class BackendArrays:
     pool_rgs: np.ndarray  # int32 [n_pools, max_rgs] (-1 padded)
     pool_nrg: np.ndarray  # int32 [n_pools]
     pool_slice: np.ndarray  # int64 [n_pools] (0: no slicing)
+
+
+class BackendParams(NamedTuple):
+    """The back end as the kernels see it (immutable): the arrays of :class:`BackendArrays`."""
+
+    rgi: np.ndarray  # int64 [n_rg, N_RG_STATIC]
+    dstat: np.ndarray  # float64 [n_drives, N_DS]
+    pool_rgs: np.ndarray
+    pool_nrg: np.ndarray
+    pool_slice: np.ndarray
+
+
+#: Back-end counters (one record of ``BackendState.c``).
+BACKEND = np.dtype([("read_ios", np.int64), ("write_ios", np.int64), ("read_bytes", np.int64)])
+
+
+class BackendState(NamedTuple):
+    """Drive queues (``replay.queueing``'s ``ddyn`` / ``dflt`` columns) and back-end counters."""
+
+    ddyn: np.ndarray  # int64 [n_drives, N_DD]
+    dflt: np.ndarray  # float64 [n_drives, 3]
+    c: np.ndarray  # one BACKEND record
+
+
+def params(ba: BackendArrays) -> BackendParams:
+    return BackendParams(ba.rgi.copy(), ba.dstat.copy(), ba.pool_rgs.copy(), ba.pool_nrg.copy(),
+                         ba.pool_slice.copy())
+
+
+def new_state(bp: BackendParams) -> BackendState:
+    n = bp.dstat.shape[0]
+    return BackendState(ddyn=np.zeros((n, qk.N_DD), dtype=np.int64),
+                        dflt=np.tile(np.array([0.0, 1.0, 0.0]), (n, 1)), c=np.zeros(1, BACKEND))
 
 
 def build(sc: Scenario) -> BackendArrays:
@@ -166,3 +200,68 @@ def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, pool_rgs, pool_nr
     else:
         out[UP_SFIRST] = -1
         out[UP_SUNITS] = 0
+
+
+# ---- I/O on the drives of a RAID group (the array kernel's calls) ---------------------------
+@kernel
+def write_drives(dstat, ddyn, dflt, d, p1, p2, tau, nops, nbytes, batch):
+    """Background writes of one contiguous run on data drive d and its parity / mirror drives
+    p1, p2 (-1: none), ``nops`` operations each; returns (done, busy, ios)."""
+    done, busy = qk.drive_submit(dstat, ddyn, dflt, d, tau, nops, nbytes, batch, False)
+    ios = nops
+    if p1 >= 0:
+        dn, s = qk.drive_submit(dstat, ddyn, dflt, p1, tau, nops, nbytes, batch, False)
+        done = max(done, dn)
+        busy += s
+        ios += nops
+    if p2 >= 0:
+        dn, s = qk.drive_submit(dstat, ddyn, dflt, p2, tau, nops, nbytes, batch, False)
+        done = max(done, dn)
+        busy += s
+        ios += nops
+    return done, busy, ios
+
+
+@kernel
+def write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch):
+    """:func:`write_drives` on the back end's drives, counted; returns (done, busy, ios)."""
+    done, busy, ios = write_drives(bp.dstat, bs.ddyn, bs.dflt, d, p1, p2, tau, nops, nbytes, batch)
+    bs.c[0].write_ios += ios
+    return done, busy, ios
+
+
+@kernel
+def write_stripe(bp, bs, r, tau, batch):
+    """A full-stripe write on RAID group r: one element on every drive, no reads; (done, busy, ios)."""
+    elem = bp.rgi[r, RG_ELEM]
+    d0 = bp.rgi[r, RG_DRIVE0]
+    width = bp.rgi[r, RG_WIDTH]
+    done = tau
+    busy = np.int64(0)
+    for d in range(d0, d0 + width):
+        dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, tau, 1, elem, batch, False)
+        done = max(done, dn)
+        busy += s
+    bs.c[0].write_ios += width
+    return done, busy, width
+
+
+@kernel
+def read(bp, bs, r, d, p1, nbytes, t):
+    """A host read of ``nbytes`` from data drive d of RAID group r (mirrors: from whichever copy
+    has less host work queued); returns (done, service)."""
+    lvl = bp.rgi[r, RG_LEVEL]
+    if lvl == 1 or lvl == 10:
+        if bs.ddyn[p1, qk.DD_FREE_FG] < bs.ddyn[d, qk.DD_FREE_FG]:
+            d = p1
+    c = bs.c[0]
+    c.read_ios += 1
+    c.read_bytes += nbytes
+    return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, True)
+
+
+@kernel
+def write_ops(r, bp):
+    """Drive operations per data drive of a small write to RAID group r (2: read-modify-write)."""
+    lvl = bp.rgi[r, RG_LEVEL]
+    return 2 if (lvl == 5 or lvl == 6) else 1

@@ -68,163 +68,192 @@ sequential I/O"); the service time uses the number of due units per drive as the
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from replay.jit import kernel
+from replay import backend as be
+from replay import queueing as qk
+from replay.events import INF, K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, record
+from replay.ids import slot
+from replay.jit import kernel, step
 
-# ---- unit columns -------------------------------------------------------------------------
-# int32 ``ui``
-U_LP, U_LN = 0, 1  # clean LRU links
-U_FP, U_FN = 2, 3  # RAID-group dirty FIFO links
-U_VP, U_VN = 4, 5  # volume dirty FIFO links (FLARE idle flushing)
-U_RG = 6
-U_DATA, U_P1, U_P2 = 7, 8, 9
-U_SUNITS = 10
-U_VOL = 11
-U_PART = 12  # -1 not cached, 0 read partition (FLARE), 1 write cache / MCx pool
-U_FLAGS = 13
-N_U = 14
-# int64 ``ul``
-UL_SINCE = 0  # time the unit became dirty
-UL_SFIRST = 1  # first unit number of its stripe (-1: no full-stripe writes)
-N_UL = 2
-# uint64 ``um``
-UM_VALID, UM_DIRTY = 0, 1
+I4, I8, U8, F8 = np.int32, np.int64, np.uint64, np.float64
 
+# ---- state ---------------------------------------------------------------------------------
+#: A cache unit (one row of ``DramState.units``; a structured array: one unit's fields share a
+#: cache line or two, 2.4x faster than one array per field on random units, measured).
+UNIT = np.dtype([
+    ("lp", I4), ("ln", I4),  # clean LRU links
+    ("fp", I4), ("fn", I4),  # RAID-group dirty FIFO links
+    ("vp", I4), ("vn", I4),  # volume dirty FIFO links (FLARE idle flushing)
+    ("rg", I4), ("data", I4), ("p1", I4), ("p2", I4), ("sunits", I4),  # placement (replay.backend)
+    ("vol", I4),
+    ("part", I4),  # -1 not cached, 0 read partition (FLARE), 1 write cache / MCx pool
+    ("flags", I4),
+    ("since", I8),  # time the unit became dirty
+    ("sfirst", I8),  # first unit number of its stripe (-1: no full-stripe writes)
+    ("valid", U8), ("dirty", U8),  # page bit masks
+])
 F_CLEAN = 1  # in a clean LRU list
 F_FIFO = 2  # in its RAID group's dirty FIFO
 F_DUE = 4  # counted as due (MCx: older than the pre-cleaning age)
 F_PLACED = 8  # placement computed
 
-# ---- global int64 ``g`` -----------------------------------------------------------------
-G_NOW = 0
-G_SP_FREE = 1
-G_STALL_UNTIL = 2
-G_DIRTY = 3  # dirty pages, whole array
-G_USED0, G_USED1 = 4, 5  # valid pages per partition
-G_CAP0, G_CAP1 = 6, 7
-G_LH0, G_LT0, G_LH1, G_LT1 = 8, 9, 10, 11  # clean LRU head (most recent) / tail per partition
-G_WM = 12  # FLARE watermark flushing active
-G_FORCED = 13  # FLARE forced flush in progress
-G_EMERG = 14  # MCx pool full: flush regardless of age
-G_HEAP_N = 15
-G_NEXT_TICK = 16
-G_IDLE_CLOCK = 17
-G_IWIN_N = 18
-G_VH, G_VT = 19, 20  # volumes with dirty units, least recently active at the tail
-G_REC_N = 21
-G_DUNITS = 22
-G_REQ = 23
-G_READS = 24
-G_WRITES = 25
-G_RPAGES = 26
-G_RHITS = 27
-G_WPAGES = 28
-G_WHITS = 29
-G_FORCED_N = 30
-G_STALL_NS = 31
-G_THROT_NS = 32
-G_FULL_WAITS = 33
-G_FULL_STRIPES = 34
-G_FLUSH_OPS = 35
-G_FLUSH_PAGES = 36
-G_BE_READ_IOS = 37
-G_BE_WRITE_IOS = 38
-G_FLUSH_BYTES = 39
-G_LAST_DONE = 40
-G_FIRST_ARR = 41
-G_OTHER = 42
-G_READ_BYTES = 43
-G_WRITE_BYTES = 44
-G_TRIM_PAGES = 45
-G_BE_READ_BYTES = 46
-G_IDLE_FLUSH_OPS = 47
-G_MAX_DIRTY = 48
-G_LAT_SUM = 49
-G_STALLED_REQ = 50
-G_THROT_REQ = 51
-G_FORCED_STALL_NS = 52
-G_NEXT_EV = 53  # lower bound of the next background event (skip the catch-up before it)
-N_G = 54
+#: The cache's view of a RAID group (``DramState.groups``): dirty FIFO, flusher, MCx control.
+GROUP = np.dtype([(n, I8) for n in (
+    "dirty_pages", "dirty_units",
+    "fifo_head", "fifo_tail",
+    "front",  # last unit of the due prefix of the FIFO (-1: none)
+    "due",  # due units (MCx)
+    "win_n",  # flush writes in flight (heap ``DramState.win[r]``)
+    "clock",  # the flusher's clock
+    "admit",  # throttle token bucket: next admission time
+    "new_dirty", "page_writes", "flushed_pages",  # since the last adaptation
+    "throttled",
+    "flush_ops", "flush_pages", "backend_ios",
+)] + [(n, F8) for n in (
+    "rate_in", "rate_writes", "rate_flush",  # I_g, W_g, F_g (pages/s, averaged)
+    "age",  # pre-cleaning age (ns)
+    "rate",  # admitted pages/s when throttled
+)])
 
-GLOBAL_COUNTERS = {
-    "requests": G_REQ, "reads": G_READS, "writes": G_WRITES, "other_requests": G_OTHER,
-    "read_pages": G_RPAGES, "read_hit_pages": G_RHITS, "write_pages": G_WPAGES,
-    "write_hit_pages": G_WHITS, "read_bytes": G_READ_BYTES, "write_bytes": G_WRITE_BYTES,
-    "trimmed_pages": G_TRIM_PAGES, "forced_flush_count": G_FORCED_N,
-    "forced_flush_stall_ns": G_FORCED_STALL_NS, "stall_delay_sum_ns": G_STALL_NS,
-    "stalled_requests": G_STALLED_REQ, "throttle_delay_sum_ns": G_THROT_NS, "throttled_requests": G_THROT_REQ,
-    "cache_full_waits": G_FULL_WAITS, "full_stripe_writes": G_FULL_STRIPES, "flush_ops": G_FLUSH_OPS,
-    "idle_flush_ops": G_IDLE_FLUSH_OPS, "flush_pages": G_FLUSH_PAGES, "flush_bytes": G_FLUSH_BYTES,
-    "backend_read_ios": G_BE_READ_IOS, "backend_write_ios": G_BE_WRITE_IOS,
-    "backend_read_bytes": G_BE_READ_BYTES, "dirty_pages": G_DIRTY, "dirty_pages_max": G_MAX_DIRTY,
-    "first_arrival_ns": G_FIRST_ARR, "last_done_ns": G_LAST_DONE, "latency_sum_ns": G_LAT_SUM,
-}
+#: A host volume (``DramState.vols``): placement and idle flushing (FLARE).
+VOLUME = np.dtype([(n, I8) for n in (
+    "pool", "base",  # pool, first RAID group of its slices
+    "last",  # last host I/O
+    "fifo_head", "fifo_tail", "dirty_units",  # its dirty units, oldest first
+    "lp", "ln", "in_lru",  # LRU of volumes with dirty units (least recently active at the tail)
+)])
 
-# ---- RAID-group dynamic int64 ``rgs`` / float64 ``rgf`` ---------------------------------
-RS_DPAGES = 0
-RS_DUNITS = 1
-RS_FH, RS_FT = 2, 3
-RS_FRONT = 4  # last unit of the due prefix of the FIFO (-1: none)
-RS_DUE = 5
-RS_WIN_N = 6
-RS_CLOCK = 7
-RS_ADMIT = 8  # throttle token bucket: next admission time
-RS_NEWD = 9  # new dirty pages since the last adaptation
-RS_WPG = 10  # host page writes since the last adaptation
-RS_FLP = 11  # pages flushed since the last adaptation
-RS_THROT = 12
-RS_FLUSH_OPS = 13
-RS_FLUSH_PAGES = 14
-RS_BE_IOS = 15
-N_RS = 16
-RF_I, RF_W, RF_F, RF_AGE, RF_RATE = 0, 1, 2, 3, 4
-N_RF = 5
+#: A partition (``DramState.parts``: 0 FLARE read cache, 1 write cache / MCx pool).
+PART = np.dtype([("used", I8), ("cap", I8), ("head", I8), ("tail", I8)])  # clean LRU: head most recent
 
-# ---- volumes int64 ``vol`` --------------------------------------------------------------
-V_POOL = 0
-V_BASE = 1
-V_LAST = 2
-V_FH, V_FT = 3, 4
-V_DUNITS = 5
-V_LP, V_LN = 6, 7
-V_INLRU = 8
-N_V = 9
-
-# ---- parameters --------------------------------------------------------------------------
-PI_MODE = 0  # 0 flare, 1 mcx
-PI_CLOSED = 1
-PI_OUT = 2
-PI_PAGE = 3
-PI_PPU = 4
-PI_UNIT = 5
-PI_FDEPTH = 6
-PI_ORDER_ADDR = 7
-PI_HWM = 8  # pages
-PI_LWM = 9
-PI_IDLE_AFTER = 10
-PI_IDLE_OUT = 11
-PI_SP_NS = 12
-PI_MIRROR = 13
-PI_TICK = 14
-PI_PAGE_BITS = 15
-PI_ID_SHIFT = 16
-N_PI = 17
-PF_SP_NS_PER_BYTE = 0
-PF_AGE_MIN, PF_AGE_MAX = 1, 2
-PF_RATE_ALPHA = 3
-PF_DIRTY_TARGET = 4
-PF_MIN_FREE = 5
-PF_SMOOTH = 6
-PF_THR_DRAIN = 7
-PF_RMAX, PF_OVER, PF_RMIN = 8, 9, 10
-PF_TICK_S = 11
-PF_DIRTY_MAX = 12
-N_PF = 13
+#: Cache-wide state and counters (one record, ``DramState.c``).
+CACHE = np.dtype([(n, I8) for n in (
+    "dirty",  # dirty pages, whole array
+    "dirty_units",
+    "dirty_max",
+    "watermark",  # FLARE watermark flushing active
+    "forced",  # FLARE forced flush in progress
+    "emergency",  # MCx pool full: flush regardless of age
+    "stall_until",  # FLARE forced flush: host I/O suspended until then
+    "next_tick",  # MCx adaptation
+    "idle_clock", "iwin_n",  # FLARE idle flusher
+    "vh", "vt",  # volumes with dirty units, least recently active at the tail
+    "read_pages", "read_hits", "write_pages", "write_hits", "trimmed_pages",
+    "forced_n", "forced_stall_ns", "full_waits", "full_stripes",
+    "flush_ops", "idle_flush_ops", "flush_pages", "flush_bytes",
+)])
 
 MODE_FLARE, MODE_MCX = 0, 1
-INF = np.int64(1 << 62)
+
+#: The former 2-D unit table's columns of a unit's drives, for ``replay.array._write_run``'s
+#: legacy form only (pinned by tests/test_replay_trust.py).
+N_U, U_DATA, U_P1, U_P2 = 14, 7, 8, 9
+
+
+class DramParams(NamedTuple):
+    """Immutable parameters (from the scenario's ``[dram]``)."""
+
+    mode: int  # MODE_FLARE / MODE_MCX
+    page: int
+    ppu: int  # pages per unit
+    unit: int  # unit bytes
+    fdepth: int  # flush writes in flight per drive
+    order_addr: int
+    hwm: int  # pages (FLARE)
+    lwm: int
+    idle_after: int  # ns
+    idle_out: int
+    mirror: int  # ns: write ack after mirroring
+    tick: int  # ns: MCx adaptation interval
+    page_bits: int
+    age_min: float
+    age_max: float
+    rate_alpha: float
+    dirty_target: float
+    dirty_max: float
+    min_free: float
+    smooth: float
+    thr_drain: float
+    rmax: float
+    over: float
+    rmin: float
+    tick_s: float
+
+
+class DramState(NamedTuple):
+    units: np.ndarray  # UNIT [n_units] (grows)
+    groups: np.ndarray  # GROUP [n_rg]
+    win: np.ndarray  # int64 [n_rg, fdepth x max width]: flush completion heaps
+    vols: np.ndarray  # VOLUME [n] (grows)
+    parts: np.ndarray  # PART [2]
+    iwin: np.ndarray  # int64 [idle_out]: idle flush completion heap
+    c: np.ndarray  # CACHE [1]
+
+
+def params(sc, page_bits: int) -> DramParams:
+    d = sc.dram
+    m = d.mcx
+    wpages = d.write_cache_bytes // d.page_bytes
+    return DramParams(
+        mode=MODE_MCX if d.mode == "mcx" else MODE_FLARE, page=int(d.page_bytes), ppu=int(d.pages_per_unit),
+        unit=int(d.flush_unit_bytes), fdepth=int(d.flush_queue_depth),
+        order_addr=1 if d.flush_order == "address" else 0,
+        hwm=int(np.ceil(wpages * d.flare.high_watermark_pct / 100.0)),
+        lwm=int(wpages * d.flare.low_watermark_pct / 100.0),
+        idle_after=int(d.flare.idle_after_ms * 1e6), idle_out=int(d.flare.idle_flush_outstanding),
+        mirror=int(d.mirror_latency_us * 1e3), tick=max(1, int(m.adapt_interval_ms * 1e6)), page_bits=int(page_bits),
+        age_min=float(m.min_age_ms * 1e6), age_max=float(m.max_age_ms * 1e6),
+        rate_alpha=float(rate_alpha(m.adapt_interval_ms, m.rate_window_ms)),
+        dirty_target=float(m.dirty_target_pct / 100.0), dirty_max=float(m.dirty_max_pct / 100.0),
+        min_free=float(m.min_free_pct / 100.0), smooth=float(m.age_smoothing),
+        thr_drain=float(m.throttle_drain_ms * 1e6), rmax=float(m.throttle_ratio_max),
+        over=float(m.throttle_overshoot_pct / 100.0), rmin=float(m.throttle_ratio_min),
+        tick_s=float(m.adapt_interval_ms / 1e3),
+    )
+
+
+def new_state(sc, dp: DramParams, n_rg: int, max_width: int) -> DramState:
+    d = sc.dram
+    groups = np.zeros(n_rg, GROUP)
+    groups["fifo_head"] = groups["fifo_tail"] = groups["front"] = -1
+    groups["age"] = d.mcx.initial_age_ms * 1e6
+    parts = np.zeros(2, PART)
+    parts["head"] = parts["tail"] = -1
+    if d.mode == "flare":
+        parts[0]["cap"] = d.flare.read_cache_bytes // d.page_bytes
+        parts[1]["cap"] = d.write_cache_bytes // d.page_bytes
+    else:
+        parts[1]["cap"] = d.cache_bytes // d.page_bytes
+    c = np.zeros(1, CACHE)
+    c["vh"] = c["vt"] = -1
+    c["next_tick"] = dp.tick
+    return DramState(units=new_units(0), groups=groups,
+                     win=np.zeros((n_rg, int(d.flush_queue_depth * max_width)), dtype=np.int64),
+                     vols=new_vols(0), parts=parts, iwin=np.zeros(max(1, dp.idle_out), dtype=np.int64), c=c)
+
+
+def new_units(n: int) -> np.ndarray:
+    u = np.zeros(n, UNIT)
+    for f in ("lp", "ln", "fp", "fn", "vp", "vn", "rg", "data", "p1", "p2", "sunits", "vol", "part", "sfirst"):
+        u[f] = -1
+    return u
+
+
+def new_vols(n: int) -> np.ndarray:
+    v = np.zeros(n, VOLUME)
+    for f in ("fifo_head", "fifo_tail", "lp", "ln"):
+        v[f] = -1
+    return v
+
+
+def grow(a: np.ndarray, rows: int, new) -> np.ndarray:
+    """``a`` with at least ``rows`` rows, the new ones from ``new(n)``."""
+    out = new(rows)
+    out[: a.shape[0]] = a
+    return out
 
 
 @kernel
@@ -243,259 +272,324 @@ def full_mask(ppu):
     return (np.uint64(1) << np.uint64(ppu)) - np.uint64(1)
 
 
-# ---- linked lists (arrays passed explicitly: numba refcounts every field of a large tuple) --
 @kernel
-def lru_remove(ui, G, u):
-    h = G_LH0 + 2 * ui[u, U_PART]
-    p = ui[u, U_LP]
-    n = ui[u, U_LN]
+def probe(table, key, shift):
+    """Dense id of ``key`` in a ``replay.ids.IdMap`` table, -1 if absent."""
+    mask = (table.shape[0] >> 1) - 1
+    s = slot(key, shift, mask)
+    while True:
+        tk = table[2 * s]
+        if tk == key:
+            return table[2 * s + 1]
+        if tk == -1:
+            return -1
+        s = (s + 1) & mask
+
+
+# ---- linked lists ---------------------------------------------------------------------------
+@kernel
+def lru_remove(ds, u):
+    un = ds.units
+    x = un[u]
+    pt = ds.parts[x.part]
+    p = x.lp
+    n = x.ln
     if p >= 0:
-        ui[p, U_LN] = n
+        un[p].ln = n
     else:
-        G[h] = n
+        pt.head = n
     if n >= 0:
-        ui[n, U_LP] = p
+        un[n].lp = p
     else:
-        G[h + 1] = p
-    ui[u, U_LP] = -1
-    ui[u, U_LN] = -1
-    ui[u, U_FLAGS] &= ~F_CLEAN
+        pt.tail = p
+    x.lp = -1
+    x.ln = -1
+    x.flags &= ~F_CLEAN
 
 
 @kernel
-def lru_push(ui, G, u, at_head):
+def lru_push(ds, u, at_head):
     """Insert a clean unit into its partition's LRU: at the head (most recent) or the tail."""
-    h = G_LH0 + 2 * ui[u, U_PART]
+    un = ds.units
+    x = un[u]
+    pt = ds.parts[x.part]
     if at_head:
-        old = G[h]
-        ui[u, U_LP] = -1
-        ui[u, U_LN] = old
+        old = pt.head
+        x.lp = -1
+        x.ln = old
         if old >= 0:
-            ui[old, U_LP] = u
+            un[old].lp = u
         else:
-            G[h + 1] = u
-        G[h] = u
+            pt.tail = u
+        pt.head = u
     else:
-        old = G[h + 1]
-        ui[u, U_LN] = -1
-        ui[u, U_LP] = old
+        old = pt.tail
+        x.ln = -1
+        x.lp = old
         if old >= 0:
-            ui[old, U_LN] = u
+            un[old].ln = u
         else:
-            G[h] = u
-        G[h + 1] = u
-    ui[u, U_FLAGS] |= F_CLEAN
+            pt.head = u
+        pt.tail = u
+    x.flags |= F_CLEAN
 
 
 @kernel
-def fifo_append(ui, rgs, u, r):
-    t = rgs[r, RS_FT]
-    ui[u, U_FN] = -1
-    ui[u, U_FP] = t
+def fifo_append(ds, u, r):
+    un = ds.units
+    g = ds.groups[r]
+    t = g.fifo_tail
+    x = un[u]
+    x.fn = -1
+    x.fp = t
     if t >= 0:
-        ui[t, U_FN] = u
+        un[t].fn = u
     else:
-        rgs[r, RS_FH] = u
-    rgs[r, RS_FT] = u
-    ui[u, U_FLAGS] |= F_FIFO
+        g.fifo_head = u
+    g.fifo_tail = u
+    x.flags |= F_FIFO
 
 
 @kernel
-def fifo_remove(ui, rgs, u, r):
-    p = ui[u, U_FP]
-    n = ui[u, U_FN]
-    if ui[u, U_FLAGS] & F_DUE:
-        rgs[r, RS_DUE] -= 1
-        if rgs[r, RS_FRONT] == u:
-            rgs[r, RS_FRONT] = p
+def fifo_remove(ds, u, r):
+    un = ds.units
+    g = ds.groups[r]
+    x = un[u]
+    p = x.fp
+    n = x.fn
+    if x.flags & F_DUE:
+        g.due -= 1
+        if g.front == u:
+            g.front = p
     if p >= 0:
-        ui[p, U_FN] = n
+        un[p].fn = n
     else:
-        rgs[r, RS_FH] = n
+        g.fifo_head = n
     if n >= 0:
-        ui[n, U_FP] = p
+        un[n].fp = p
     else:
-        rgs[r, RS_FT] = p
-    ui[u, U_FP] = -1
-    ui[u, U_FN] = -1
-    ui[u, U_FLAGS] &= ~(F_FIFO | F_DUE)
+        g.fifo_tail = p
+    x.fp = -1
+    x.fn = -1
+    x.flags &= ~(F_FIFO | F_DUE)
 
 
 @kernel
-def vfifo_append(ui, vol, u, v):
-    t = vol[v, V_FT]
-    ui[u, U_VN] = -1
-    ui[u, U_VP] = t
+def vfifo_append(ds, u, v):
+    un = ds.units
+    vo = ds.vols[v]
+    t = vo.fifo_tail
+    x = un[u]
+    x.vn = -1
+    x.vp = t
     if t >= 0:
-        ui[t, U_VN] = u
+        un[t].vn = u
     else:
-        vol[v, V_FH] = u
-    vol[v, V_FT] = u
+        vo.fifo_head = u
+    vo.fifo_tail = u
 
 
 @kernel
-def vfifo_remove(ui, vol, u, v):
-    p = ui[u, U_VP]
-    n = ui[u, U_VN]
+def vfifo_remove(ds, u, v):
+    un = ds.units
+    vo = ds.vols[v]
+    x = un[u]
+    p = x.vp
+    n = x.vn
     if p >= 0:
-        ui[p, U_VN] = n
+        un[p].vn = n
     else:
-        vol[v, V_FH] = n
+        vo.fifo_head = n
     if n >= 0:
-        ui[n, U_VP] = p
+        un[n].vp = p
     else:
-        vol[v, V_FT] = p
-    ui[u, U_VP] = -1
-    ui[u, U_VN] = -1
+        vo.fifo_tail = p
+    x.vp = -1
+    x.vn = -1
 
 
 @kernel
-def vlru_remove(vol, G, v):
-    p = vol[v, V_LP]
-    n = vol[v, V_LN]
+def vlru_remove(ds, v):
+    vols = ds.vols
+    c = ds.c[0]
+    vo = vols[v]
+    p = vo.lp
+    n = vo.ln
     if p >= 0:
-        vol[p, V_LN] = n
+        vols[p].ln = n
     else:
-        G[G_VH] = n
+        c.vh = n
     if n >= 0:
-        vol[n, V_LP] = p
+        vols[n].lp = p
     else:
-        G[G_VT] = p
-    vol[v, V_LP] = -1
-    vol[v, V_LN] = -1
-    vol[v, V_INLRU] = 0
+        c.vt = p
+    vo.lp = -1
+    vo.ln = -1
+    vo.in_lru = 0
 
 
 @kernel
-def vlru_push_head(vol, G, v):
-    old = G[G_VH]
-    vol[v, V_LP] = -1
-    vol[v, V_LN] = old
+def vlru_push_head(ds, v):
+    vols = ds.vols
+    c = ds.c[0]
+    vo = vols[v]
+    old = c.vh
+    vo.lp = -1
+    vo.ln = old
     if old >= 0:
-        vol[old, V_LP] = v
+        vols[old].lp = v
     else:
-        G[G_VT] = v
-    G[G_VH] = v
-    vol[v, V_INLRU] = 1
+        c.vt = v
+    c.vh = v
+    vo.in_lru = 1
 
 
-@kernel
-def vlru_touch(vol, G, v):
-    """A host I/O to volume v: most recently active (if it has dirty units)."""
-    if vol[v, V_INLRU] and G[G_VH] != v:
-        vlru_remove(vol, G, v)
-        vlru_push_head(vol, G, v)
+@step
+def touch_volume(ds, v, t):
+    """A host I/O to volume v at t: most recently active (if it has dirty units)."""
+    vo = ds.vols[v]
+    vo.last = t
+    if vo.in_lru and ds.c[0].vh != v:
+        vlru_remove(ds, v)
+        vlru_push_head(ds, v)
 
 
 # ---- cache operations ---------------------------------------------------------------------
 @kernel
-def evict_unit(ui, um, G, u):
-    part = ui[u, U_PART]
-    lru_remove(ui, G, u)
-    G[G_USED0 + part] -= popcount(um[u, UM_VALID])
-    um[u, UM_VALID] = np.uint64(0)
-    ui[u, U_PART] = -1
+def place(dp, ds, bp, u, v, unit_no, tmp):
+    """Compute where unit u (unit number ``unit_no`` of volume v) lives (``replay.backend``)."""
+    vo = ds.vols[v]
+    be.place_unit(unit_no, dp.unit, vo.pool, vo.base, v, bp.pool_rgs, bp.pool_nrg, bp.pool_slice, bp.rgi, tmp)
+    x = ds.units[u]
+    x.rg = tmp[be.UP_RG]
+    x.data = tmp[be.UP_DATA]
+    x.p1 = tmp[be.UP_P1]
+    x.p2 = tmp[be.UP_P2]
+    x.sunits = tmp[be.UP_SUNITS]
+    x.sfirst = tmp[be.UP_SFIRST]
+    x.vol = v
+    x.flags |= F_PLACED
 
 
 @kernel
-def make_room(ui, um, G, part, k):
+def evict_unit(ds, u):
+    x = ds.units[u]
+    pt = ds.parts[x.part]
+    lru_remove(ds, u)
+    pt.used -= popcount(x.valid)
+    x.valid = np.uint64(0)
+    x.part = -1
+
+
+@kernel
+def make_room(ds, part, k):
     """Evict least recently used clean units of ``part`` until ``k`` more pages fit; False if
     the partition has too few clean pages (all dirty, or capacity below k)."""
-    cap = G[G_CAP0 + part]
-    while G[G_USED0 + part] + k > cap:
-        t = G[G_LT0 + 2 * part]
+    pt = ds.parts[part]
+    cap = pt.cap
+    while pt.used + k > cap:
+        t = pt.tail
         if t < 0:
             return False
-        evict_unit(ui, um, G, t)
+        evict_unit(ds, t)
     return True
 
 
 @kernel
-def mark_dirty(pi, G, rgs, rgf, vol, ui, ul, um, u, bit, t):
+def mark_dirty(dp, ds, ev, u, bit, t):
     """Page ``bit`` of unit u (valid, in the write partition) becomes dirty at time t."""
-    r = ui[u, U_RG]
-    was = um[u, UM_DIRTY]
-    um[u, UM_DIRTY] = was | bit
-    G[G_DIRTY] += 1
-    if G[G_DIRTY] > G[G_MAX_DIRTY]:
-        G[G_MAX_DIRTY] = G[G_DIRTY]
-    rgs[r, RS_DPAGES] += 1
-    rgs[r, RS_NEWD] += 1
+    x = ds.units[u]
+    c = ds.c[0]
+    r = x.rg
+    g = ds.groups[r]
+    was = x.dirty
+    x.dirty = was | bit
+    c.dirty += 1
+    if c.dirty > c.dirty_max:
+        c.dirty_max = c.dirty
+    g.dirty_pages += 1
+    g.new_dirty += 1
     if was == 0:
-        if ui[u, U_FLAGS] & F_CLEAN:
-            lru_remove(ui, G, u)
-        ul[u, UL_SINCE] = t
-        if rgs[r, RS_FH] < 0:  # a new head: the group's next flush may come earlier
-            ready = t + np.int64(rgf[r, RF_AGE]) if pi[PI_MODE] == MODE_MCX else t
-            if ready < G[G_NEXT_EV]:
-                G[G_NEXT_EV] = ready
-        fifo_append(ui, rgs, u, r)
-        rgs[r, RS_DUNITS] += 1
-        G[G_DUNITS] += 1
-        if pi[PI_MODE] == MODE_FLARE:
-            v = ui[u, U_VOL]
-            vfifo_append(ui, vol, u, v)
-            vol[v, V_DUNITS] += 1
-            if not vol[v, V_INLRU]:
-                vlru_push_head(vol, G, v)
-                if G[G_VT] == v and t < G[G_NEXT_EV]:  # the only idle candidate
-                    G[G_NEXT_EV] = t
+        if x.flags & F_CLEAN:
+            lru_remove(ds, u)
+        x.since = t
+        if g.fifo_head < 0:  # a new head: the group's next flush may come earlier
+            ready = t + np.int64(g.age) if dp.mode == MODE_MCX else t
+            if ready < ev.next_ev:
+                ev.next_ev = ready
+        fifo_append(ds, u, r)
+        g.dirty_units += 1
+        c.dirty_units += 1
+        if dp.mode == MODE_FLARE:
+            v = x.vol
+            vo = ds.vols[v]
+            vfifo_append(ds, u, v)
+            vo.dirty_units += 1
+            if not vo.in_lru:
+                vlru_push_head(ds, v)
+                if c.vt == v and t < ev.next_ev:  # the only idle candidate
+                    ev.next_ev = t
 
 
 @kernel
-def _leave_dirty_lists(pi, G, rgs, vol, ui, u, r):
-    fifo_remove(ui, rgs, u, r)
-    rgs[r, RS_DUNITS] -= 1
-    G[G_DUNITS] -= 1
-    if pi[PI_MODE] == MODE_FLARE:
-        v = ui[u, U_VOL]
-        vfifo_remove(ui, vol, u, v)
-        vol[v, V_DUNITS] -= 1
-        if vol[v, V_DUNITS] == 0 and vol[v, V_INLRU]:
-            vlru_remove(vol, G, v)
+def _leave_dirty_lists(dp, ds, u, r):
+    c = ds.c[0]
+    fifo_remove(ds, u, r)
+    ds.groups[r].dirty_units -= 1
+    c.dirty_units -= 1
+    if dp.mode == MODE_FLARE:
+        v = ds.units[u].vol
+        vo = ds.vols[v]
+        vfifo_remove(ds, u, v)
+        vo.dirty_units -= 1
+        if vo.dirty_units == 0 and vo.in_lru:
+            vlru_remove(ds, v)
 
 
 @kernel
-def clean_unit(pi, G, rgs, vol, ui, um, u):
+def clean_unit(dp, ds, u):
     """All dirty pages of u are being written: u leaves the dirty lists and becomes evictable
     (MCx: most recently used end; FLARE: least recently used end, first reused)."""
-    r = ui[u, U_RG]
-    pages = popcount(um[u, UM_DIRTY])
-    um[u, UM_DIRTY] = np.uint64(0)
-    G[G_DIRTY] -= pages
-    rgs[r, RS_DPAGES] -= pages
-    rgs[r, RS_FLP] += pages
-    _leave_dirty_lists(pi, G, rgs, vol, ui, u, r)
-    lru_push(ui, G, u, pi[PI_MODE] == MODE_MCX)
+    x = ds.units[u]
+    r = x.rg
+    g = ds.groups[r]
+    pages = popcount(x.dirty)
+    x.dirty = np.uint64(0)
+    ds.c[0].dirty -= pages
+    g.dirty_pages -= pages
+    g.flushed_pages += pages
+    _leave_dirty_lists(dp, ds, u, r)
+    lru_push(ds, u, dp.mode == MODE_MCX)
     return pages
 
 
 @kernel
-def drop_pages(pi, G, rgs, vol, ui, um, u, bits):
+def drop_pages(dp, ds, u, bits):
     """Trim: forget pages ``bits`` of unit u (dirty ones are discarded, not written)."""
-    if ui[u, U_PART] < 0:
+    x = ds.units[u]
+    if x.part < 0:
         return 0
-    bits = bits & um[u, UM_VALID]
+    bits = bits & x.valid
     if bits == 0:
         return 0
-    r = ui[u, U_RG]
-    dbits = bits & um[u, UM_DIRTY]
+    r = x.rg
+    dbits = bits & x.dirty
     nd = popcount(dbits)
-    part = ui[u, U_PART]
+    part = x.part
     if nd > 0:
-        um[u, UM_DIRTY] = um[u, UM_DIRTY] & ~dbits
-        G[G_DIRTY] -= nd
-        rgs[r, RS_DPAGES] -= nd
-        if um[u, UM_DIRTY] == 0:
-            _leave_dirty_lists(pi, G, rgs, vol, ui, u, r)
-            lru_push(ui, G, u, False)
+        x.dirty = x.dirty & ~dbits
+        ds.c[0].dirty -= nd
+        ds.groups[r].dirty_pages -= nd
+        if x.dirty == 0:
+            _leave_dirty_lists(dp, ds, u, r)
+            lru_push(ds, u, False)
     n = popcount(bits)
-    um[u, UM_VALID] = um[u, UM_VALID] & ~bits
-    G[G_USED0 + part] -= n
-    if um[u, UM_VALID] == 0:
-        if ui[u, U_FLAGS] & F_CLEAN:
-            lru_remove(ui, G, u)
-        ui[u, U_PART] = -1
+    x.valid = x.valid & ~bits
+    ds.parts[part].used -= n
+    if x.valid == 0:
+        if x.flags & F_CLEAN:
+            lru_remove(ds, u)
+        x.part = -1
     return n
 
 
@@ -514,103 +608,494 @@ def throttle_ratio(u, rmax, overshoot, rmin):
 
 
 @kernel
-def update_due(ui, ul, rgs, rgf, r, now):
+def update_due(ds, r, now):
     """Extend the due prefix of group r's FIFO to units older than its pre-cleaning age."""
-    age = np.int64(rgf[r, RF_AGE])
-    f = rgs[r, RS_FRONT]
-    nxt = rgs[r, RS_FH] if f < 0 else ui[f, U_FN]
-    while nxt >= 0 and ul[nxt, UL_SINCE] + age <= now:
-        ui[nxt, U_FLAGS] |= F_DUE
-        rgs[r, RS_DUE] += 1
-        rgs[r, RS_FRONT] = nxt
-        nxt = ui[nxt, U_FN]
+    un = ds.units
+    g = ds.groups[r]
+    age = np.int64(g.age)
+    f = g.front
+    nxt = g.fifo_head if f < 0 else np.int64(un[f].fn)
+    while nxt >= 0 and un[nxt].since + age <= now:
+        un[nxt].flags |= F_DUE
+        g.due += 1
+        g.front = nxt
+        nxt = np.int64(un[nxt].fn)
 
 
 @kernel
-def mcx_adapt(pi, pf, G, rgs, rgf, ui, ul, now, t_limit):
+def mcx_adapt(dp, ds, now, t_limit):
     """One adaptation tick at ``now``: rates, pre-cleaning ages, throttles (see module docstring)."""
-    n_rg = rgs.shape[0]
-    dt = pf[PF_TICK_S]
-    a = pf[PF_RATE_ALPHA]
+    groups = ds.groups
+    c = ds.c[0]
+    n_rg = groups.shape[0]
+    dt = dp.tick_s
+    a = dp.rate_alpha
     n_act = 0
-    quiet = G[G_DIRTY] == 0
+    quiet = c.dirty == 0
     for r in range(n_rg):
-        rgf[r, RF_I] += a * (rgs[r, RS_NEWD] / dt - rgf[r, RF_I])
-        rgf[r, RF_W] += a * (rgs[r, RS_WPG] / dt - rgf[r, RF_W])
-        rgf[r, RF_F] += a * (rgs[r, RS_FLP] / dt - rgf[r, RF_F])
-        rgs[r, RS_NEWD] = 0
-        rgs[r, RS_WPG] = 0
-        rgs[r, RS_FLP] = 0
-        if rgf[r, RF_I] > 1e-3 or rgs[r, RS_DPAGES] > 0:
+        g = groups[r]
+        g.rate_in += a * (g.new_dirty / dt - g.rate_in)
+        g.rate_writes += a * (g.page_writes / dt - g.rate_writes)
+        g.rate_flush += a * (g.flushed_pages / dt - g.rate_flush)
+        g.new_dirty = 0
+        g.page_writes = 0
+        g.flushed_pages = 0
+        if g.rate_in > 1e-3 or g.dirty_pages > 0:
             n_act += 1
-        if rgf[r, RF_I] > 1e-3 or rgf[r, RF_W] > 1e-3 or rgf[r, RF_F] > 1e-3:
+        if g.rate_in > 1e-3 or g.rate_writes > 1e-3 or g.rate_flush > 1e-3:
             quiet = False
-    cap = G[G_CAP1]
-    free = cap - G[G_DIRTY]
-    min_free = pf[PF_MIN_FREE] * cap
-    amin = pf[PF_AGE_MIN]
-    amax = pf[PF_AGE_MAX]
+    cap = ds.parts[1].cap
+    free = cap - c.dirty
+    min_free = dp.min_free * cap
+    amin = dp.age_min
+    amax = dp.age_max
     for r in range(n_rg):
+        g = groups[r]
         # coalescing effectiveness: share of host page writes that found the page dirty
-        coal = 1.0 - rgf[r, RF_I] / rgf[r, RF_W] if rgf[r, RF_W] > 1e-3 else 0.0
+        coal = 1.0 - g.rate_in / g.rate_writes if g.rate_writes > 1e-3 else 0.0
         if coal < 0.0:
             coal = 0.0
-        frac = pf[PF_DIRTY_TARGET] + (pf[PF_DIRTY_MAX] - pf[PF_DIRTY_TARGET]) * coal
+        frac = dp.dirty_target + (dp.dirty_max - dp.dirty_target) * coal
         share = frac * cap / max(n_act, 1)
-        age = rgf[r, RF_AGE]
-        target = share / max(rgf[r, RF_I], 1e-3) * 1e9
-        dp = rgs[r, RS_DPAGES]
-        if dp > share:  # over its share: flush sooner in proportion
-            target = min(target, age * share / dp)
-        h = rgs[r, RS_FH]
-        if h >= 0 and now - ul[h, UL_SINCE] > age:  # pages already overdue: never lengthen
+        age = g.age
+        target = share / max(g.rate_in, 1e-3) * 1e9
+        dpg = g.dirty_pages
+        if dpg > share:  # over its share: flush sooner in proportion
+            target = min(target, age * share / dpg)
+        h = g.fifo_head
+        if h >= 0 and now - ds.units[h].since > age:  # pages already overdue: never lengthen
             target = min(target, age)
         if free < min_free and min_free > 0:
             target *= max(free, 0) / min_free
         target = min(max(target, amin), amax)
-        age = age * (target / age) ** pf[PF_SMOOTH]
-        rgf[r, RF_AGE] = min(max(age, amin), amax)
-        update_due(ui, ul, rgs, rgf, r, now)
+        age = age * (target / age) ** dp.smooth
+        g.age = min(max(age, amin), amax)
+        update_due(ds, r, now)
         throttle = False
-        if h >= 0 and rgs[r, RS_DUE] > 0:
-            fl = rgf[r, RF_F]
+        if h >= 0 and g.due > 0:
+            fl = g.rate_flush
             if fl >= 1.0:
                 # drain time of the pages already past the pre-cleaning age at the flush rate
-                due_pages = rgs[r, RS_DUE] * rgs[r, RS_DPAGES] / max(rgs[r, RS_DUNITS], 1)
+                due_pages = g.due * g.dirty_pages / max(g.dirty_units, 1)
                 drain_ns = due_pages / fl * 1e9
-                if drain_ns > pf[PF_THR_DRAIN]:
-                    ratio = throttle_ratio(rgs[r, RS_DPAGES] / share, pf[PF_RMAX], pf[PF_OVER], pf[PF_RMIN])
-                    rgf[r, RF_RATE] = ratio * fl
+                if drain_ns > dp.thr_drain:
+                    ratio = throttle_ratio(g.dirty_pages / share, dp.rmax, dp.over, dp.rmin)
+                    g.rate = ratio * fl
                     throttle = True
         if throttle:
-            if not rgs[r, RS_THROT]:
-                rgs[r, RS_ADMIT] = now
-            rgs[r, RS_THROT] = 1
+            if not g.throttled:
+                g.admit = now
+            g.throttled = 1
         else:
-            rgs[r, RS_THROT] = 0
-    tick = pi[PI_TICK]
+            g.throttled = 0
+    tick = dp.tick
     nxt = now + tick
     if quiet and t_limit > nxt:  # nothing to adapt to: jump to the tick before t_limit
         nxt = now + ((t_limit - now) // tick) * tick
         for r in range(n_rg):
-            rgf[r, RF_I] = 0.0
-            rgf[r, RF_W] = 0.0
-            rgf[r, RF_F] = 0.0
-    G[G_NEXT_TICK] = nxt
+            g = groups[r]
+            g.rate_in = 0.0
+            g.rate_writes = 0.0
+            g.rate_flush = 0.0
+    c.next_tick = nxt
 
 
 @kernel
-def throttle_admit(rgs, rgf, r, t):
+def throttle_admit(ds, r, t):
     """Admission time of one new dirty page of group r arriving at t (MCx throttling)."""
-    if not rgs[r, RS_THROT]:
+    g = ds.groups[r]
+    if not g.throttled:
         return t
-    adm = rgs[r, RS_ADMIT]
+    adm = g.admit
     if adm < t:
         adm = t
-    rgs[r, RS_ADMIT] = adm + np.int64(1e9 / max(rgf[r, RF_RATE], 1e-3))
+    g.admit = adm + np.int64(1e9 / max(g.rate, 1e-3))
     return adm
 
 
 def rate_alpha(tick_ms: float, window_ms: float) -> float:
     """Per-tick weight of an exponential average with time constant ``window_ms``."""
     return 1.0 - math.exp(-tick_ms / window_ms)
+
+
+# ---- flushing (background work) -----------------------------------------------------------
+@kernel
+def flush(dp, ds, bp, bs, ev, rec, utab, shift, u, tau, kind):
+    """Flush the dirty pages of unit u at time tau (a full stripe if every unit of its stripe is
+    fully dirty); returns the completion time of the last back-end write."""
+    un = ds.units
+    c = ds.c[0]
+    x = un[u]
+    r = x.rg
+    g = ds.groups[r]
+    level = bp.rgi[r, be.RG_LEVEL]
+    width = bp.rgi[r, be.RG_WIDTH]
+    ppu = dp.ppu
+    page = dp.page
+    mask = x.dirty
+    batch = 1.0
+    if dp.order_addr:
+        if dp.mode == MODE_MCX and not c.emergency:
+            update_due(ds, r, tau)
+            due = g.due
+        else:
+            due = g.dirty_units
+        per_op = 1 if level == 0 else (3 if level == 6 else 2)
+        batch = max(1.0, due * per_op / width)
+    full = full_mask(ppu)
+    nsu = x.sunits
+    done = tau
+    busy = np.int64(0)
+    ios = 0
+    pages = 0
+    rec_kind = kind
+    stripe_done = False
+    if (level == 5 or level == 6) and nsu > 0 and mask == full:
+        first = x.sfirst
+        vkey = np.int64(x.vol) << dp.page_bits
+        ok = True
+        for k in range(nsu):
+            w = probe(utab, vkey | (first + k), shift)
+            if w < 0 or un[w].dirty != full or un[w].rg != r:
+                ok = False
+                break
+        if ok:
+            done, busy, ios = be.write_stripe(bp, bs, r, tau, batch)
+            for k in range(nsu):
+                w = probe(utab, vkey | (first + k), shift)
+                pages += clean_unit(dp, ds, w)
+            c.full_stripes += 1
+            rec_kind = K_FULL_STRIPE
+            stripe_done = True
+    if not stripe_done:
+        nops = 2 if (level == 5 or level == 6) else 1
+        b = 0
+        while b < ppu:
+            if (mask >> np.uint64(b)) & np.uint64(1):
+                n = 0
+                while b + n < ppu and (mask >> np.uint64(b + n)) & np.uint64(1):
+                    n += 1
+                dn, s, k_ios = be.write_unit(bp, bs, x.data, x.p1, x.p2, tau, nops, n * page, batch)
+                done = max(done, dn)
+                busy += s
+                ios += k_ios
+                b += n
+            else:
+                b += 1
+        pages = clean_unit(dp, ds, u)
+    c.flush_ops += 1
+    c.flush_pages += pages
+    c.flush_bytes += pages * page
+    g.flush_ops += 1
+    g.flush_pages += pages
+    g.backend_ios += ios
+    record(ev, rec, tau, rec_kind, r, pages, pages * page, ios, busy, g.dirty_pages, np.int64(g.age), x.vol)
+    return done
+
+
+@kernel
+def _window_add(dp, ds, bp, r, done):
+    m = dp.fdepth * bp.rgi[r, be.RG_WIDTH]
+    g = ds.groups[r]
+    n = g.win_n
+    if n < m:
+        g.win_n = qk.heap_push(ds.win[r], n, done)
+    else:
+        qk.heap_replace_top(ds.win[r], n, done)
+
+
+@kernel
+def _rg_next(dp, ds, bp, ev, r):
+    """Earliest time RAID group r's flusher may issue its next write (INF: nothing to do)."""
+    g = ds.groups[r]
+    c = ds.c[0]
+    if g.dirty_units == 0:
+        return INF
+    base = g.clock
+    if ev.now > base:
+        base = ev.now
+    if g.win_n >= dp.fdepth * bp.rgi[r, be.RG_WIDTH] and ds.win[r, 0] > base:
+        base = ds.win[r, 0]
+    if dp.mode == MODE_FLARE:
+        if c.watermark or c.forced:
+            return base
+        return INF
+    if c.emergency:
+        return base
+    ready = ds.units[g.fifo_head].since + np.int64(g.age)
+    return ready if ready > base else base
+
+
+@kernel
+def _idle_next(dp, ds, ev):
+    """FLARE idle flushing: the least recently active LUN with dirty pages, once idle."""
+    c = ds.c[0]
+    if dp.mode != MODE_FLARE or dp.idle_out == 0:
+        return INF
+    v = c.vt
+    if v < 0:
+        return INF
+    base = ds.vols[v].last + dp.idle_after
+    if c.idle_clock > base:
+        base = c.idle_clock
+    if ev.now > base:
+        base = ev.now
+    if c.iwin_n >= dp.idle_out and ds.iwin[0] > base:
+        base = ds.iwin[0]
+    return base
+
+
+@kernel
+def advance(dp, ds, bp, bs, ev, rec, utab, shift, t_limit, until):
+    """Run background events in time order. until 0: those due by ``t_limit``; 1 (FLARE forced
+    flush): flush until dirty pages <= low watermark, return that write's completion; 2 (MCx pool
+    full): one flush, return its completion."""
+    c = ds.c[0]
+    n_rg = ds.groups.shape[0]
+    last_done = ev.now
+    while True:
+        best = INF
+        who = -1
+        for r in range(n_rg):
+            t = _rg_next(dp, ds, bp, ev, r)
+            if t < best:
+                best = t
+                who = r
+        if dp.mode == MODE_FLARE:
+            t = _idle_next(dp, ds, ev)
+            if t < best:
+                best = t
+                who = -2
+        elif until == 0 and c.next_tick < best:
+            best = c.next_tick
+            who = -3
+        if best >= INF or (until == 0 and best > t_limit):
+            ev.next_ev = best if until == 0 else ev.now
+            return last_done
+        ev.now = best
+        if who == -3:
+            mcx_adapt(dp, ds, best, t_limit)
+            continue
+        if who == -2:
+            u = ds.vols[c.vt].fifo_head
+            done = flush(dp, ds, bp, bs, ev, rec, utab, shift, u, best, K_IDLE_FLUSH)
+            n = c.iwin_n
+            if n < dp.idle_out:
+                c.iwin_n = qk.heap_push(ds.iwin, n, done)
+            else:
+                qk.heap_replace_top(ds.iwin, n, done)
+            c.idle_clock = best
+            c.idle_flush_ops += 1
+        else:
+            u = ds.groups[who].fifo_head
+            done = flush(dp, ds, bp, bs, ev, rec, utab, shift, u, best, K_FLUSH)
+            _window_add(dp, ds, bp, who, done)
+            ds.groups[who].clock = best
+        last_done = done
+        if dp.mode == MODE_FLARE and c.dirty <= dp.lwm:
+            c.watermark = 0
+            if until == 1:
+                ev.next_ev = ev.now
+                return done
+        if until == 2:
+            ev.next_ev = ev.now
+            return done
+
+
+@kernel
+def start_flushers(ds, ev, t):
+    groups = ds.groups
+    for r in range(groups.shape[0]):
+        if groups[r].clock < t:
+            groups[r].clock = t
+    if t < ev.next_ev:
+        ev.next_ev = t
+
+
+@step
+def suspended(ds, t):
+    """FLARE forced flush: host I/O arriving at t resumes at the returned time."""
+    su = ds.c[0].stall_until
+    return su if t < su else t
+
+
+# ---- host requests --------------------------------------------------------------------------
+@step
+def read(dp, ds, bp, bs, v, p0, p1, punit, pbit, puno, tc, tmp):
+    """A host read at tc of pages p0..p1: hits, misses from the back end (contiguous pages of one
+    unit in one I/O), fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
+    un = ds.units
+    c = ds.c[0]
+    page = dp.page
+    done = tc
+    rp = 0
+    rh = 0
+    bios = 0
+    bbusy = np.int64(0)
+    rg_req = -1
+    gu = -1
+    gfirst = 0
+    glast = 0
+    for j in range(p0, p1):
+        u = punit[j]
+        x = un[u]
+        if not (x.flags & F_PLACED):
+            place(dp, ds, bp, u, v, puno[j], tmp)
+        if rg_req < 0:
+            rg_req = x.rg
+        b = pbit[j]
+        bit = np.uint64(1) << np.uint64(b)
+        rp += 1
+        if x.valid & bit:
+            rh += 1
+            if x.flags & F_CLEAN and ds.parts[x.part].head != u:
+                lru_remove(ds, u)
+                lru_push(ds, u, True)
+            continue
+        # miss: extend the current back-end read or start a new one
+        if gu == u and b == glast + 1:
+            glast = b
+        else:
+            if gu >= 0:
+                y = un[gu]
+                dn, s = be.read(bp, bs, y.rg, y.data, y.p1, (glast - gfirst + 1) * page, tc)
+                done = max(done, dn)
+                bios += 1
+                bbusy += s
+            gu = u
+            gfirst = b
+            glast = b
+        # fill
+        part = x.part
+        if part < 0:
+            part = 1 if dp.mode == MODE_MCX else 0
+            x.part = part
+        if x.flags & F_CLEAN:
+            lru_remove(ds, u)
+        if make_room(ds, part, 1):
+            x.valid |= bit
+            ds.parts[part].used += 1
+        if x.dirty == 0:
+            if x.valid != 0:
+                lru_push(ds, u, True)
+            else:
+                x.part = -1
+    if gu >= 0:
+        y = un[gu]
+        dn, s = be.read(bp, bs, y.rg, y.data, y.p1, (glast - gfirst + 1) * page, tc)
+        done = max(done, dn)
+        bios += 1
+        bbusy += s
+    c.read_pages += rp
+    c.read_hits += rh
+    return done, rp, rh, bios, bbusy, rg_req
+
+
+@step
+def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc, tmp):
+    """A host write at tc of pages p0..p1: coalesce, admit new dirty pages (room, FLARE forced
+    flush, MCx throttling and pool-full waits, write-through if the cache cannot hold a page), ack
+    after mirroring. Returns (done, pages, hits, stall, throttle, backend busy, RAID group)."""
+    un = ds.units
+    c = ds.c[0]
+    mode = dp.mode
+    page = dp.page
+    t_w = tc
+    through = False
+    wp = 0
+    wh = 0
+    stall = np.int64(0)
+    thr = np.int64(0)
+    bbusy = np.int64(0)
+    rg_req = -1
+    for j in range(p0, p1):
+        u = punit[j]
+        x = un[u]
+        if not (x.flags & F_PLACED):
+            place(dp, ds, bp, u, v, puno[j], tmp)
+        r = x.rg
+        if rg_req < 0:
+            rg_req = r
+        bit = np.uint64(1) << np.uint64(pbit[j])
+        wp += 1
+        ds.groups[r].page_writes += 1
+        if x.part == 0:  # FLARE: a write leaves the read cache
+            evict_unit(ds, u)
+        if x.dirty & bit:
+            wh += 1  # coalesced into the dirty page
+            continue
+        while True:
+            if x.flags & F_CLEAN:
+                lru_remove(ds, u)
+            if x.part < 0:
+                x.part = 1
+            if x.valid & bit or make_room(ds, 1, 1):
+                break
+            flushes = c.flush_ops
+            if mode == MODE_FLARE:  # write cache 100 % dirty: forced flush, array stalls
+                t0 = ev.now
+                c.forced = 1
+                start_flushers(ds, ev, t0)
+                end = advance(dp, ds, bp, bs, ev, rec, utab, shift, INF, 1)
+                c.forced = 0
+                if end < t0:
+                    end = t0
+                c.stall_until = end
+                c.forced_n += 1
+                c.forced_stall_ns += end - t0
+                record(ev, rec, t0, K_STALL, -1, 0, 0, 0, 0, c.dirty, end - t0, v)
+                if end > t_w:
+                    stall += end - t_w
+                    t_w = end
+            else:  # MCx pool all dirty: wait for the next flush to complete
+                c.emergency = 1
+                end = advance(dp, ds, bp, bs, ev, rec, utab, shift, INF, 2)
+                c.emergency = 0
+                c.full_waits += 1
+                if end > t_w:
+                    thr += end - t_w
+                    t_w = end
+            if c.flush_ops == flushes:  # nothing left to flush: no room at all
+                through = True
+                break
+        if through:  # the cache cannot hold the page: write it through to the drives
+            through = False
+            if x.valid == 0:
+                x.part = -1
+            elif x.dirty == 0:
+                lru_push(ds, u, True)
+            dn, s, k_ios = be.write_unit(bp, bs, x.data, x.p1, x.p2, t_w, be.write_ops(r, bp), page, 1.0)
+            bbusy += s
+            if dn > t_w:
+                t_w = dn
+            continue
+        if not (x.valid & bit):
+            x.valid |= bit
+            ds.parts[1].used += 1
+            if x.part < 0:
+                x.part = 1
+        if mode == MODE_MCX:
+            adm = throttle_admit(ds, r, t_w)
+            if adm > t_w:
+                thr += adm - t_w
+                t_w = adm
+        mark_dirty(dp, ds, ev, u, bit, t_w)
+        if mode == MODE_FLARE and not c.watermark and c.dirty >= dp.hwm:
+            c.watermark = 1
+            start_flushers(ds, ev, ev.now)
+    done = max(tc, t_w + dp.mirror)
+    c.write_pages += wp
+    c.write_hits += wh
+    return done, wp, wh, stall, thr, bbusy, rg_req
+
+
+@step
+def trim(dp, ds, p0, p1, punit, pbit):
+    """A host trim of pages p0..p1; returns the RAID group of its first placed unit (-1: none)."""
+    rg_req = -1
+    for j in range(p0, p1):
+        u = punit[j]
+        if rg_req < 0 and ds.units[u].flags & F_PLACED:
+            rg_req = ds.units[u].rg
+        ds.c[0].trimmed_pages += drop_pages(dp, ds, u, np.uint64(1) << np.uint64(pbit[j]))
+    return rg_req

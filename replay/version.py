@@ -23,7 +23,8 @@ from importlib.util import find_spec
 from pathlib import Path
 
 SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as constants
-ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.queueing", "replay.pages",
+ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.host", "replay.events",
+               "replay.queueing", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.jit",
                "pipelines.replay", *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.ids", "replay.intervals", "replay.model",

@@ -1,0 +1,49 @@
+"""The event loop's own state and output records, shared by every mechanism of the array model.
+
+``EVENTS`` (one record, :class:`replay.array.ArrayState`'s ``events``): ``now``, the time the
+background work has been run to (flushers, adaptation ticks); ``next_ev``, a lower bound of the
+next background event (the catch-up is skipped before it; a mechanism that schedules earlier work
+lowers it); ``rec_n``, records written to the record buffer since it was last drained.
+
+Records (``drain_records``): one int64 row per flush or forced flush, columns ``REC_COLUMNS``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replay.jit import kernel
+
+INF = np.int64(1 << 62)
+
+EVENTS = np.dtype([("now", np.int64), ("next_ev", np.int64), ("rec_n", np.int64)])
+
+# record columns and kinds (``drain_records``)
+REC_TS, REC_KIND, REC_RG, REC_PAGES, REC_BYTES, REC_IOS, REC_BUSY, REC_DIRTY, REC_VAL, REC_VOL = range(10)
+N_REC = 10
+REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns", "volume")
+K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL = 0, 1, 2, 3
+RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush")
+
+
+def new_events() -> np.ndarray:
+    ev = np.zeros(1, EVENTS)
+    ev["next_ev"] = 0
+    return ev
+
+
+@kernel
+def record(ev, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
+    """Append one record (``ev``: the EVENTS record; ``rec``: the int64 [n, N_REC] buffer)."""
+    i = ev.rec_n
+    rec[i, REC_TS] = ts
+    rec[i, REC_KIND] = kind
+    rec[i, REC_RG] = r
+    rec[i, REC_PAGES] = pages
+    rec[i, REC_BYTES] = nbytes
+    rec[i, REC_IOS] = ios
+    rec[i, REC_BUSY] = busy
+    rec[i, REC_DIRTY] = dirty
+    rec[i, REC_VAL] = val
+    rec[i, REC_VOL] = v
+    ev.rec_n = i + 1

@@ -1,0 +1,106 @@
+"""Host side of the array model: when requests issue, the storage processor, request counters.
+
+* **Issue.** Open loop: the trace's ``ts_ns``. Closed loop (``outstanding`` = N): the first N
+  requests issue at 0, then each one when the earliest outstanding request completes (a min-heap
+  of N completion times, ``HostState.heap``); the trace only supplies the address/op sequence.
+* **Storage processor.** One FCFS server: ``overhead_us`` + bytes / ``bandwidth_mb_per_s``.
+* **Completion.** Latency, stall and throttle sums, the closed-loop heap.
+
+Parameters (:class:`HostParams`, scalars from the scenario) are separate from the state
+(:class:`HostState`: the heap and one ``HOST`` record of clocks and counters).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from replay import queueing as qk
+from replay.jit import step
+from schemas.trace import OP_READ, OP_WRITE
+
+HOST = np.dtype([(n, np.int64) for n in (
+    "sp_free",  # the storage processor's next free time
+    "heap_n",  # completion times in the closed-loop heap
+    "first_arrival", "last_done", "requests", "latency_sum",
+    "stall_ns", "stalled_requests", "throttle_ns", "throttled_requests",
+    "reads", "writes", "other", "read_bytes", "write_bytes",
+)])
+
+
+class HostParams(NamedTuple):
+    closed: int  # 1: closed loop of ``outstanding`` I/Os
+    outstanding: int
+    sp_ns: int  # storage processor overhead per request
+    sp_ns_per_byte: float
+
+
+class HostState(NamedTuple):
+    heap: np.ndarray  # int64 [max(1, outstanding)]: completion times of outstanding requests
+    c: np.ndarray  # one HOST record
+
+
+def params(sc) -> HostParams:
+    return HostParams(closed=1 if sc.replay.mode == "closed" else 0, outstanding=int(sc.replay.outstanding),
+                      sp_ns=int(sc.controller.overhead_us * 1e3),
+                      sp_ns_per_byte=float(1e9 / (sc.controller.bandwidth_mb_per_s * 1e6)))
+
+
+def new_state(hp: HostParams) -> HostState:
+    c = np.zeros(1, HOST)
+    c["first_arrival"] = -1
+    return HostState(heap=np.zeros(max(1, hp.outstanding), dtype=np.int64), c=c)
+
+
+@step
+def issue(hp, hs, ts):
+    """Issue time of the next request (``ts``: its trace time, used in open loop)."""
+    c = hs.c[0]
+    if hp.closed:
+        arr = hs.heap[0] if c.heap_n >= hp.outstanding else np.int64(0)
+    else:
+        arr = ts
+    if c.first_arrival < 0:
+        c.first_arrival = arr
+    return arr
+
+
+@step
+def storage_processor(hp, hs, t, size, op):
+    """Pass through the storage processor at t; returns the time it is done. Counts the request."""
+    c = hs.c[0]
+    if op == OP_READ:
+        c.reads += 1
+        c.read_bytes += size
+    elif op == OP_WRITE:
+        c.writes += 1
+        c.write_bytes += size
+    else:
+        c.other += 1
+    start = c.sp_free if c.sp_free > t else t
+    done = start + hp.sp_ns + np.int64(size * hp.sp_ns_per_byte)
+    c.sp_free = done
+    return done
+
+
+@step
+def complete(hp, hs, arr, done, stall, thr):
+    """The request issued at ``arr`` completes at ``done`` after ``stall`` and ``thr`` waits."""
+    c = hs.c[0]
+    c.requests += 1
+    c.latency_sum += done - arr
+    if stall > 0:
+        c.stall_ns += stall
+        c.stalled_requests += 1
+    if thr > 0:
+        c.throttle_ns += thr
+        c.throttled_requests += 1
+    if done > c.last_done:
+        c.last_done = done
+    if hp.closed:
+        hn = c.heap_n
+        if hn < hp.outstanding:
+            c.heap_n = qk.heap_push(hs.heap, hn, done)
+        else:
+            qk.heap_replace_top(hs.heap, hn, done)
