@@ -117,21 +117,6 @@ class Requests(NamedTuple):
     unit_no: np.ndarray
 
 
-# The unit id table probe (replay.dram_cache.probe; tests/test_replay_trust.py calls it here).
-_probe = dc.probe
-_flush = dc.flush
-
-
-@kernel
-def _write_run(ui, dstat, ddyn, dflt, u, tau, nops, nbytes, batch):
-    """Back-end writes of one contiguous dirty run of unit u given as a row of the former 2-D unit
-    table (columns ``dc.U_DATA``, ``dc.U_P1``, ``dc.U_P2``); returns (done, busy, ios). Not used by
-    the kernel (which keeps units in ``dc.UNIT`` records): kept as tests/test_replay_trust.py's
-    example of a kernel that passes arrays on to another one."""
-    return be.write_drives(dstat, ddyn, dflt, ui[u, dc.U_DATA], ui[u, dc.U_P1], ui[u, dc.U_P2], tau, nops, nbytes,
-                           batch)
-
-
 @kernel
 def run_requests(params, state, req, shift, start, out, tmp):
     """Process requests ``start..``; returns the index of the first request not processed (the
@@ -223,11 +208,6 @@ class ArrayState:
     volume_names: list[str] = field(default_factory=list)
     n_vol: int = 0
     records: list[np.ndarray] = field(default_factory=list)
-
-    @property
-    def ui(self) -> np.ndarray:
-        """The DRAM cache's unit table (``dc.UNIT`` records)."""
-        return self.dram.units
 
     def kernel_state(self) -> KernelState:
         return KernelState(self.host, self.dram, self.backend, self.events, self.rec, self.unit_ids.table)

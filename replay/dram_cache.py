@@ -148,10 +148,6 @@ CACHE = np.dtype([(n, I8) for n in (
 
 MODE_FLARE, MODE_MCX = 0, 1
 
-#: The former 2-D unit table's columns of a unit's drives, for ``replay.array._write_run``'s
-#: legacy form only (pinned by tests/test_replay_trust.py).
-N_U, U_DATA, U_P1, U_P2 = 14, 7, 8, 9
-
 
 class DramParams(NamedTuple):
     """Immutable parameters (from the scenario's ``[dram]``)."""

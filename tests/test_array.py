@@ -202,4 +202,4 @@ def test_state_is_picklable_and_forks():
     clone = pickle.loads(pickle.dumps(st))
     fork = copy.deepcopy(st)
     assert m.counters(clone) == m.counters(fork) == m.counters(st)
-    assert np.array_equal(clone.ui, st.ui) and clone.unit_ids.n_ids == st.unit_ids.n_ids
+    assert np.array_equal(clone.dram.units, st.dram.units) and clone.unit_ids.n_ids == st.unit_ids.n_ids

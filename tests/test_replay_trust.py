@@ -19,6 +19,7 @@ from pipelines import replay as rp
 from pipelines.catalog import find_trace
 from pipelines.ingest import ingest_file
 from replay import array as ar
+from replay import backend as be
 from replay import dram_cache as dc
 from replay import jit, version
 from replay import queueing as qk
@@ -167,15 +168,19 @@ def test_a_callee_change_in_another_module_is_not_served_stale(tmp_path):
 def test_kernels_compile_without_reference_counting():
     """``_nrt=False`` is a private numba option (see replay/jit.py); pin what it does on the
     installed numba: the array kernels are compiled with it and such code holds no NRT call."""
-    for fn in (ar.run_requests, ar._flush, ar._write_run, dc.mark_dirty, qk.drive_submit):
+    for fn in (ar.run_requests, dc.flush, dc.mark_dirty, be.write_drives, qk.drive_submit):
         assert fn.targetoptions.get("_nrt") is False, fn
-    f = ar._write_run.py_func  # passes arrays on to another kernel: reference counted by default
-    counted = numba.njit(nogil=True)(f)
-    uncounted = numba.njit(nogil=True, **jit.KERNEL_OPTIONS)(f)
-    ui = np.full((2, dc.N_U), -1, dtype=np.int32)
-    ui[:, dc.U_DATA] = 0
+
+    def write_run(place, dstat, ddyn, dflt, u, tau, nops, nbytes, batch):
+        # passes arrays on to another kernel, as the array kernel does: reference counted by default
+        return be.write_drives(dstat, ddyn, dflt, place[u, 0], place[u, 1], place[u, 2], tau, nops, nbytes, batch)
+
+    counted = numba.njit(nogil=True)(write_run)
+    uncounted = numba.njit(nogil=True, **jit.KERNEL_OPTIONS)(write_run)
+    place = np.full((2, 3), -1, dtype=np.int32)  # data drive, parity/mirror drives (-1: none)
+    place[:, 0] = 0
     dstat = np.ones((2, qk.N_DS))
-    args = (ui, dstat, np.zeros((2, qk.N_DD), np.int64), np.tile([0.0, 1.0, 0.0], (2, 1)), 0, 0, 1, 8192, 1.0)
+    args = (place, dstat, np.zeros((2, qk.N_DD), np.int64), np.tile([0.0, 1.0, 0.0], (2, 1)), 0, 0, 1, 8192, 1.0)
     assert counted(*args)[2] == uncounted(*args)[2] == 1  # one data drive, one write
     ir_counted = "".join(counted.inspect_llvm().values())
     ir_uncounted = "".join(uncounted.inspect_llvm().values())
@@ -189,8 +194,8 @@ def test_the_array_kernel_probes_the_id_table_with_the_public_hash():
     ids.assign(keys)  # grows the table several times
     for k in (keys[0], keys[-1], keys[300], np.int64(5) << 20):
         want = int(ids.lookup(np.array([k]))[0])
-        assert ar._probe(ids.table, k, ids.shift) == want
-    assert ar._probe(ids.table, np.int64(5) << 20, ids.shift) == -1
+        assert dc.probe(ids.table, k, ids.shift) == want
+    assert dc.probe(ids.table, np.int64(5) << 20, ids.shift) == -1
 
 
 def test_a_reingest_by_a_fixed_reader_replays_again(tmp_path, monkeypatch):
