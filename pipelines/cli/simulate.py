@@ -17,48 +17,28 @@ from replay.pages import check_page_size
 from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_sizes
 
 
-def _size(text: str) -> str:
-    """Option callback: a positive size such as 8GiB (typer.BadParameter otherwise)."""
-    try:
-        ok = parse_size(text) > 0
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-    if not ok:
-        raise typer.BadParameter(f"must be a positive size such as 8GiB, got {text!r}")
-    return text
+def _checked(parse, ok, expected: str):
+    """An option callback: ``parse(text)`` must not raise ValueError and ``ok(value)`` must hold,
+    else typer.BadParameter (exit 2, the option named). None passes (an option left unset)."""
 
-
-def _page_size(text: str) -> str:
-    """Option callback: a page size, a power of two from 512 B to 1 GiB."""
-    try:
-        check_page_size(parse_size(text))
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-    return text
-
-
-def _sizes(text: str | None) -> str | None:
-    """Option callback: a non-empty list of sizes such as 1GiB,2GiB."""
-    if text is None:
+    def callback(text: str | None) -> str | None:
+        if text is None:
+            return text
+        try:
+            value = parse(text)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+        if not ok(value):
+            raise typer.BadParameter(f"{expected}, got {text!r}")
         return text
-    try:
-        sizes = parse_sizes(text)
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-    if not sizes:
-        raise typer.BadParameter(f"expects one or more sizes such as 1GiB,2GiB,4GiB, got {text!r}")
-    return text
+
+    return callback
 
 
-def _interval(text: str) -> str:
-    """Option callback: a positive duration such as 60s or 5min."""
-    try:
-        ok = parse_duration_ns(text) > 0
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-    if not ok:
-        raise typer.BadParameter(f"must be a positive duration such as 60s or 5min, got {text!r}")
-    return text
+_size = _checked(parse_size, lambda n: n > 0, "must be a positive size such as 8GiB")
+_page_size = _checked(lambda t: check_page_size(parse_size(t)), lambda _: True, "")  # check_page_size raises
+_sizes = _checked(parse_sizes, bool, "expects one or more sizes such as 1GiB,2GiB,4GiB")
+_interval = _checked(parse_duration_ns, lambda n: n > 0, "must be a positive duration such as 60s or 5min")
 
 
 @contextmanager
