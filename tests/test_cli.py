@@ -10,6 +10,7 @@ CLI tests go through ``main(handle_errors=True)``, the same path as the ``tierca
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import errno
@@ -405,10 +406,30 @@ def _unprivileged() -> list[str]:
     return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
+@contextlib.contextmanager
+def _traversable_by_others(path: Path):
+    """Let an unprivileged user reach ``path`` (the checkout and its .venv): a checkout inside a
+    ``mktemp -d`` directory (mode 700, as CI makes it) is closed to nobody. Adds o+x to the
+    ancestors that lack it for the duration, then restores their modes."""
+    changed = []
+    for d in [path, *path.parents]:
+        mode = d.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            d.chmod(mode | stat.S_IXOTH)
+            changed.append((d, mode))
+    try:
+        yield
+    finally:
+        for d, mode in changed:
+            d.chmod(stat.S_IMODE(mode))
+
+
 def test_read_only_data_dir_fails_up_front(trace):
     d, _ = trace
     base = Path(tempfile.mkdtemp(prefix="tiercast-ro-"))
-    try:
+    with _traversable_by_others(ROOT), contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, base)
+        stack.callback(lambda: (base / "data").chmod(0o755) if (base / "data").exists() else None)
         base.chmod(0o755)
         ro = base / "data"
         ro.mkdir()
@@ -426,9 +447,6 @@ def test_read_only_data_dir_fails_up_front(trace):
         p = subprocess.run([*_unprivileged(), *TIERCAST, "traces", "--data-dir", str(ro)],
                            capture_output=True, text=True, cwd=ROOT, env=env)
         assert p.returncode == 0, p.stderr  # reading a read-only data dir is fine
-    finally:
-        ro.chmod(0o755)
-        shutil.rmtree(base)
 
 
 def test_unwritable_data_dir_is_refused_before_any_work(trace, tmp_path, monkeypatch):
