@@ -58,6 +58,7 @@ from replay import backend as be
 from replay import dram_cache as dc
 from replay import host
 from replay import queueing as qk
+from replay import ssd_cache as ssd
 from replay.events import (
     K_FLUSH,
     K_FULL_STRIPE,
@@ -80,9 +81,15 @@ __all__ = ["ArrayModel", "ArrayState", "OUTCOMES", "REC_COLUMNS", "RECORD_KINDS"
 
 # per-request output columns
 O_ARR, O_DONE, O_RP, O_RH, O_WP, O_WH, O_STALL, O_THR, O_RG, O_BIOS, O_BBUSY, O_DIRTY, O_RGDIRTY = range(13)
+# with an SSD cache: its events while the request was processed (host I/Os reaching it, and the
+# promotions they and the background work due caused), its slots used and dirty after it
+O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_PROMO, O_SSD_USED, O_SSD_DIRTY = range(13, 20)
 N_O = 13
+N_O_SSD = 20
 OUTCOMES = ("arrival_ns", "done_ns", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
             "stall_ns", "throttle_ns", "rg", "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages")
+SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits", "ssd_write_misses", "ssd_promotions",
+                "ssd_used_slots", "ssd_dirty_slots")
 
 
 class Params(NamedTuple):
@@ -91,6 +98,7 @@ class Params(NamedTuple):
     host: host.HostParams
     dram: dc.DramParams
     backend: be.BackendParams
+    ssd: ssd.SsdParams
 
 
 class KernelState(NamedTuple):
@@ -99,6 +107,7 @@ class KernelState(NamedTuple):
     host: host.HostState
     dram: dc.DramState
     backend: be.BackendState
+    ssd: ssd.SsdState
     events: np.ndarray  # one replay.events.EVENTS record
     rec: np.ndarray  # int64 [n, N_REC] record buffer
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
@@ -125,9 +134,12 @@ def run_requests(params, state, req, shift, start, out, tmp):
     hp = params.host
     dp = params.dram
     bp = params.backend
+    sp = params.ssd
     hs = state.host
     ds = state.dram
     bs = state.backend
+    ss = state.ssd
+    sc = ss.c[0]
     ev = state.events[0]
     rec = state.rec
     utab = state.utab
@@ -141,6 +153,12 @@ def run_requests(params, state, req, shift, start, out, tmp):
             return i
         # 1. issue; 2. forced-flush stall in progress; 3. storage processor
         arr = host.issue(hp, hs, req.ts[i])
+        ssd.idle(sp, ss, bp, bs, arr)
+        rh0 = sc.read_hits
+        rm0 = sc.read_misses
+        wh0 = sc.write_hits
+        wm0 = sc.write_misses
+        pr0 = sc.promotions
         t = dc.suspended(ds, arr)
         stall = t - arr
         thr = np.int64(0)
@@ -148,7 +166,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         tc = host.storage_processor(hp, hs, t, req.size[i], o)
         # 4. background work due by now
         if tc >= ev.next_ev:
-            dc.advance(dp, ds, bp, bs, ev, rec, utab, shift, tc, 0)
+            dc.advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, tc, 0)
         if ev.now < tc:
             ev.now = tc
         # 5. pages
@@ -162,11 +180,11 @@ def run_requests(params, state, req, shift, start, out, tmp):
         bbusy = np.int64(0)
         rg_req = -1
         if o == OP_READ:
-            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, v, p0, p1, req.unit, req.pbit, req.unit_no,
-                                                        tc, tmp)
+            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, v, p0, p1, req.unit, req.pbit,
+                                                        req.unit_no, tc, tmp)
         elif o == OP_WRITE:
-            done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1,
-                                                            req.unit, req.pbit, req.unit_no, tc, tmp)
+            done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0,
+                                                            p1, req.unit, req.pbit, req.unit_no, tc, tmp)
             stall += st
         elif o == OP_TRIM:
             rg_req = dc.trim(dp, ds, p0, p1, req.unit, req.pbit)
@@ -186,6 +204,14 @@ def run_requests(params, state, req, shift, start, out, tmp):
         out[O_BBUSY, i] = bbusy
         out[O_DIRTY, i] = cache.dirty
         out[O_RGDIRTY, i] = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
+        if sp.on:
+            out[O_SSD_RH, i] = sc.read_hits - rh0
+            out[O_SSD_RM, i] = sc.read_misses - rm0
+            out[O_SSD_WH, i] = sc.write_hits - wh0
+            out[O_SSD_WM, i] = sc.write_misses - wm0
+            out[O_SSD_PROMO, i] = sc.promotions - pr0
+            out[O_SSD_USED, i] = sc.used
+            out[O_SSD_DIRTY, i] = sc.dirty_slots
         host.complete(hp, hs, arr, done, stall, thr)
     return n
 
@@ -202,15 +228,17 @@ class ArrayState:
     host: host.HostState
     dram: dc.DramState
     backend: be.BackendState
+    ssd: ssd.SsdState
     events: np.ndarray
     rec: np.ndarray
     unit_ids: IdMap = field(default_factory=IdMap)
+    chunk_ids: IdMap = field(default_factory=IdMap)  # SSD cache chunks (volume, chunk number)
     volume_names: list[str] = field(default_factory=list)
     n_vol: int = 0
     records: list[np.ndarray] = field(default_factory=list)
 
     def kernel_state(self) -> KernelState:
-        return KernelState(self.host, self.dram, self.backend, self.events, self.rec, self.unit_ids.table)
+        return KernelState(self.host, self.dram, self.backend, self.ssd, self.events, self.rec, self.unit_ids.table)
 
 
 #: counters(): name -> (mechanism, field)
@@ -245,7 +273,8 @@ class ArrayModel(Model):
         self.scenario = scenario
         self.backend = be.build(scenario)
         self.kernel_params = Params(host=host.params(scenario), dram=dc.params(scenario, PAGE_BITS),
-                                    backend=be.params(self.backend))
+                                    backend=be.params(self.backend),
+                                    ssd=ssd.params(scenario, be.raid_groups(scenario)))
 
     @classmethod
     def from_section(cls, section) -> ArrayModel:
@@ -265,8 +294,9 @@ class ArrayModel(Model):
         rgi = p.backend.rgi
         return ArrayState(
             host=host.new_state(p.host),
-            dram=dc.new_state(self.scenario, p.dram, rgi.shape[0], int(rgi[:, be.RG_WIDTH].max())),
+            dram=dc.new_state(self.scenario, p.dram, len(self.scenario.raid_groups), int(rgi[:, be.RG_WIDTH].max())),
             backend=be.new_state(p.backend),
+            ssd=ssd.new_state(self.scenario, p.ssd, p.backend.dstat.shape[0]),
             events=new_events(),
             rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
         )
@@ -304,16 +334,54 @@ class ArrayModel(Model):
         unit_no = chunk.page_no >> shift
         vol = chunk.volume[chunk.page_req].astype(np.int64)
         keys = (vol << PAGE_BITS) | unit_no
+        n_units = state.unit_ids.n_ids
         unit = state.unit_ids.assign(keys)
+        if self.kernel_params.ssd.on and state.unit_ids.n_ids > n_units:
+            self._map_chunks(state, unit, vol, unit_no, n_units)
         pbit = (chunk.page_no & (ppu - 1)).astype(np.int64)
         counts = chunk.pages_per_request()
         pstart = np.zeros(chunk.n_requests + 1, dtype=np.int64)
         np.cumsum(counts, out=pstart[1:])
         return unit, pbit, unit_no, pstart
 
+    def _map_chunks(self, state: ArrayState, unit: np.ndarray, vol: np.ndarray, unit_no: np.ndarray,
+                    n_units: int) -> None:
+        """SSD cache: the chunk and first sub-block of every unit first seen in this chunk, and a
+        record for every chunk first seen (its volume's placement)."""
+        sp = self.kernel_params.ssd
+        new, first = np.unique(unit, return_index=True)
+        keep = new >= n_units
+        new, first = new[keep], first[keep]
+        upc_bits = sp.units_per_chunk.bit_length() - 1
+        v, uno = vol[first], unit_no[first]
+        n_chunks = state.chunk_ids.n_ids
+        cid = state.chunk_ids.assign((v << PAGE_BITS) | (uno >> upc_bits))
+        ss = state.ssd
+        need = state.unit_ids.n_ids
+        if ss.unit_chunk.shape[0] < need:
+            size = max(need, 2 * ss.unit_chunk.shape[0], 1024)
+            ss = ss._replace(unit_chunk=np.resize(ss.unit_chunk, size), unit_sub=np.resize(ss.unit_sub, size))
+        ss.unit_chunk[new] = cid
+        ss.unit_sub[new] = ((uno & (sp.units_per_chunk - 1)) * sp.unit) >> sp.sub_shift
+        if state.chunk_ids.n_ids > n_chunks:
+            chunks = ss.chunks
+            if chunks.shape[0] < state.chunk_ids.n_ids:
+                chunks = dc.grow(chunks, max(state.chunk_ids.n_ids, 2 * chunks.shape[0], 1024), ssd.new_chunks)
+                ss = ss._replace(chunks=chunks)
+            fresh = cid >= n_chunks
+            c_new, c_at = np.unique(cid[fresh], return_index=True)
+            cv = v[fresh][c_at]
+            chunks["vol"][c_new] = cv
+            chunks["no"][c_new] = uno[fresh][c_at] >> upc_bits
+            chunks["pool"][c_new] = state.dram.vols["pool"][cv]
+            chunks["base"][c_new] = state.dram.vols["base"][cv]
+        state.ssd = ss
+
     def replay(self, state: ArrayState, chunk: Chunk) -> Outcomes:
         n = chunk.n_requests
-        out = np.empty((N_O, n), dtype=np.int64)  # one contiguous row per outcome, all written
+        ssd_on = bool(self.kernel_params.ssd.on)
+        # one contiguous row per outcome, all written
+        out = np.empty((N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
         if n:
             self._ensure_volumes(state, int(chunk.volume.max()) + 1)
             unit, pbit, unit_no, pstart = self.prepare(state, chunk)
@@ -331,7 +399,8 @@ class ArrayModel(Model):
                     state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
                 self._stash_records(state)
-        return {name: out[k] for k, name in enumerate(OUTCOMES)}
+        names = OUTCOMES + SSD_OUTCOMES if ssd_on else OUTCOMES
+        return {name: out[k] for k, name in enumerate(names)}
 
     def _stash_records(self, state: ArrayState) -> None:
         r = int(state.events[0]["rec_n"])
@@ -359,7 +428,29 @@ class ArrayModel(Model):
         c["dirty_units"] = int(state.dram.c[0]["dirty_units"])
         c["read_hit_ratio"] = c["read_hit_pages"] / c["read_pages"] if c["read_pages"] else 0.0
         c["write_hit_ratio"] = c["write_hit_pages"] / c["write_pages"] if c["write_pages"] else 0.0
-        c["drive_busy_ns"] = int(state.backend.ddyn[:, qk.DD_BUSY].sum())
+        n_hdd = self.scenario.n_drives
+        c["drive_busy_ns"] = int(state.backend.ddyn[:n_hdd, qk.DD_BUSY].sum())
+        if self.kernel_params.ssd.on:
+            c.update(self.ssd_counters(state))
+        return c
+
+    def ssd_counters(self, state: ArrayState) -> dict[str, int | float]:
+        """The SSD cache's counters (``ssd_*``), its capacity and fill."""
+        sp = self.kernel_params.ssd
+        rec = state.ssd.c[0]
+        c: dict[str, int | float] = {f"ssd_{f}": int(rec[f]) for f in ssd.SSD.names
+                                     if f not in ("lru_head", "lru_tail", "dirty_head", "dirty_tail", "fills_n",
+                                                  "cleans_n", "last_host_ns", "clean_clock")}
+        c["ssd_slots"] = sp.slots
+        c["ssd_chunk_bytes"] = sp.chunk
+        c["ssd_capacity_bytes"] = sp.slots * sp.chunk
+        c["ssd_fill_pct"] = 100.0 * c["ssd_used"] / sp.slots if sp.slots else 0.0
+        c["ssd_dirty_pct"] = 100.0 * c["ssd_dirty_slots"] / sp.slots if sp.slots else 0.0
+        hits = c["ssd_read_hits"] + c["ssd_write_hits"]
+        total = hits + c["ssd_read_misses"] + c["ssd_write_misses"]
+        c["ssd_hit_ratio"] = hits / total if total else 0.0
+        n_hdd = self.scenario.n_drives
+        c["ssd_busy_ns"] = int(state.backend.ddyn[n_hdd:, qk.DD_BUSY].sum())
         return c
 
     def rg_counters(self, state: ArrayState) -> list[dict[str, int | float]]:

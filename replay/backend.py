@@ -32,7 +32,7 @@ import numpy as np
 
 from replay import queueing as qk
 from replay.jit import kernel
-from replay.scenario import Scenario
+from replay.scenario import RaidGroup, Scenario
 
 # RAID group integer columns (``rgi``)
 RG_LEVEL = 0
@@ -105,12 +105,23 @@ def new_state(bp: BackendParams) -> BackendState:
                         dflt=np.tile(np.array([0.0, 1.0, 0.0]), (n, 1)), c=np.zeros(1, BACKEND))
 
 
+def raid_groups(sc: Scenario) -> list[RaidGroup]:
+    """The scenario's RAID groups, then the SSD cache's drives as one more group (not in any pool;
+    RAID 1/10 when mirrored, else 0), so its SSDs queue like every other drive."""
+    rgs = list(sc.raid_groups)
+    if sc.ssd:
+        s = sc.ssd
+        rgs.append(RaidGroup("ssd_cache", s.raid_level, s.drives, s.drive_class, max(s.sub_bytes, 4096)))
+    return rgs
+
+
 def build(sc: Scenario) -> BackendArrays:
     page = sc.dram.page_bytes
-    rgi = np.zeros((len(sc.raid_groups), N_RG_STATIC), dtype=np.int64)
+    groups = raid_groups(sc)
+    rgi = np.zeros((len(groups), N_RG_STATIC), dtype=np.int64)
     rows = []
     d0 = 0
-    for g, rg in enumerate(sc.raid_groups):
+    for g, rg in enumerate(groups):
         rgi[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives)
         dc = sc.drive_classes[rg.drive_class]
         pool = next(p for p in sc.pools if rg.name in p.raid_groups) if any(
@@ -134,7 +145,11 @@ def build(sc: Scenario) -> BackendArrays:
         row[qk.DS_SPAN] = span
         row[qk.DS_XFER] = xfer_ns_per_byte
         row[qk.DS_NOM] = row[qk.DS_POS_RAND] + page * xfer_ns_per_byte
-        row[qk.DS_GAIN:] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
+        if dc.parallelism:  # SSD: P requests in service at once (gain q up to P)
+            row[qk.DS_GAIN:qk.DS_GAIN + qk.GAIN_TABLE] = qk.gain_table(1.0, dc.parallelism)
+        else:
+            row[qk.DS_GAIN:qk.DS_GAIN + qk.GAIN_TABLE] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
+        row[qk.DS_WCOST] = dc.write_cost
         rows += [row] * rg.width
         d0 += rg.width
     maxr = max(len(p.raid_groups) for p in sc.pools)
@@ -207,15 +222,15 @@ def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, pool_rgs, pool_nr
 def write_drives(dstat, ddyn, dflt, d, p1, p2, tau, nops, nbytes, batch):
     """Background writes of one contiguous run on data drive d and its parity / mirror drives
     p1, p2 (-1: none), ``nops`` operations each; returns (done, busy, ios)."""
-    done, busy = qk.drive_submit(dstat, ddyn, dflt, d, tau, nops, nbytes, batch, False)
+    done, busy = qk.drive_submit(dstat, ddyn, dflt, d, tau, nops, nbytes, batch, qk.BG_WRITE)
     ios = nops
     if p1 >= 0:
-        dn, s = qk.drive_submit(dstat, ddyn, dflt, p1, tau, nops, nbytes, batch, False)
+        dn, s = qk.drive_submit(dstat, ddyn, dflt, p1, tau, nops, nbytes, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
         ios += nops
     if p2 >= 0:
-        dn, s = qk.drive_submit(dstat, ddyn, dflt, p2, tau, nops, nbytes, batch, False)
+        dn, s = qk.drive_submit(dstat, ddyn, dflt, p2, tau, nops, nbytes, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
         ios += nops
@@ -239,7 +254,7 @@ def write_stripe(bp, bs, r, tau, batch):
     done = tau
     busy = np.int64(0)
     for d in range(d0, d0 + width):
-        dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, tau, 1, elem, batch, False)
+        dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, tau, 1, elem, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
     bs.c[0].write_ios += width
@@ -257,7 +272,7 @@ def read(bp, bs, r, d, p1, nbytes, t):
     c = bs.c[0]
     c.read_ios += 1
     c.read_bytes += nbytes
-    return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, True)
+    return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, qk.HOST_READ)
 
 
 @kernel

@@ -74,6 +74,7 @@ import numpy as np
 
 from replay import backend as be
 from replay import queueing as qk
+from replay import ssd_cache as ssd
 from replay.events import INF, K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, record
 from replay.ids import slot
 from replay.jit import kernel, step
@@ -716,7 +717,7 @@ def rate_alpha(tick_ms: float, window_ms: float) -> float:
 
 # ---- flushing (background work) -----------------------------------------------------------
 @kernel
-def flush(dp, ds, bp, bs, ev, rec, utab, shift, u, tau, kind):
+def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     """Flush the dirty pages of unit u at time tau (a full stripe if every unit of its stripe is
     fully dirty); returns the completion time of the last back-end write."""
     un = ds.units
@@ -752,7 +753,7 @@ def flush(dp, ds, bp, bs, ev, rec, utab, shift, u, tau, kind):
         ok = True
         for k in range(nsu):
             w = probe(utab, vkey | (first + k), shift)
-            if w < 0 or un[w].dirty != full or un[w].rg != r:
+            if w < 0 or un[w].dirty != full or un[w].rg != r or ssd.holds(sp, ss, w):
                 ok = False
                 break
         if ok:
@@ -771,7 +772,7 @@ def flush(dp, ds, bp, bs, ev, rec, utab, shift, u, tau, kind):
                 n = 0
                 while b + n < ppu and (mask >> np.uint64(b + n)) & np.uint64(1):
                     n += 1
-                dn, s, k_ios = be.write_unit(bp, bs, x.data, x.p1, x.p2, tau, nops, n * page, batch)
+                dn, s, k_ios = ssd.write(sp, ss, bp, bs, u, r, x.data, x.p1, x.p2, b, tau, nops, n * page, batch)
                 done = max(done, dn)
                 busy += s
                 ios += k_ios
@@ -842,7 +843,7 @@ def _idle_next(dp, ds, ev):
 
 
 @kernel
-def advance(dp, ds, bp, bs, ev, rec, utab, shift, t_limit, until):
+def advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, t_limit, until):
     """Run background events in time order. until 0: those due by ``t_limit``; 1 (FLARE forced
     flush): flush until dirty pages <= low watermark, return that write's completion; 2 (MCx pool
     full): one flush, return its completion."""
@@ -874,7 +875,7 @@ def advance(dp, ds, bp, bs, ev, rec, utab, shift, t_limit, until):
             continue
         if who == -2:
             u = ds.vols[c.vt].fifo_head
-            done = flush(dp, ds, bp, bs, ev, rec, utab, shift, u, best, K_IDLE_FLUSH)
+            done = flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, best, K_IDLE_FLUSH)
             n = c.iwin_n
             if n < dp.idle_out:
                 c.iwin_n = qk.heap_push(ds.iwin, n, done)
@@ -884,7 +885,7 @@ def advance(dp, ds, bp, bs, ev, rec, utab, shift, t_limit, until):
             c.idle_flush_ops += 1
         else:
             u = ds.groups[who].fifo_head
-            done = flush(dp, ds, bp, bs, ev, rec, utab, shift, u, best, K_FLUSH)
+            done = flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, best, K_FLUSH)
             _window_add(dp, ds, bp, who, done)
             ds.groups[who].clock = best
         last_done = done
@@ -917,7 +918,7 @@ def suspended(ds, t):
 
 # ---- host requests --------------------------------------------------------------------------
 @step
-def read(dp, ds, bp, bs, v, p0, p1, punit, pbit, puno, tc, tmp):
+def read(dp, ds, bp, bs, sp, ss, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host read at tc of pages p0..p1: hits, misses from the back end (contiguous pages of one
     unit in one I/O), fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
     un = ds.units
@@ -954,10 +955,10 @@ def read(dp, ds, bp, bs, v, p0, p1, punit, pbit, puno, tc, tmp):
         else:
             if gu >= 0:
                 y = un[gu]
-                dn, s = be.read(bp, bs, y.rg, y.data, y.p1, (glast - gfirst + 1) * page, tc)
+                dn, s, hdd = ssd.read(sp, ss, bp, bs, gu, y.rg, y.data, y.p1, gfirst, (glast - gfirst + 1) * page, tc)
                 done = max(done, dn)
-                bios += 1
-                bbusy += s
+                bios += hdd
+                bbusy += s * hdd
             gu = u
             gfirst = b
             glast = b
@@ -978,17 +979,17 @@ def read(dp, ds, bp, bs, v, p0, p1, punit, pbit, puno, tc, tmp):
                 x.part = -1
     if gu >= 0:
         y = un[gu]
-        dn, s = be.read(bp, bs, y.rg, y.data, y.p1, (glast - gfirst + 1) * page, tc)
+        dn, s, hdd = ssd.read(sp, ss, bp, bs, gu, y.rg, y.data, y.p1, gfirst, (glast - gfirst + 1) * page, tc)
         done = max(done, dn)
-        bios += 1
-        bbusy += s
+        bios += hdd
+        bbusy += s * hdd
     c.read_pages += rp
     c.read_hits += rh
     return done, rp, rh, bios, bbusy, rg_req
 
 
 @step
-def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc, tmp):
+def write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host write at tc of pages p0..p1: coalesce, admit new dirty pages (room, FLARE forced
     flush, MCx throttling and pool-full waits, write-through if the cache cannot hold a page), ack
     after mirroring. Returns (done, pages, hits, stall, throttle, backend busy, RAID group)."""
@@ -1032,7 +1033,7 @@ def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc
                 t0 = ev.now
                 c.forced = 1
                 start_flushers(ds, ev, t0)
-                end = advance(dp, ds, bp, bs, ev, rec, utab, shift, INF, 1)
+                end = advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, INF, 1)
                 c.forced = 0
                 if end < t0:
                     end = t0
@@ -1045,7 +1046,7 @@ def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc
                     t_w = end
             else:  # MCx pool all dirty: wait for the next flush to complete
                 c.emergency = 1
-                end = advance(dp, ds, bp, bs, ev, rec, utab, shift, INF, 2)
+                end = advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, INF, 2)
                 c.emergency = 0
                 c.full_waits += 1
                 if end > t_w:
@@ -1060,7 +1061,8 @@ def write(dp, ds, bp, bs, ev, rec, utab, shift, v, p0, p1, punit, pbit, puno, tc
                 x.part = -1
             elif x.dirty == 0:
                 lru_push(ds, u, True)
-            dn, s, k_ios = be.write_unit(bp, bs, x.data, x.p1, x.p2, t_w, be.write_ops(r, bp), page, 1.0)
+            dn, s, k_ios = ssd.write(sp, ss, bp, bs, u, r, x.data, x.p1, x.p2, pbit[j], t_w, be.write_ops(r, bp),
+                                    page, 1.0)
             bbusy += s
             if dn > t_w:
                 t_w = dn

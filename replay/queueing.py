@@ -51,7 +51,13 @@ DS_NOM = 6  # ns: nominal single-page op at queue depth 1 (queue-length estimate
 DS_SEEK_RAND = 7  # ns: random seek within the span alone
 DS_GAIN = 8  # gain(q) for q = 0 .. GAIN_TABLE - 1 (columns DS_GAIN + q)
 GAIN_TABLE = 1025
-N_DS = DS_GAIN + GAIN_TABLE
+DS_WCOST = DS_GAIN + GAIN_TABLE  # a write's service relative to a read (SSD: read_iops / write_iops)
+N_DS = DS_WCOST + 1
+
+# what a drive operation is (``drive_submit``'s ``kind``; True / False still mean host read / write)
+BG_WRITE = 0  # background write (flushes, SSD cache fills)
+HOST_READ = 1  # host read: served ahead of background work
+BG_READ = 2  # background read (SSD cache fills from the HDDs, cleaning reads from the SSDs)
 
 # drive dynamic state: int64 columns of ``ddyn`` and float64 columns of ``dflt``
 DD_FREE_ALL = 0
@@ -94,10 +100,11 @@ def positioning_ns(dstat, d, batch):
 
 
 @kernel
-def drive_submit(dstat, ddyn, dflt, d, t, nops, nbytes, batch, fg):
+def drive_submit(dstat, ddyn, dflt, d, t, nops, nbytes, batch, kind):
     """Queue ``nops`` operations of ``nbytes`` each on drive ``d`` at time ``t`` (a read-modify-
-    write is 2 operations: read old data, write new). ``fg``: host read (priority) or background.
-    Returns (done_ns, service_ns)."""
+    write is 2 operations: read old data, write new). ``kind``: HOST_READ (priority), BG_WRITE or
+    BG_READ (background; a write costs ``DS_WCOST`` times a read). Returns (done_ns, service_ns)."""
+    fg = kind == HOST_READ
     free_all = ddyn[d, DD_FREE_ALL]
     backlog = free_all - t
     if backlog < 0:
@@ -113,6 +120,8 @@ def drive_submit(dstat, ddyn, dflt, d, t, nops, nbytes, batch, fg):
         p_break = share / (1.0 - share) if share < 0.5 else 1.0
         pos = p_break * dstat[d, DS_POS_RAND] + (1.0 - p_break) * pos
     one = pos / g + nbytes * dstat[d, DS_XFER]
+    if kind == BG_WRITE:
+        one *= dstat[d, DS_WCOST]
     svc = np.int64(nops * one + 0.5)
     if svc < 1:
         svc = 1

@@ -7,10 +7,12 @@ a ``ValueError`` naming the file, the line (when it can be found) and the proble
 the published numbers of ``shared/reference/MODELS.md`` (source in a comment next to each) or,
 marked *est*, our estimates; every one of them is a parameter.
 
-``[ssd_cache]`` and ``[tiering]`` belong to the next array issue (FAST Cache / QCache, FAST VP):
-they are accepted as free-form tables so presets can carry them already, included in the hash,
-and reported as *not yet modelled* (``Scenario.ignored_sections``; the replay warns and records
-them in its summary). Nothing else is ignored.
+``[ssd_cache]`` is an SSD cache below the DRAM cache: EMC FAST Cache (``kind = "fastcache"``)
+or QSAN QCache 2.0 (``kind = "qcache"``), see :class:`SsdCache` and ``replay.ssd_cache``.
+``[tiering]`` belongs to the next array issue (FAST VP): it is accepted as a free-form table so
+presets can carry it already, included in the hash, and reported as *not yet modelled*
+(``Scenario.ignored_sections``; the replay warns and records it in its summary). Nothing else is
+ignored.
 
 The hash (:attr:`Scenario.hash`) is the SHA-256 of the canonical JSON of the normalized model
 (sizes as integers, defaults filled in), without ``name``/``description``: the same array written
@@ -35,7 +37,7 @@ PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
 RAID_LEVELS = (0, 1, 5, 6, 10)
 PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
-NOT_YET_MODELLED = ("ssd_cache", "tiering")
+NOT_YET_MODELLED = ("tiering",)
 MAX_OUTSTANDING = 1 << 20  # closed-loop I/Os in flight
 MAX_WARMUP_PCT = 99.0  # at least 1 % of the requests is measured
 MIN_INTERVAL_NS = 1_000_000  # per-interval outputs: 1 ms
@@ -170,7 +172,11 @@ class DriveClass:
     """A drive type. HDD service time = seek + half a rotation + transfer, where the seek depends
     on the distance (``span_fraction`` of the pool, address-sorted flushing) and a queue of q
     requests shortens positioning by ``min(q, queue_depth_max) ** queue_gain_exponent`` (command
-    reordering). SSD: fixed latency ``1 / planning_iops`` + transfer, same queue law (parallelism)."""
+    reordering). SSD: a latency + transfer, with the same queue law as parallelism: given
+    ``read_iops`` (random reads per second at depth) and ``read_latency_us`` (at queue depth 1),
+    the drive has ``read_iops x read_latency`` internal servers (gain exponent 1 up to that many
+    queued requests) and a write costs ``read_iops / write_iops`` times a read; without
+    ``read_iops`` an SSD is the planning latency ``1 / planning_iops`` with the HDD queue law."""
 
     name: str
     kind: str = "hdd"  # hdd | ssd
@@ -182,6 +188,23 @@ class DriveClass:
     queue_gain_exponent: float = 0.12  # (fit: seed 000 peak 1.5-2x) q^0.12: 1.28x at q=8, 1.52x at 32
     queue_depth_max: int = 256  # est: gain stops growing there (1.95x; MODELS: deep queues up to 2-2.5x)
     capacity_bytes: int = 0  # informational (reports); 0 = unknown
+    read_iops: float = 0.0  # SSD: random reads/s at depth (0: planning_iops and the HDD queue law)
+    write_iops: float = 0.0  # SSD: random writes/s at depth (0: as reads)
+    read_latency_us: float = 100.0  # SSD: a read at queue depth 1 (est: SAS SSD data sheets 50-150 us)
+
+    @property
+    def parallelism(self) -> int:
+        """SSD: requests served at once (``read_iops x read_latency``); 0 for the HDD queue law."""
+        if self.kind != "ssd" or not self.read_iops:
+            return 0
+        return max(1, round(self.read_iops * self.read_latency_us / 1e6))
+
+    @property
+    def write_cost(self) -> float:
+        """Service of a write relative to a read (1 for HDDs and SSDs without write_iops)."""
+        if self.kind != "ssd" or not self.read_iops or not self.write_iops:
+            return 1.0
+        return self.read_iops / self.write_iops
 
     @property
     def half_rotation_ms(self) -> float:
@@ -199,7 +222,10 @@ class DriveClass:
 
     @property
     def latency_ms(self) -> float:
-        """SSD positioning-equivalent latency at queue depth 1."""
+        """SSD positioning-equivalent latency at queue depth 1 (with ``read_iops``: the latency
+        that makes ``parallelism`` servers give exactly ``read_iops``)."""
+        if self.parallelism:
+            return self.parallelism / self.read_iops * 1e3
         return 1000.0 / self.planning_iops - 8192 / (self.transfer_mb_per_s * 1e3)
 
 
@@ -298,6 +324,75 @@ class Controller:
     bandwidth_mb_per_s: float = 3200.0  # est: SP/front-end data rate
 
 
+SSD_KINDS = ("fastcache", "qcache")
+#: QCache 2.0 I/O types (doc, QSAN 1.x manual): block bytes, sub-block bytes, populate-on-read,
+#: populate-on-write. "custom" takes the four values from the scenario.
+QCACHE_IO_TYPES = {
+    "database": (1 << 20, 8 << 10, 2, 0),
+    "file_system": (2 << 20, 16 << 10, 2, 2),
+    "web_service": (4 << 20, 64 << 10, 2, 0),
+}
+
+
+@dataclass(frozen=True)
+class SsdCache:
+    """An SSD cache below the DRAM cache (``replay.ssd_cache``). ``kind``:
+
+    * ``fastcache`` (EMC FAST Cache, seed 000): 64 KB chunks on RAID 1 SSD pairs, promoted after
+      ``promote_after_hits`` accesses (reads or writes; within ``promote_window_ms`` when not 0),
+      write-back (dirty chunks cleaned back, never forced flushing), LRU; VNX2's proactive
+      cleaner (``proactive_cleaning``) cleans dirty chunks while the array is idle;
+    * ``qcache`` (QSAN QCache 2.0, seed 003): blocks of ``block_bytes`` in sub-blocks of
+      ``sub_block_bytes``, populated when a block's read (write) count reaches
+      ``populate_on_read`` (``populate_on_write``; 0 disables); ``mode = "read"`` (NRAID+: no
+      redundancy, writes go to the drives and update a cached copy) or ``"read_write"`` (NRAID 1+:
+      SSDs mirrored in pairs, write-back); ``io_type`` sets block, sub-block and thresholds
+      (Database, File System, Web Service) unless ``custom``.
+
+    A promotion or population reads the whole chunk / block from the HDD pool (one large
+    background I/O per drive it spans) and writes it to the SSDs; at most ``fills_in_flight`` are
+    in progress (a miss that finds them all busy is not promoted and counts again next time).
+    Capacity: ``capacity_bytes``, or what the drives hold (halved when mirrored)."""
+
+    kind: str = "fastcache"
+    enabled: bool = True
+    drive_class: str = ""  # an SSD class of [drive_classes]
+    drives: int = 2  # seed 000: two 100 GB SSDs in RAID 1; seed 003: 8 SSDs
+    capacity_bytes: int = 0  # 0: from the drives
+    mode: str = "read_write"  # read (qcache NRAID+) | read_write
+    chunk_bytes: int = 64 << 10  # doc: FAST Cache tracks 64 KB chunks; qcache: the block size
+    sub_block_bytes: int = 0  # qcache sub-block (0: the chunk)
+    promote_after_hits: int = 3  # doc: FAST Cache promotes after 3 accesses
+    promote_window_ms: float = 0.0  # doc: "in a short period", not published (0: no window)
+    io_type: str = "custom"  # qcache: database | file_system | web_service | custom
+    populate_on_read: int = 0  # qcache thresholds (0 disables)
+    populate_on_write: int = 0
+    fills_in_flight: int = 8  # est: promotions / populations copying at once
+    proactive_cleaning: bool = False  # doc: VNX2 cleans dirty FAST Cache chunks when idle
+    idle_after_ms: float = 1000.0  # est: no host I/O for this long makes the array idle
+    clean_outstanding: int = 4  # est: proactive cleaning copies in flight
+
+    @property
+    def mirrored(self) -> bool:
+        return self.mode == "read_write"
+
+    @property
+    def raid_level(self) -> int:
+        if not self.mirrored:
+            return 0
+        return 1 if self.drives == 2 else 10
+
+    def usable_bytes(self, classes: dict[str, DriveClass]) -> int:
+        if self.capacity_bytes:
+            return self.capacity_bytes
+        raw = self.drives * classes[self.drive_class].capacity_bytes
+        return raw // 2 if self.mirrored else raw
+
+    @property
+    def sub_bytes(self) -> int:
+        return self.sub_block_bytes or self.chunk_bytes
+
+
 @dataclass(frozen=True)
 class ReplayOptions:
     mode: str = "open"  # open: trace timestamps; closed: `outstanding` I/Os in flight
@@ -318,7 +413,8 @@ class Scenario:
     volume_maps: tuple[VolumeMap, ...]
     default_pool: str
     replay: ReplayOptions
-    extra_sections: dict[str, dict] = field(default_factory=dict)  # ssd_cache, tiering (not yet modelled)
+    extra_sections: dict[str, dict] = field(default_factory=dict)  # tiering (not yet modelled)
+    ssd_cache: SsdCache | None = None  # None or enabled = false: no SSD cache
     source: str = ""
 
     # -- derived ---------------------------------------------------------------------------
@@ -365,7 +461,24 @@ class Scenario:
 
     @property
     def n_drives(self) -> int:
+        """HDD and flash-tier drives of the RAID groups (an SSD cache's drives not included)."""
         return sum(rg.width for rg in self.raid_groups)
+
+    @property
+    def ssd(self) -> SsdCache | None:
+        """The SSD cache when it is switched on."""
+        return self.ssd_cache if self.ssd_cache is not None and self.ssd_cache.enabled else None
+
+    def features(self) -> list[str]:
+        """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
+        f = [f"dram:{self.dram.mode}"]
+        if self.ssd:
+            f.append(f"ssd_cache:{self.ssd.kind}" + (f":{self.ssd.mode}" if self.ssd.kind == "qcache" else ""))
+        f += sorted({f"raid{rg.level}" for rg in self.raid_groups})
+        if any(self.drive_classes[rg.drive_class].kind == "ssd" for rg in self.raid_groups):
+            f.append("flash_tier")
+        f.append(f"{self.replay.mode}_loop")
+        return f
 
     def with_replay(self, **changes) -> Scenario:
         """A copy with replay options changed (e.g. ``mode="closed", outstanding=48``), checked
@@ -393,6 +506,8 @@ class Scenario:
             "drives": drives,
             "replay_mode": self.replay.mode,
             "outstanding": self.replay.outstanding,
+            "features": self.features(),
+            "ssd_cache_bytes": self.ssd.usable_bytes(self.drive_classes) if self.ssd else 0,
             "not_yet_modelled": self.ignored_sections,
             "source": self.source,
         }
@@ -402,7 +517,7 @@ class Scenario:
 # parsing
 # --------------------------------------------------------------------------------------------
 _TOP = {"name", "description", "controller", "dram", "drive_classes", "raid_groups", "pools", "volumes",
-        "replay", *NOT_YET_MODELLED}
+        "replay", "ssd_cache", *NOT_YET_MODELLED}
 
 
 def _names(cls) -> set[str]:
@@ -427,7 +542,16 @@ def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
                                  minimum=0, maximum=1),
         queue_depth_max=_get(w, sec, t, "queue_depth_max", "int", d.queue_depth_max, minimum=1),
         capacity_bytes=_get(w, sec, t, "capacity_bytes", "size", d.capacity_bytes),
+        read_iops=_get(w, sec, t, "read_iops", "float", d.read_iops, minimum=0),
+        write_iops=_get(w, sec, t, "write_iops", "float", d.write_iops, minimum=0),
+        read_latency_us=_get(w, sec, t, "read_latency_us", "float", d.read_latency_us, minimum=0, strict_min=True),
     )
+    if kind == "hdd":
+        for k in ("read_iops", "write_iops", "read_latency_us"):
+            if k in t:
+                raise w.error(sec, k, "only for kind = \"ssd\"")
+    if dc.write_iops and not dc.read_iops:
+        raise w.error(sec, "write_iops", "give read_iops too")
     if dc.kind == "hdd":
         if dc.seek_ms < 0:
             raise w.error(sec, "planning_iops", f"{dc.planning_iops} IOPS is faster than half a rotation at "
@@ -649,8 +773,86 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     for k in NOT_YET_MODELLED:
         if k in data:
             extra[k] = _table(w, k, data[k])
+    ssd = _parse_ssd(w, _table(w, "ssd_cache", data["ssd_cache"]), classes, dram) if "ssd_cache" in data else None
     return Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
-                    replay_opts, extra, source)
+                    replay_opts, extra, ssd, source)
+
+
+def _parse_ssd(w: _Where, t: dict, classes: dict[str, DriveClass], dram: Dram) -> SsdCache:
+    sec = "ssd_cache"
+    _check_keys(w, sec, t, _names(SsdCache) | {"block_bytes"})
+    kind = _get(w, sec, t, "kind", "str", None, choices=SSD_KINDS)
+    if kind is None:
+        raise w.error(sec, None, f"lacks 'kind' ({' or '.join(map(repr, SSD_KINDS))})")
+    d = SsdCache(kind=kind)
+    own = {"fastcache": {"chunk_bytes", "promote_after_hits", "promote_window_ms", "proactive_cleaning",
+                         "idle_after_ms", "clean_outstanding"},
+           "qcache": {"block_bytes", "mode", "io_type", "sub_block_bytes", "populate_on_read", "populate_on_write"}}
+    size_key = "chunk_bytes" if kind == "fastcache" else "block_bytes"
+    for other, keys in own.items():
+        if other != kind:
+            for k in sorted(keys & set(t)):
+                raise w.error(sec, k, f"only for kind = {other!r}")
+    mode = _get(w, sec, t, "mode", "str", d.mode, choices=("read", "read_write"))
+    io_type = _get(w, sec, t, "io_type", "str", d.io_type, choices=(*QCACHE_IO_TYPES, "custom"))
+    if io_type != "custom":
+        for k in ("block_bytes", "sub_block_bytes", "populate_on_read", "populate_on_write"):
+            if k in t:
+                raise w.error(sec, k, f"set by io_type = {io_type!r}; use io_type = \"custom\" to choose it")
+        chunk, sub, por, pow_ = QCACHE_IO_TYPES[io_type]
+    else:
+        chunk = _get(w, sec, t, size_key, "size", d.chunk_bytes, minimum=512)
+        sub = _get(w, sec, t, "sub_block_bytes", "size", 0)
+        por = _get(w, sec, t, "populate_on_read", "int", d.populate_on_read, minimum=0, maximum=1 << 20)
+        pow_ = _get(w, sec, t, "populate_on_write", "int", d.populate_on_write, minimum=0, maximum=1 << 20)
+    s = SsdCache(
+        kind=kind,
+        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
+        drive_class=_get(w, sec, t, "drive_class", "str", ""),
+        drives=_get(w, sec, t, "drives", "int", d.drives, minimum=1, maximum=1024),
+        capacity_bytes=_get(w, sec, t, "capacity_bytes", "size", 0),
+        mode=mode,
+        chunk_bytes=chunk,
+        sub_block_bytes=sub,
+        promote_after_hits=_get(w, sec, t, "promote_after_hits", "int", d.promote_after_hits, minimum=1,
+                                maximum=1 << 20),
+        promote_window_ms=_get(w, sec, t, "promote_window_ms", "float", d.promote_window_ms, minimum=0),
+        io_type=io_type,
+        populate_on_read=por,
+        populate_on_write=pow_,
+        fills_in_flight=_get(w, sec, t, "fills_in_flight", "int", d.fills_in_flight, minimum=1, maximum=4096),
+        proactive_cleaning=_get(w, sec, t, "proactive_cleaning", "bool", d.proactive_cleaning),
+        idle_after_ms=_get(w, sec, t, "idle_after_ms", "float", d.idle_after_ms, minimum=0),
+        clean_outstanding=_get(w, sec, t, "clean_outstanding", "int", d.clean_outstanding, minimum=1, maximum=4096),
+    )
+    if kind == "fastcache" and mode != "read_write":
+        raise w.error(sec, "mode", "FAST Cache is always a read-write cache")
+    if not s.drive_class:
+        raise w.error(sec, None, "lacks 'drive_class' (an SSD class of [drive_classes])")
+    if s.drive_class not in classes:
+        raise w.error(sec, "drive_class", f"unknown drive class {s.drive_class!r}; defined: {', '.join(classes)}")
+    if classes[s.drive_class].kind != "ssd":
+        raise w.error(sec, "drive_class", f"{s.drive_class!r} is not an SSD class (kind = \"ssd\")")
+    if s.mirrored and s.drives % 2:
+        raise w.error(sec, "drives", f"a mirrored ({mode}) SSD cache takes SSDs in pairs, got {s.drives}")
+    for k, v in ((size_key, s.chunk_bytes), ("sub_block_bytes", s.sub_bytes)):
+        if v & (v - 1):
+            raise w.error(sec, k, f"{v} is not a power of two")
+    if s.chunk_bytes < dram.flush_unit_bytes:
+        raise w.error(sec, size_key, f"{s.chunk_bytes} B is smaller than the DRAM flush unit "
+                      f"{dram.flush_unit_bytes} B")
+    if not dram.page_bytes <= s.sub_bytes <= s.chunk_bytes:
+        raise w.error(sec, "sub_block_bytes", f"{s.sub_bytes} B must lie within the page size {dram.page_bytes} B "
+                      f"and the block size {s.chunk_bytes} B")
+    if s.chunk_bytes // s.sub_bytes > 4096:
+        raise w.error(sec, "sub_block_bytes", "at most 4096 sub-blocks per block")
+    if s.enabled and s.usable_bytes(classes) < s.chunk_bytes:
+        raise w.error(sec, "capacity_bytes", f"{s.usable_bytes(classes)} B holds no {s.chunk_bytes} B chunk "
+                      "(give capacity_bytes, or capacity_bytes on the drive class)")
+    if kind == "qcache" and s.populate_on_read == 0 and s.populate_on_write == 0 and s.enabled:
+        raise w.error(sec, "populate_on_read", "populate_on_read and populate_on_write are both 0: nothing "
+                      "would ever be cached")
+    return s
 
 
 def loads(text: str, source: str = "<string>") -> Scenario:

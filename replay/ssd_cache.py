@@ -1,0 +1,518 @@
+"""SSD cache below the DRAM cache: EMC FAST Cache and QSAN QCache 2.0 (seed 000, seed 003).
+
+The DRAM cache (``replay.dram_cache``) sends what it cannot serve here: read misses (a run of
+pages of one unit) and flushes (a run of dirty pages of one unit). Lookup order is DRAM -> SSD
+cache -> drives for both FLARE and MCx; writes land in DRAM first and reach the SSD cache when
+they are flushed (the issue's reading of seed 000). When the scenario has no SSD cache every
+call here passes straight through to ``replay.backend``.
+
+Structure. The cache tracks *chunks* (FAST Cache: 64 KB; QCache: blocks of 1/2/4 MB made of
+sub-blocks of 8/16/64 KB) of the volumes. Every chunk the trace touches has a record
+(``SsdState.chunks``: its place, its admission counters, its slot or -1); a chunk that is cached
+holds a *slot* of the SSD capacity (``SsdState.slots``: LRU links, dirty list links, the time its
+copy is ready; ``SsdState.dirty``: its dirty sub-block bits). What makes a chunk cached is the
+admission policy (:mod:`replay.fast_cache`: N accesses, optionally within a window;
+:mod:`replay.qcache`: populate-on-read / populate-on-write thresholds). Eviction is LRU.
+
+Costs (MODELS.md: "promotions are not free"). A promotion (population) reads the whole chunk
+from the HDD pool in the background (one large read per drive the chunk spans) and then writes
+it to the SSDs; the chunk serves hits once the write completes. At most ``fills_in_flight`` run
+at once; a miss that finds them all busy is not promoted (counted as deferred) and counts again
+next time. A read hit is a host-priority read of the SSD holding that sub-block (mirrors: the
+less busy copy). A flush to a cached chunk is written to the SSDs (both copies when mirrored) and
+marks its sub-blocks dirty (write-back; FAST Cache never forces a flush); a read-only QCache
+writes the drives and updates its copy. Evicting a dirty chunk first cleans it: its dirty runs
+are read from the SSDs and written to the HDD RAID group (read-modify-write on RAID 5/6). VNX2's
+proactive cleaner (``proactive_cleaning``) cleans dirty chunks, oldest first, while the array
+has been idle for ``idle_after_ms``. Chunks on a flash RAID group (the pool's flash tier) are
+never promoted. A full-stripe flush is not used on a stripe whose chunk is cached (the flush
+goes through this cache unit by unit instead).
+
+Counters (``SSD`` record): read hits / misses and write hits / misses (host I/Os reaching the
+SSD cache: DRAM read-miss runs and flush runs), promotions, deferred promotions, evictions,
+cleanings, the SSD and HDD I/Os each caused, slots used and dirty, and the times the cache first
+reached 50 % and 90 % full (``t50_ns``, ``t90_ns``; -1 until then).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from replay import backend as be
+from replay import fast_cache, qcache
+from replay import queueing as qk
+from replay.jit import kernel, step
+
+I4, I8, U8 = np.int32, np.int64, np.uint64
+
+POLICY_FAST_CACHE, POLICY_QCACHE = 1, 2
+
+#: A chunk the trace touched (``SsdState.chunks``): where it lives and its admission counters.
+CHUNK = np.dtype([
+    ("slot", I4),  # SSD slot holding it, -1: not cached
+    ("vol", I4), ("pool", I4), ("base", I4),  # the volume and its placement (replay.backend)
+    ("no", I8),  # chunk number in the volume
+    ("accesses", I4), ("first_ns", I8),  # FAST Cache: accesses since first_ns (replay.fast_cache)
+    ("reads", I4), ("writes", I4),  # QCache: block read / write counts (replay.qcache)
+])
+
+#: A slot of SSD capacity (``SsdState.slots``).
+SLOT = np.dtype([
+    ("chunk", I4),
+    ("lp", I4), ("ln", I4),  # LRU links (head: most recent)
+    ("dp", I4), ("dn", I4),  # dirty list links (head: dirty longest)
+    ("dirty_subs", I4),
+    ("ready_ns", I8),  # its copy is on the SSDs from then on
+])
+
+#: Cache-wide state and counters (one record, ``SsdState.c``).
+SSD = np.dtype([(n, I8) for n in (
+    "used", "dirty_slots",
+    "lru_head", "lru_tail", "dirty_head", "dirty_tail",
+    "fills_n", "cleans_n",  # completion heaps in use
+    "last_host_ns", "clean_clock",
+    "read_hits", "read_misses", "write_hits", "write_misses",
+    "promotions", "deferred", "evictions", "dirty_evictions", "cleaned_slots", "idle_cleaned_slots",
+    "fill_read_ios", "fill_read_bytes", "fill_write_ios", "clean_read_ios", "clean_write_ios",
+    "hit_read_ios", "write_ios",
+    "t50_ns", "t90_ns",
+)])
+
+
+class SsdParams(NamedTuple):
+    """Immutable parameters (from the scenario's ``[ssd_cache]``; ``on`` = 0: pass through)."""
+
+    on: int
+    policy: int  # POLICY_FAST_CACHE / POLICY_QCACHE
+    write_back: int  # writes to cached chunks stay on the SSDs (dirty)
+    chunk: int  # chunk (block) bytes
+    units_per_chunk: int  # DRAM flush units per chunk
+    unit: int  # DRAM flush unit bytes
+    page: int
+    sub: int  # sub-block bytes
+    sub_shift: int
+    subs: int  # sub-blocks per chunk
+    slots: int  # capacity in chunks
+    after: int  # FAST Cache: promote after this many accesses ...
+    window: int  # ... within this many ns (0: no window)
+    por: int  # QCache: populate on read / write thresholds (0: never)
+    pow: int
+    fills: int  # promotions in flight at most
+    clean: int  # proactive cleaning when idle
+    idle: int  # ns without host I/O that make the array idle
+    rg: int  # the SSD group in replay.backend
+    d0: int
+    width: int
+    pairs: int  # mirrored pairs (0: not mirrored)
+    flash: np.ndarray  # int8 per RAID group: 1 if on SSDs (the flash tier: never promoted)
+
+
+class SsdState(NamedTuple):
+    chunks: np.ndarray  # CHUNK [n_chunks] (grows)
+    slots: np.ndarray  # SLOT [slots]
+    dirty: np.ndarray  # uint64 [slots, words]: dirty sub-block bits
+    fills: np.ndarray  # int64 heap of promotion completion times
+    cleans: np.ndarray  # int64 heap of proactive cleaning completion times
+    unit_chunk: np.ndarray  # int32 per DRAM unit id: its chunk id (grows)
+    unit_sub: np.ndarray  # int32 per DRAM unit id: its first sub-block in the chunk
+    tmp: np.ndarray  # int64 [replay.backend.N_UP]: placement scratch
+    acc: np.ndarray  # int64 [drives]: bytes per drive of a chunk read (scratch)
+    c: np.ndarray  # SSD [1]
+
+
+def params(sc, backend_groups: list) -> SsdParams:
+    """``backend_groups``: ``replay.backend.raid_groups(sc)`` (the SSD group last when on)."""
+    flash = np.array([1 if sc.drive_classes[g.drive_class].kind == "ssd" else 0 for g in backend_groups],
+                     dtype=np.int8)
+    s = sc.ssd
+    unit = int(sc.dram.flush_unit_bytes)
+    if s is None:
+        return SsdParams(0, 0, 0, unit, 1, unit, int(sc.dram.page_bytes), unit, unit.bit_length() - 1, 1, 0,
+                         0, 0, 0, 0, 1, 0, 0, -1, 0, 0, 0, flash)
+    d0 = sum(g.width for g in backend_groups[:-1])
+    sub = s.sub_bytes
+    chunk_n = s.usable_bytes(sc.drive_classes) // s.chunk_bytes
+    if s.kind == "fastcache":
+        policy, write_back, por, pow_ = POLICY_FAST_CACHE, 1, 0, 0
+    else:
+        policy, write_back, por, pow_ = POLICY_QCACHE, int(s.mirrored), s.populate_on_read, s.populate_on_write
+    return SsdParams(
+        on=1, policy=policy, write_back=write_back, chunk=int(s.chunk_bytes), units_per_chunk=s.chunk_bytes // unit,
+        unit=unit, page=int(sc.dram.page_bytes), sub=int(sub), sub_shift=sub.bit_length() - 1,
+        subs=s.chunk_bytes // sub, slots=int(chunk_n), after=int(s.promote_after_hits),
+        window=int(s.promote_window_ms * 1e6), por=int(por), pow=int(pow_), fills=int(s.fills_in_flight),
+        clean=int(s.proactive_cleaning and s.kind == "fastcache"), idle=int(s.idle_after_ms * 1e6),
+        rg=len(backend_groups) - 1, d0=d0, width=int(s.drives), pairs=s.drives // 2 if s.mirrored else 0,
+        flash=flash,
+    )
+
+
+def new_chunks(n: int) -> np.ndarray:
+    ch = np.zeros(n, CHUNK)
+    ch["slot"] = -1
+    return ch
+
+
+def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
+    n = max(1, sp.slots)
+    slots = np.zeros(n, SLOT)
+    for f in ("chunk", "lp", "ln", "dp", "dn"):
+        slots[f] = -1
+    c = np.zeros(1, SSD)
+    for f in ("lru_head", "lru_tail", "dirty_head", "dirty_tail", "t50_ns", "t90_ns"):
+        c[f] = -1
+    clean_out = sc.ssd.clean_outstanding if sc.ssd else 1
+    return SsdState(chunks=new_chunks(0), slots=slots,
+                    dirty=np.zeros((n, (sp.subs + 63) // 64), dtype=np.uint64),
+                    fills=np.zeros(max(1, sp.fills), dtype=np.int64),
+                    cleans=np.zeros(max(1, clean_out), dtype=np.int64),
+                    unit_chunk=np.zeros(0, dtype=np.int32), unit_sub=np.zeros(0, dtype=np.int32),
+                    tmp=np.zeros(be.N_UP, dtype=np.int64), acc=np.zeros(n_drives, dtype=np.int64), c=c)
+
+
+# ---- lists ------------------------------------------------------------------------------------
+@kernel
+def lru_remove(ss, s):
+    sl = ss.slots
+    c = ss.c[0]
+    p, n = sl[s].lp, sl[s].ln
+    if p >= 0:
+        sl[p].ln = n
+    else:
+        c.lru_head = n
+    if n >= 0:
+        sl[n].lp = p
+    else:
+        c.lru_tail = p
+    sl[s].lp = -1
+    sl[s].ln = -1
+
+
+@kernel
+def lru_push_head(ss, s):
+    sl = ss.slots
+    c = ss.c[0]
+    h = c.lru_head
+    sl[s].lp = -1
+    sl[s].ln = h
+    if h >= 0:
+        sl[h].lp = s
+    else:
+        c.lru_tail = s
+    c.lru_head = s
+
+
+@kernel
+def dirty_remove(ss, s):
+    sl = ss.slots
+    c = ss.c[0]
+    p, n = sl[s].dp, sl[s].dn
+    if p >= 0:
+        sl[p].dn = n
+    else:
+        c.dirty_head = n
+    if n >= 0:
+        sl[n].dp = p
+    else:
+        c.dirty_tail = p
+    sl[s].dp = -1
+    sl[s].dn = -1
+
+
+@kernel
+def dirty_append(ss, s):
+    sl = ss.slots
+    c = ss.c[0]
+    t = c.dirty_tail
+    sl[s].dn = -1
+    sl[s].dp = t
+    if t >= 0:
+        sl[t].dn = s
+    else:
+        c.dirty_head = s
+    c.dirty_tail = s
+
+
+# ---- I/O ----------------------------------------------------------------------------------------
+@kernel
+def ssd_drive(sp, s, sub):
+    """The SSD holding sub-block ``sub`` of slot s and its mirror (-1: none): sub-blocks are
+    spread round robin over the drives (pairs when mirrored)."""
+    k = np.int64(s) * sp.subs + sub
+    if sp.pairs > 0:
+        d = sp.d0 + 2 * (k % sp.pairs)
+        return d, d + 1
+    return sp.d0 + k % sp.width, -1
+
+
+@kernel
+def ssd_write(sp, bp, bs, s, sub0, nsub_bytes, t):
+    """Write ``nsub_bytes`` at sub-block ``sub0`` of slot s (both copies when mirrored)."""
+    d, m = ssd_drive(sp, s, sub0)
+    done, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
+    ios = 1
+    if m >= 0:
+        dn, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, m, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
+        done = max(done, dn)
+        ios += 1
+    return done, ios
+
+
+@kernel
+def ssd_read(sp, bp, bs, s, sub0, nbytes, t, kind):
+    """Read from slot s (mirrors: the copy with less host work queued); (done, service)."""
+    d, m = ssd_drive(sp, s, sub0)
+    if m >= 0 and bs.ddyn[m, qk.DD_FREE_FG] < bs.ddyn[d, qk.DD_FREE_FG]:
+        d = m
+    return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, kind)
+
+
+@kernel
+def write_chunk(sp, bp, bs, s, t):
+    """A whole chunk onto the SSDs (a promotion): one write per drive (pair) it spreads over."""
+    c_ios = 0
+    done = t
+    spread = sp.pairs if sp.pairs > 0 else sp.width
+    if spread > sp.subs:
+        spread = sp.subs
+    per = sp.chunk // spread
+    for k in range(spread):
+        dn, ios = ssd_write(sp, bp, bs, s, k, per, t)
+        done = max(done, dn)
+        c_ios += ios
+    return done, c_ios
+
+
+@kernel
+def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
+    """Background read of a whole chunk from the HDD pool: its units placed one by one, the
+    bytes summed per drive, then one read per drive. Returns (done, I/Os)."""
+    for d in range(acc.shape[0]):
+        acc[d] = 0
+    first = ch.no * sp.units_per_chunk
+    for k in range(sp.units_per_chunk):
+        be.place_unit(first + k, sp.unit, ch.pool, ch.base, ch.vol, bp.pool_rgs, bp.pool_nrg, bp.pool_slice,
+                      bp.rgi, tmp)
+        acc[tmp[be.UP_DATA]] += sp.unit
+    done = t
+    ios = 0
+    for d in range(acc.shape[0]):
+        if acc[d] > 0:
+            dn, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, acc[d], 1.0, qk.BG_READ)
+            done = max(done, dn)
+            ios += 1
+    bs.c[0].read_ios += ios
+    bs.c[0].read_bytes += sp.chunk
+    return done, ios
+
+
+@kernel
+def clean_slot(sp, ss, bp, bs, s, t):
+    """Copy slot s's dirty sub-blocks back to the HDDs (each run: an SSD read, then a write per
+    unit it covers, read-modify-write on RAID 5/6); returns the last write's completion."""
+    c = ss.c[0]
+    sl = ss.slots[s]
+    ch = ss.chunks[sl.chunk]
+    done = t
+    b = 0
+    while b < sp.subs:
+        w = b >> 6
+        if (ss.dirty[s, w] >> np.uint64(b & 63)) & np.uint64(1):
+            n = 0
+            while b + n < sp.subs and (ss.dirty[s, (b + n) >> 6] >> np.uint64((b + n) & 63)) & np.uint64(1):
+                n += 1
+            dr, _ = ssd_read(sp, bp, bs, s, b, n * sp.sub, t, qk.BG_READ)
+            c.clean_read_ios += 1
+            # the units the run covers
+            off0 = b * sp.sub
+            off1 = (b + n) * sp.sub
+            u0 = off0 // sp.unit
+            u1 = (off1 + sp.unit - 1) // sp.unit
+            for k in range(u0, u1):
+                be.place_unit(ch.no * sp.units_per_chunk + k, sp.unit, ch.pool, ch.base, ch.vol, bp.pool_rgs,
+                              bp.pool_nrg, bp.pool_slice, bp.rgi, ss.tmp)
+                lo = max(off0, k * sp.unit)
+                hi = min(off1, (k + 1) * sp.unit)
+                tmp = ss.tmp
+                r = tmp[be.UP_RG]
+                dn, _, ios = be.write_unit(bp, bs, tmp[be.UP_DATA], tmp[be.UP_P1], tmp[be.UP_P2], dr,
+                                           be.write_ops(r, bp), hi - lo, 1.0)
+                c.clean_write_ios += ios
+                done = max(done, dn)
+            b += n
+        else:
+            b += 1
+    for w in range(ss.dirty.shape[1]):
+        ss.dirty[s, w] = np.uint64(0)
+    sl.dirty_subs = 0
+    dirty_remove(ss, s)
+    c.dirty_slots -= 1
+    c.cleaned_slots += 1
+    return done
+
+
+@kernel
+def alloc(sp, ss, bp, bs, t):
+    """A slot for a new chunk: the next never-used one, else the LRU victim (cleaned first when
+    dirty). Returns (slot, time the slot is free)."""
+    c = ss.c[0]
+    if c.used < sp.slots:
+        s = c.used
+        c.used += 1
+        if c.t50_ns < 0 and 2 * c.used >= sp.slots:
+            c.t50_ns = t
+        if c.t90_ns < 0 and 10 * c.used >= 9 * sp.slots:
+            c.t90_ns = t
+        return s, t
+    s = c.lru_tail
+    lru_remove(ss, s)
+    free = t
+    if ss.slots[s].dirty_subs > 0:
+        free = clean_slot(sp, ss, bp, bs, s, t)
+        c.dirty_evictions += 1
+    ss.chunks[ss.slots[s].chunk].slot = -1
+    c.evictions += 1
+    return s, free
+
+
+@kernel
+def promote(sp, ss, bp, bs, k, t):
+    """Copy chunk k into the cache at t (HDD read, then SSD write), unless ``fills`` copies are
+    already in flight (then nothing: the chunk counts again on its next access)."""
+    c = ss.c[0]
+    n = c.fills_n
+    if n >= sp.fills and ss.fills[0] > t:
+        c.deferred += 1
+        return
+    s, free = alloc(sp, ss, bp, bs, t)
+    ch = ss.chunks[k]
+    dr, rios = read_hdd_chunk(sp, bp, bs, ch, free, ss.tmp, ss.acc)
+    dw, wios = write_chunk(sp, bp, bs, s, dr)
+    c.fill_read_ios += rios
+    c.fill_read_bytes += sp.chunk
+    c.fill_write_ios += wios
+    sl = ss.slots[s]
+    sl.chunk = k
+    sl.ready_ns = dw
+    sl.dirty_subs = 0
+    ch.slot = s
+    ch.accesses = 0
+    ch.reads = 0
+    ch.writes = 0
+    lru_push_head(ss, s)
+    c.promotions += 1
+    if n < sp.fills:
+        c.fills_n = qk.heap_push(ss.fills, n, dw)
+    else:
+        qk.heap_replace_top(ss.fills, n, dw)
+
+
+@kernel
+def admit(sp, ss, k, write, t):
+    """Count one access to chunk k reaching the cache; True when it is to be promoted now."""
+    ch = ss.chunks[k]
+    if sp.policy == POLICY_FAST_CACHE:
+        return fast_cache.count(ch, sp.after, sp.window, t)
+    return qcache.count(ch, write, sp.por, sp.pow)
+
+
+# ---- the DRAM cache's calls --------------------------------------------------------------------
+@step
+def idle(sp, ss, bp, bs, t):
+    """A host request arrives at t: first let VNX2's proactive cleaner use the idle time before
+    it (dirty slots oldest first, ``clean_outstanding`` copies in flight)."""
+    c = ss.c[0]
+    if sp.on and sp.clean and c.dirty_slots > 0:
+        tau = c.last_host_ns + sp.idle
+        if c.clean_clock > tau:
+            tau = c.clean_clock
+        while tau < t and c.dirty_slots > 0:
+            n = c.cleans_n
+            if n >= ss.cleans.shape[0] and ss.cleans[0] > tau:
+                tau = ss.cleans[0]
+                if tau >= t:
+                    break
+            s = c.dirty_head
+            done = clean_slot(sp, ss, bp, bs, s, tau)
+            c.idle_cleaned_slots += 1
+            if n < ss.cleans.shape[0]:
+                c.cleans_n = qk.heap_push(ss.cleans, n, done)
+            else:
+                qk.heap_replace_top(ss.cleans, n, done)
+            c.clean_clock = tau
+    if t > c.last_host_ns:
+        c.last_host_ns = t
+
+
+@kernel
+def holds(sp, ss, u):
+    """Whether DRAM unit u's chunk is cached (its flushes must go through :func:`write`)."""
+    if not sp.on:
+        return False
+    return ss.chunks[ss.unit_chunk[u]].slot >= 0
+
+
+@kernel
+def read(sp, ss, bp, bs, u, r, d, p1, b0, nbytes, t):
+    """A DRAM read miss: ``nbytes`` from page ``b0`` of unit u (on data drive d / mirror p1 of
+    RAID group r). Returns (done, service, 1 if it went to the HDDs)."""
+    if not sp.on:
+        dn, s = be.read(bp, bs, r, d, p1, nbytes, t)
+        return dn, s, 1
+    c = ss.c[0]
+    k = ss.unit_chunk[u]
+    slot = ss.chunks[k].slot
+    sub = ss.unit_sub[u] + ((b0 * sp.page) >> sp.sub_shift)
+    if slot >= 0 and ss.slots[slot].ready_ns <= t:
+        if c.lru_head != slot:
+            lru_remove(ss, slot)
+            lru_push_head(ss, slot)
+        c.read_hits += 1
+        c.hit_read_ios += 1
+        dn, s = ssd_read(sp, bp, bs, slot, sub, nbytes, t, qk.HOST_READ)
+        return dn, s, 0
+    c.read_misses += 1
+    dn, s = be.read(bp, bs, r, d, p1, nbytes, t)
+    if slot < 0 and not sp.flash[r] and admit(sp, ss, k, False, t):
+        promote(sp, ss, bp, bs, k, t)
+    return dn, s, 1
+
+
+@kernel
+def write(sp, ss, bp, bs, u, r, d, p1, p2, b0, tau, nops, nbytes, batch):
+    """A flush run from the DRAM cache: ``nbytes`` from page ``b0`` of unit u. Returns (done,
+    HDD busy, HDD I/Os)."""
+    if not sp.on:
+        return be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
+    c = ss.c[0]
+    k = ss.unit_chunk[u]
+    slot = ss.chunks[k].slot
+    if slot >= 0:
+        c.write_hits += 1
+        if c.lru_head != slot:
+            lru_remove(ss, slot)
+            lru_push_head(ss, slot)
+        sub0 = ss.unit_sub[u] + ((b0 * sp.page) >> sp.sub_shift)
+        sub1 = ss.unit_sub[u] + ((b0 * sp.page + nbytes - 1) >> sp.sub_shift)
+        done, ios = ssd_write(sp, bp, bs, slot, sub0, nbytes, tau)
+        c.write_ios += ios
+        if sp.write_back:
+            sl = ss.slots[slot]
+            if sl.dirty_subs == 0:
+                dirty_append(ss, slot)
+                c.dirty_slots += 1
+            for b in range(sub0, sub1 + 1):
+                bit = np.uint64(1) << np.uint64(b & 63)
+                if not (ss.dirty[slot, b >> 6] & bit):
+                    ss.dirty[slot, b >> 6] |= bit
+                    sl.dirty_subs += 1
+            return done, np.int64(0), 0
+        dn, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
+        return max(done, dn), busy, hios
+    c.write_misses += 1
+    done, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
+    if not sp.flash[r] and admit(sp, ss, k, True, tau):
+        promote(sp, ss, bp, bs, k, tau)
+    return done, busy, hios
