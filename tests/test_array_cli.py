@@ -49,10 +49,9 @@ def test_replay_json_parquet_and_idempotent_reruns(trace):
     sc = load("vnx5400")
     assert s["run_id"] == run_id(tid, sc, find_trace(d, tid).data_version) and s["scenario_hash"] == sc.hash and not s["already_done"]
     assert s["requests"] == 39_000 and s["reads"] + s["writes"] == 39_000
-    assert s["not_yet_modelled"] == "ssd_cache"
+    assert s["not_yet_modelled"] == ""
     # the same replay through the plain function, without the catalog, gives the same numbers
-    with pytest.warns(UserWarning, match="ssd_cache not yet modelled, ignored"):
-        direct = replay_frames([df], sc, tid, total=df.height).summary
+    direct = replay_frames([df], sc, tid, total=df.height).summary
     for k in ("iops", "latency_mean_ms", "latency_p99_ms", "read_hit_ratio", "write_hit_ratio", "flush_mb_per_s"):
         assert direct[k] == pytest.approx(s[k], rel=1e-12), k
     root = d / "results"

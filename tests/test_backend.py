@@ -41,15 +41,19 @@ raid_groups = ["rg0"]
 
 
 def replay_rows(sc, rows, chunk_rows=None):
-    """rows: (ts_ns, volume, op, offset, size); returns model, state, outcomes, records."""
+    """rows: (ts_ns, volume, op, offset, size); ``chunk_rows``: rows per chunk or a list of chunk
+    boundaries; returns model, state, outcomes, records."""
     df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
     m = ArrayModel(sc)
     st = m.new_state()
     b = ChunkBuilder(sc.dram.page_bytes)
-    step = chunk_rows or df.height
+    if isinstance(chunk_rows, list):  # chunk boundaries (row indexes)
+        cuts = [0, *chunk_rows, df.height]
+    else:
+        cuts = [*range(0, df.height, chunk_rows or df.height), df.height]
     outs = []
-    for i in range(0, df.height, step):
-        ch = b.build(df.slice(i, step))
+    for i, j in zip(cuts[:-1], cuts[1:], strict=True):
+        ch = b.build(df.slice(i, j - i))
         st.volume_names = list(b.volumes)
         outs.append(m.replay(st, ch))
     out = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
