@@ -39,7 +39,22 @@ DELIBERATE = {
     ("vnx2-mcx", "replay.interval_ns"): "10 s: forced-flush cycles are seconds long",
     ("vnx5400", "replay.outstanding"): "4 workers x 3 (seed 000)",
     ("xs5224d", "replay.outstanding"): "QD 128 (seed 003)",
+    # SSD caches (the dataclass defaults are a VNX1 FAST Cache)
+    ("vnx5400", "ssd_cache.enabled"): "FAST Cache off in seed 000's tests 1 and 2",
+    ("vnx5400", "ssd_cache.proactive_cleaning"): "VNX2 cleans dirty chunks when idle (doc)",
+    ("vnx5400-fastcache", "ssd_cache.proactive_cleaning"): "VNX2 cleans dirty chunks when idle (doc)",
+    ("xs5224d", "ssd_cache.enabled"): "the HDD-only baseline of seed 003",
+    **{(p, f"ssd_cache.{f}"): "QCache 2.0 as seed 003 set it up" for p in ("xs5224d", "xs5224d-qcache-read",
+                                                                            "xs5224d-qcache-rw")
+       for f in ("kind", "drives", "chunk_bytes", "sub_block_bytes", "populate_on_read")},
+    ("xs5224d", "ssd_cache.mode"): "read cache (seed 003's read test)",
+    ("xs5224d-qcache-read", "ssd_cache.mode"): "read cache (seed 003's read test)",
+    ("xs5224d-qcache-rw", "ssd_cache.populate_on_write"): "seed 003's write test",
 }
+#: Presets that are another preset with one mechanism switched on: they differ from the defaults
+#: where their base does (plus their own entries above).
+VARIANT_OF = {"vnx5400-fastcache": "vnx5400", "xs5224d-qcache-read": "xs5224d", "xs5224d-qcache-rw": "xs5224d"}
+
 
 
 def _default(f: dataclasses.Field):
@@ -58,7 +73,7 @@ def _differences(obj, path: str, dram_mode: str) -> dict[str, tuple]:
             out.update(_differences(v, f"{path}.{f.name}", dram_mode))
             continue
         d = _default(f)
-        if d is dataclasses.MISSING:  # names, levels, widths: no default to compare
+        if d is dataclasses.MISSING or f.name == "drive_class":  # names, levels, widths: no default to compare
             continue
         if path == "dram" and f.name == "flush_order":
             d = "address" if dram_mode == "mcx" else "age"  # the parser's default follows the mode
@@ -75,13 +90,19 @@ def test_preset_values_equal_the_dataclass_defaults_except_the_listed_ones(name)
     diffs.update(_differences(sc.controller, "controller", mode))
     diffs.update(_differences(sc.dram, "dram", mode))
     for n, dc in sc.drive_classes.items():
+        if dc.kind == "ssd":  # the defaults are a 10k SAS HDD: SSD classes carry their sources in the preset
+            continue
         diffs.update(_differences(dc, f"drive_classes.{n}", mode))
+    if sc.ssd_cache is not None:
+        diffs.update(_differences(sc.ssd_cache, "ssd_cache", mode))
     for rg in sc.raid_groups:
         diffs.update(_differences(rg, f"raid_groups.{rg.name}", mode))
     for p in sc.pools:
         diffs.update(_differences(p, f"pools.{p.name}", mode))
     diffs.update(_differences(sc.replay, "replay", mode))
-    listed = {path for (preset, path) in DELIBERATE if preset == name}
+    listed = {path for (preset, path) in DELIBERATE if preset in (name, VARIANT_OF.get(name))}
+    if name in VARIANT_OF:  # the base preset's own SSD cache switch-off and mode do not apply
+        listed -= {"ssd_cache.enabled", "ssd_cache.mode"} - {path for (p, path) in DELIBERATE if p == name}
     unexpected = {k: v for k, v in diffs.items() if k not in listed}
     assert not unexpected, f"{name}: (preset value, default) differ and are not listed as deliberate: {unexpected}"
     stale = listed - set(diffs)
