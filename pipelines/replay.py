@@ -29,13 +29,20 @@ forced_flush_stall_ms (array-wide: a forced flush stalls everyone), and per RAID
 rg_dirty_pct_max, pre_cleaning_age_ms (MCx) and utilization (drive busy time over width x
 interval; back-end time is counted in the interval the I/O was issued in). A request
 belongs to the RAID group of its first page. Percentiles come from a per-interval histogram of
-1 %-wide logarithmic latency buckets (within 1 %); max is exact.
+1 %-wide logarithmic latency buckets (within 1 %); max is exact. With an SSD cache (FAST Cache,
+QCache), also: ssd_read_hits / ssd_read_misses / ssd_write_hits / ssd_write_misses (host I/Os
+reaching the SSD cache: DRAM read-miss runs and flush runs) and ssd_promotions, as counts and
+``_per_s``, ssd_hit_ratio, ssd_fill_pct (slots in use at the interval's end) and
+ssd_dirty_pct_max. Background work (flushes, and the promotions they cause) counts in the
+interval and for the volume / group of the request during whose processing it ran.
 
 Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
 ``read_hit_ratio``, ``write_hit_ratio``, ``flush_mb_per_s``, ``forced_flush_count``,
 ``forced_flush_stall_ms``, ``throttle_delay_sum_ms`` / ``throttled_requests`` /
 ``throttle_delay_mean_ms`` (per throttled request) and the same three for forced-flush stalls,
-computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
+``ssd_*`` counters, ``ssd_time_to_50pct_fill_s`` / ``ssd_time_to_90pct_fill_s`` and
+``ssd_hit_ratio_last10pct`` / ``ssd_read_hit_ratio_last10pct`` (the last 10 % of the simulated
+time) with an SSD cache, computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
 first issue to the last completion of those. The model's counters (``*_ns`` sums, counts) cover
 every request.
 """
@@ -130,6 +137,13 @@ _FLUSH_SUMS = {
     "age_sum_ns": pl.col("value_ns").sum(),
 }
 _STALL_SUMS = {"forced_flushes": pl.len().cast(pl.Int64), "forced_flush_stall_ns": pl.col("value_ns").sum()}
+#: With an SSD cache: its events per interval (host I/Os reaching it, promotions) ...
+_SSD_SUMS = {name: pl.col(name).sum() for name in ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits",
+                                                   "ssd_write_misses", "ssd_promotions")}
+#: ... and its slots used (never falls: the fill at the interval's end) and dirty
+_SSD_MAXES = {"ssd_used_max": pl.col("ssd_used_slots").max(), "ssd_dirty_max": pl.col("ssd_dirty_slots").max()}
+#: the SSD hit ratio of the run's last 10 % of simulated time comes from per-second sums
+SSD_FINE_NS = 1_000_000_000
 
 
 def _lat_bucket(latency_ns: pl.Expr) -> pl.Expr:
@@ -161,7 +175,9 @@ class _Aggregates:
 
     interval_ns: int
     warmup_requests: int
+    ssd_slots: int = 0  # 0: no SSD cache
     req: IntervalAggregator = field(init=False)
+    ssd_fine: IntervalAggregator | None = field(init=False, default=None)
     hist: IntervalAggregator = field(init=False)
     flush: IntervalAggregator = field(init=False)
     stalls: IntervalAggregator = field(init=False)
@@ -170,7 +186,11 @@ class _Aggregates:
 
     def __post_init__(self) -> None:
         n = self.interval_ns
-        self.req = IntervalAggregator(n, by=["volume", "rg"], sums=_req_sums(), ratios={}, maxes=_REQ_MAXES)
+        ssd_sums, ssd_maxes = (_SSD_SUMS, _SSD_MAXES) if self.ssd_slots else ({}, {})
+        self.req = IntervalAggregator(n, by=["volume", "rg"], sums={**_req_sums(), **ssd_sums}, ratios={},
+                                      maxes={**_REQ_MAXES, **ssd_maxes})
+        if self.ssd_slots:
+            self.ssd_fine = IntervalAggregator(min(n, SSD_FINE_NS), sums=_SSD_SUMS, ratios={})
         self.hist = IntervalAggregator(n, by=["volume", "rg", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
                                        ratios={})
         self.flush = IntervalAggregator(n, by=["volume", "rg"], sums=_FLUSH_SUMS, ratios={},
@@ -188,6 +208,8 @@ class _Aggregates:
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
         self.req.add(frame)
         self.hist.add(frame)
+        if self.ssd_fine is not None:
+            self.ssd_fine.add(frame)
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
@@ -247,9 +269,10 @@ def _by(df: pl.DataFrame, keys: list[str], sums: list[str], maxes: list[str]) ->
 
 
 def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame, stalls: pl.DataFrame, key: str,
-                      interval_ns: int, cache_pages: int) -> pl.DataFrame:
+                      interval_ns: int, cache_pages: int, ssd_slots: int = 0) -> pl.DataFrame:
     keys = ["interval_start_ns", key]
-    sums = _by(req, keys, list(_req_sums()), list(_REQ_MAXES))
+    ssd_sums, ssd_maxes = (list(_SSD_SUMS), list(_SSD_MAXES)) if ssd_slots else ([], [])
+    sums = _by(req, keys, list(_req_sums()) + ssd_sums, list(_REQ_MAXES) + ssd_maxes)
     pct = _percentiles(_by(hist, [*keys, "lat_bucket"], ["n"], []), keys)
     fl = _by(flush, keys, list(_FLUSH_SUMS), ["rg_dirty_flush_max"])
     sec = interval_ns / 1e9
@@ -275,6 +298,15 @@ def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame
         backend_ios=pl.col("backend_read_ios") + pl.col("backend_write_ios"),
         forced_flush_stall_ms=pl.col("forced_flush_stall_ns") / 1e6,
     )
+    if ssd_slots:
+        hits = pl.col("ssd_read_hits") + pl.col("ssd_write_hits")
+        reached = hits + pl.col("ssd_read_misses") + pl.col("ssd_write_misses")
+        df = df.with_columns(
+            *((pl.col(c) / sec).alias(f"{c}_per_s") for c in _SSD_SUMS),
+            ssd_hit_ratio=pl.when(reached > 0).then(hits / reached),
+            ssd_fill_pct=pl.col("ssd_used_max") / ssd_slots * 100,
+            ssd_dirty_pct_max=pl.col("ssd_dirty_max") / ssd_slots * 100,
+        ).drop(*_SSD_MAXES)
     return df.sort(keys)
 
 
@@ -284,10 +316,11 @@ def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[st
     stalls = aggs.stalls.result().select("interval_start_ns", "forced_flushes", "forced_flush_stall_ns")
     n = aggs.interval_ns
     req, hist, flush = aggs.req.result(), aggs.hist.result(), aggs.flush.result()
-    vol = _finish_intervals(req, hist, flush, stalls, "volume", n, cache_pages)
+    slots = aggs.ssd_slots
+    vol = _finish_intervals(req, hist, flush, stalls, "volume", n, cache_pages, slots)
     vol = vol.with_columns(pl.col("volume").replace_strict(dict(enumerate(volume_names)), default=None,
                                                           return_dtype=pl.String))
-    rg = _finish_intervals(req, hist, flush, stalls, "rg", n, cache_pages)
+    rg = _finish_intervals(req, hist, flush, stalls, "rg", n, cache_pages, slots)
     widths = {i: r.width for i, r in enumerate(sc.raid_groups)}
     rg = (rg.filter(pl.col("rg") >= 0)
           .with_columns(
@@ -337,7 +370,7 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
             raise ValueError("warmup_pct needs the trace's request count (total)")
         n_all = min(total, max_requests) if max_requests else total
         warm = int(n_all * scenario.replay.warmup_pct / 100)
-    aggs = _Aggregates(scenario.replay.interval_ns, warm)
+    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots)
     done = 0
     chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
     if prefetch:
@@ -417,6 +450,25 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
     for k, v in c.items():
         out.setdefault(k, v)
     out["raid_groups"] = json.dumps(model.rg_counters(state))
+    if aggs.ssd_fine is not None:
+        out.update(_ssd_summary(c, aggs))
+    return out
+
+
+def _ssd_summary(c: dict, aggs: _Aggregates) -> dict:
+    """Warm-up of the SSD cache: when it was first 50 % / 90 % full (seconds after the first
+    request; None if never) and its hit ratios over the last 10 % of the simulated time."""
+    first = c["first_arrival_ns"]
+    out = {f"ssd_time_to_{p}pct_fill_s": (c[f"ssd_t{p}_ns"] - first) / 1e9 if c[f"ssd_t{p}_ns"] >= 0 else None
+           for p in (50, 90)}
+    fine = aggs.ssd_fine.result()
+    tail = fine.filter(pl.col("interval_start_ns") >= first + 0.9 * (c["last_done_ns"] - first))
+    t = {k: int(tail[k].sum()) for k in _SSD_SUMS}
+    hits = t["ssd_read_hits"] + t["ssd_write_hits"]
+    reached = hits + t["ssd_read_misses"] + t["ssd_write_misses"]
+    reads = t["ssd_read_hits"] + t["ssd_read_misses"]
+    out["ssd_hit_ratio_last10pct"] = hits / reached if reached else None
+    out["ssd_read_hit_ratio_last10pct"] = t["ssd_read_hits"] / reads if reads else None
     return out
 
 
