@@ -77,6 +77,7 @@ Progress = Callable[[int, int], None]
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 K_STALL = RECORD_KINDS.index("forced_flush")
+K_PROMOTE = RECORD_KINDS.index("ssd_promotion")
 
 
 def array_model_version() -> str:
@@ -137,11 +138,17 @@ _FLUSH_SUMS = {
     "age_sum_ns": pl.col("value_ns").sum(),
 }
 _STALL_SUMS = {"forced_flushes": pl.len().cast(pl.Int64), "forced_flush_stall_ns": pl.col("value_ns").sum()}
-#: With an SSD cache: its events per interval (host I/Os reaching it, promotions) ...
-_SSD_SUMS = {name: pl.col(name).sum() for name in ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits",
-                                                   "ssd_write_misses", "ssd_promotions")}
-#: ... and its slots used (never falls: the fill at the interval's end) and dirty
-_SSD_MAXES = {"ssd_used_max": pl.col("ssd_used_slots").max(), "ssd_dirty_max": pl.col("ssd_dirty_slots").max()}
+#: With an SSD cache: reads reaching it and writes the DRAM cache wrote through (per request) ...
+_SSD_REQ_SUMS = {name: pl.col(name).sum() for name in ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits",
+                                                       "ssd_through_misses")}
+_SSD_REQ_MAXES = {"ssd_dirty_max": pl.col("ssd_dirty_slots").max()}
+#: ... flushes into it and past it (flush records) ...
+_SSD_FLUSH_SUMS = {"ssd_flush_hits": pl.col("ssd_hits").sum(), "ssd_flush_misses": pl.col("ssd_misses").sum()}
+#: ... and promotions (records at their own times; slots in use after each: never falls)
+_PROMO_SUMS = {"ssd_promotions": pl.len().cast(pl.Int64), "ssd_promotion_bytes": pl.col("bytes").sum()}
+_PROMO_MAXES = {"ssd_used_max": pl.col("rg_dirty_pages").max()}
+#: per-interval SSD event counts (also as ``_per_s``)
+SSD_EVENTS = ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits", "ssd_write_misses", "ssd_promotions")
 #: the SSD hit ratio of the run's last 10 % of simulated time comes from per-second sums
 SSD_FINE_NS = 1_000_000_000
 
@@ -177,7 +184,9 @@ class _Aggregates:
     warmup_requests: int
     ssd_slots: int = 0  # 0: no SSD cache
     req: IntervalAggregator = field(init=False)
+    promo: IntervalAggregator | None = field(init=False, default=None)
     ssd_fine: IntervalAggregator | None = field(init=False, default=None)
+    ssd_fine_flush: IntervalAggregator | None = field(init=False, default=None)
     hist: IntervalAggregator = field(init=False)
     flush: IntervalAggregator = field(init=False)
     stalls: IntervalAggregator = field(init=False)
@@ -186,14 +195,18 @@ class _Aggregates:
 
     def __post_init__(self) -> None:
         n = self.interval_ns
-        ssd_sums, ssd_maxes = (_SSD_SUMS, _SSD_MAXES) if self.ssd_slots else ({}, {})
-        self.req = IntervalAggregator(n, by=["volume", "rg"], sums={**_req_sums(), **ssd_sums}, ratios={},
-                                      maxes={**_REQ_MAXES, **ssd_maxes})
-        if self.ssd_slots:
-            self.ssd_fine = IntervalAggregator(min(n, SSD_FINE_NS), sums=_SSD_SUMS, ratios={})
+        on = bool(self.ssd_slots)
+        self.req = IntervalAggregator(n, by=["volume", "rg"], sums={**_req_sums(), **(_SSD_REQ_SUMS if on else {})},
+                                      ratios={}, maxes={**_REQ_MAXES, **(_SSD_REQ_MAXES if on else {})})
+        if on:
+            fine = min(n, SSD_FINE_NS)
+            self.promo = IntervalAggregator(n, by=["volume"], sums=_PROMO_SUMS, ratios={}, maxes=_PROMO_MAXES)
+            self.ssd_fine = IntervalAggregator(fine, sums=_SSD_REQ_SUMS, ratios={})
+            self.ssd_fine_flush = IntervalAggregator(fine, sums=_SSD_FLUSH_SUMS, ratios={})
         self.hist = IntervalAggregator(n, by=["volume", "rg", "lat_bucket"], sums={"n": pl.len().cast(pl.Int64)},
                                        ratios={})
-        self.flush = IntervalAggregator(n, by=["volume", "rg"], sums=_FLUSH_SUMS, ratios={},
+        self.flush = IntervalAggregator(n, by=["volume", "rg"], sums={**_FLUSH_SUMS, **(_SSD_FLUSH_SUMS if on else {})},
+                                        ratios={},
                                         maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
@@ -213,8 +226,12 @@ class _Aggregates:
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
-            self.flush.add(rec.filter(pl.col("kind") != K_STALL).sort("ts_ns"))
+            flushes = rec.filter(~pl.col("kind").is_in([K_STALL, K_PROMOTE])).sort("ts_ns")
+            self.flush.add(flushes)
             self.stalls.add(rec.filter(pl.col("kind") == K_STALL).sort("ts_ns"))
+            if self.promo is not None:
+                self.promo.add(rec.filter(pl.col("kind") == K_PROMOTE).sort("ts_ns"))
+                self.ssd_fine_flush.add(flushes)
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - chunk.first_request)
         if skip >= chunk.n_requests:
@@ -248,7 +265,7 @@ class _Aggregates:
 
     def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""
-        flush = records["kind"] != K_STALL
+        flush = (records["kind"] != K_STALL) & (records["kind"] != K_PROMOTE)
         ts, ios = records["ts_ns"][flush], records["ios"][flush]
         if self.sums["first_ns"] is None:
             self._pending_write_ios.append((ts, ios))
@@ -269,12 +286,15 @@ def _by(df: pl.DataFrame, keys: list[str], sums: list[str], maxes: list[str]) ->
 
 
 def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame, stalls: pl.DataFrame, key: str,
-                      interval_ns: int, cache_pages: int, ssd_slots: int = 0) -> pl.DataFrame:
+                      interval_ns: int, cache_pages: int, ssd: pl.DataFrame | None = None,
+                      ssd_slots: int = 0) -> pl.DataFrame:
+    """``ssd``: with an SSD cache, per (interval, volume) promotions and the array's fill."""
     keys = ["interval_start_ns", key]
-    ssd_sums, ssd_maxes = (list(_SSD_SUMS), list(_SSD_MAXES)) if ssd_slots else ([], [])
-    sums = _by(req, keys, list(_req_sums()) + ssd_sums, list(_REQ_MAXES) + ssd_maxes)
+    on = ssd is not None
+    sums = _by(req, keys, list(_req_sums()) + (list(_SSD_REQ_SUMS) if on else []),
+               list(_REQ_MAXES) + (list(_SSD_REQ_MAXES) if on else []))
     pct = _percentiles(_by(hist, [*keys, "lat_bucket"], ["n"], []), keys)
-    fl = _by(flush, keys, list(_FLUSH_SUMS), ["rg_dirty_flush_max"])
+    fl = _by(flush, keys, list(_FLUSH_SUMS) + (list(_SSD_FLUSH_SUMS) if on else []), ["rg_dirty_flush_max"])
     sec = interval_ns / 1e9
     df = (sums.join(pct, on=keys, how="left")
           .join(fl, on=keys, how="full", coalesce=True)
@@ -298,16 +318,39 @@ def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame
         backend_ios=pl.col("backend_read_ios") + pl.col("backend_write_ios"),
         forced_flush_stall_ms=pl.col("forced_flush_stall_ns") / 1e6,
     )
-    if ssd_slots:
+    if on:
+        if key == "volume":
+            promo = ssd.filter(pl.col("volume").is_not_null()).select(*keys, "ssd_promotions")
+        else:  # a promotion belongs to no RAID group of its own: per volume only
+            promo = pl.DataFrame(schema={"interval_start_ns": pl.Int64, key: df.schema[key], "ssd_promotions": pl.Int64})
+        df = df.join(promo.cast({key: df.schema[key]}), on=keys, how="full", coalesce=True)
+        fill = (df.select("interval_start_ns").unique()
+                .join(ssd.group_by("interval_start_ns").agg(pl.col("ssd_fill_pct").max()), on="interval_start_ns",
+                      how="full", coalesce=True)
+                .sort("interval_start_ns").with_columns(pl.col("ssd_fill_pct").forward_fill().fill_null(0.0)))
+        df = df.join(fill, on="interval_start_ns", how="left")
+        num = [c for c, t in df.schema.items() if t.is_integer() and c not in keys]
+        df = df.with_columns(pl.col(num).fill_null(0)).with_columns(
+            ssd_write_hits=pl.col("ssd_flush_hits") + pl.col("ssd_through_hits"),
+            ssd_write_misses=pl.col("ssd_flush_misses") + pl.col("ssd_through_misses"))
         hits = pl.col("ssd_read_hits") + pl.col("ssd_write_hits")
         reached = hits + pl.col("ssd_read_misses") + pl.col("ssd_write_misses")
         df = df.with_columns(
-            *((pl.col(c) / sec).alias(f"{c}_per_s") for c in _SSD_SUMS),
+            *((pl.col(c) / sec).alias(f"{c}_per_s") for c in SSD_EVENTS),
             ssd_hit_ratio=pl.when(reached > 0).then(hits / reached),
-            ssd_fill_pct=pl.col("ssd_used_max") / ssd_slots * 100,
             ssd_dirty_pct_max=pl.col("ssd_dirty_max") / ssd_slots * 100,
-        ).drop(*_SSD_MAXES)
+        ).drop("ssd_dirty_max", "ssd_flush_hits", "ssd_flush_misses", "ssd_through_hits", "ssd_through_misses")
     return df.sort(keys)
+
+
+def _ssd_intervals(aggs: _Aggregates) -> pl.DataFrame:
+    """Per (interval, volume): promotions, and the array's SSD fill at each interval's end (slots in
+    use never fall: the running maximum, carried over intervals without promotions)."""
+    p = aggs.promo.result()
+    fill = (p.group_by("interval_start_ns").agg(pl.col("ssd_used_max").max()).sort("interval_start_ns")
+            .with_columns(ssd_fill_pct=pl.col("ssd_used_max").cum_max() / aggs.ssd_slots * 100))
+    return p.select("interval_start_ns", "volume", "ssd_promotions").join(
+        fill.select("interval_start_ns", "ssd_fill_pct"), on="interval_start_ns", how="full", coalesce=True)
 
 
 def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[str], trace_id: str, rid: str):
@@ -317,10 +360,11 @@ def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[st
     n = aggs.interval_ns
     req, hist, flush = aggs.req.result(), aggs.hist.result(), aggs.flush.result()
     slots = aggs.ssd_slots
-    vol = _finish_intervals(req, hist, flush, stalls, "volume", n, cache_pages, slots)
+    ssd = _ssd_intervals(aggs) if slots else None
+    vol = _finish_intervals(req, hist, flush, stalls, "volume", n, cache_pages, ssd, slots)
     vol = vol.with_columns(pl.col("volume").replace_strict(dict(enumerate(volume_names)), default=None,
                                                           return_dtype=pl.String))
-    rg = _finish_intervals(req, hist, flush, stalls, "rg", n, cache_pages, slots)
+    rg = _finish_intervals(req, hist, flush, stalls, "rg", n, cache_pages, ssd, slots)
     widths = {i: r.width for i, r in enumerate(sc.raid_groups)}
     rg = (rg.filter(pl.col("rg") >= 0)
           .with_columns(
@@ -461,11 +505,13 @@ def _ssd_summary(c: dict, aggs: _Aggregates) -> dict:
     first = c["first_arrival_ns"]
     out = {f"ssd_time_to_{p}pct_fill_s": (c[f"ssd_t{p}_ns"] - first) / 1e9 if c[f"ssd_t{p}_ns"] >= 0 else None
            for p in (50, 90)}
-    fine = aggs.ssd_fine.result()
-    tail = fine.filter(pl.col("interval_start_ns") >= first + 0.9 * (c["last_done_ns"] - first))
-    t = {k: int(tail[k].sum()) for k in _SSD_SUMS}
-    hits = t["ssd_read_hits"] + t["ssd_write_hits"]
-    reached = hits + t["ssd_read_misses"] + t["ssd_write_misses"]
+    since = first + 0.9 * (c["last_done_ns"] - first)
+    t = {}
+    for agg in (aggs.ssd_fine, aggs.ssd_fine_flush):
+        tail = agg.result().filter(pl.col("interval_start_ns") >= since)
+        t.update({k: int(tail[k].sum()) for k in agg.sums})
+    hits = t["ssd_read_hits"] + t["ssd_through_hits"] + t["ssd_flush_hits"]
+    reached = hits + t["ssd_read_misses"] + t["ssd_through_misses"] + t["ssd_flush_misses"]
     reads = t["ssd_read_hits"] + t["ssd_read_misses"]
     out["ssd_hit_ratio_last10pct"] = hits / reached if reached else None
     out["ssd_read_hit_ratio_last10pct"] = t["ssd_read_hits"] / reads if reads else None

@@ -81,15 +81,15 @@ __all__ = ["ArrayModel", "ArrayState", "OUTCOMES", "REC_COLUMNS", "RECORD_KINDS"
 
 # per-request output columns
 O_ARR, O_DONE, O_RP, O_RH, O_WP, O_WH, O_STALL, O_THR, O_RG, O_BIOS, O_BBUSY, O_DIRTY, O_RGDIRTY = range(13)
-# with an SSD cache: its events while the request was processed (host I/Os reaching it, and the
-# promotions they and the background work due caused), its slots used and dirty after it
-O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_PROMO, O_SSD_USED, O_SSD_DIRTY = range(13, 20)
+# with an SSD cache: the request's reads reaching it (DRAM misses) and its writes the DRAM cache
+# wrote through, hits and misses, and its dirty slots after it (flushes to it and promotions are
+# records, with their own times)
+O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_DIRTY = range(13, 18)
 N_O = 13
-N_O_SSD = 20
+N_O_SSD = 18
 OUTCOMES = ("arrival_ns", "done_ns", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
             "stall_ns", "throttle_ns", "rg", "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages")
-SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits", "ssd_write_misses", "ssd_promotions",
-                "ssd_used_slots", "ssd_dirty_slots")
+SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
 
 
 class Params(NamedTuple):
@@ -156,9 +156,8 @@ def run_requests(params, state, req, shift, start, out, tmp):
         ssd.idle(sp, ss, bp, bs, arr)
         rh0 = sc.read_hits
         rm0 = sc.read_misses
-        wh0 = sc.write_hits
-        wm0 = sc.write_misses
-        pr0 = sc.promotions
+        wh0 = sc.through_hits
+        wm0 = sc.through_misses
         t = dc.suspended(ds, arr)
         stall = t - arr
         thr = np.int64(0)
@@ -180,8 +179,8 @@ def run_requests(params, state, req, shift, start, out, tmp):
         bbusy = np.int64(0)
         rg_req = -1
         if o == OP_READ:
-            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, v, p0, p1, req.unit, req.pbit,
-                                                        req.unit_no, tc, tmp)
+            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, ev, rec, v, p0, p1, req.unit,
+                                                        req.pbit, req.unit_no, tc, tmp)
         elif o == OP_WRITE:
             done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0,
                                                             p1, req.unit, req.pbit, req.unit_no, tc, tmp)
@@ -207,10 +206,8 @@ def run_requests(params, state, req, shift, start, out, tmp):
         if sp.on:
             out[O_SSD_RH, i] = sc.read_hits - rh0
             out[O_SSD_RM, i] = sc.read_misses - rm0
-            out[O_SSD_WH, i] = sc.write_hits - wh0
-            out[O_SSD_WM, i] = sc.write_misses - wm0
-            out[O_SSD_PROMO, i] = sc.promotions - pr0
-            out[O_SSD_USED, i] = sc.used
+            out[O_SSD_WH, i] = sc.through_hits - wh0
+            out[O_SSD_WM, i] = sc.through_misses - wm0
             out[O_SSD_DIRTY, i] = sc.dirty_slots
         host.complete(hp, hs, arr, done, stall, thr)
     return n

@@ -75,7 +75,7 @@ import numpy as np
 from replay import backend as be
 from replay import queueing as qk
 from replay import ssd_cache as ssd
-from replay.events import INF, K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, record
+from replay.events import INF, K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, REC_SSD_HITS, REC_SSD_MISSES, record
 from replay.ids import slot
 from replay.jit import kernel, step
 
@@ -764,6 +764,8 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
             c.full_stripes += 1
             rec_kind = K_FULL_STRIPE
             stripe_done = True
+    s_hits = 0
+    s_runs = 0
     if not stripe_done:
         nops = 2 if (level == 5 or level == 6) else 1
         b = 0
@@ -772,7 +774,10 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
                 n = 0
                 while b + n < ppu and (mask >> np.uint64(b + n)) & np.uint64(1):
                     n += 1
-                dn, s, k_ios = ssd.write(sp, ss, bp, bs, u, r, x.data, x.p1, x.p2, b, tau, nops, n * page, batch)
+                dn, s, k_ios, hit = ssd.write(sp, ss, bp, bs, ev, rec, u, r, x.data, x.p1, x.p2, b, tau, nops,
+                                              n * page, batch, 0)
+                s_hits += hit
+                s_runs += 1
                 done = max(done, dn)
                 busy += s
                 ios += k_ios
@@ -787,6 +792,9 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     g.flush_pages += pages
     g.backend_ios += ios
     record(ev, rec, tau, rec_kind, r, pages, pages * page, ios, busy, g.dirty_pages, np.int64(g.age), x.vol)
+    if sp.on and s_runs:
+        rec[ev.rec_n - 1, REC_SSD_HITS] = s_hits
+        rec[ev.rec_n - 1, REC_SSD_MISSES] = s_runs - s_hits
     return done
 
 
@@ -918,7 +926,7 @@ def suspended(ds, t):
 
 # ---- host requests --------------------------------------------------------------------------
 @step
-def read(dp, ds, bp, bs, sp, ss, v, p0, p1, punit, pbit, puno, tc, tmp):
+def read(dp, ds, bp, bs, sp, ss, ev, rec, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host read at tc of pages p0..p1: hits, misses from the back end (contiguous pages of one
     unit in one I/O), fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
     un = ds.units
@@ -955,7 +963,8 @@ def read(dp, ds, bp, bs, sp, ss, v, p0, p1, punit, pbit, puno, tc, tmp):
         else:
             if gu >= 0:
                 y = un[gu]
-                dn, s, hdd = ssd.read(sp, ss, bp, bs, gu, y.rg, y.data, y.p1, gfirst, (glast - gfirst + 1) * page, tc)
+                dn, s, hdd = ssd.read(sp, ss, bp, bs, ev, rec, gu, y.rg, y.data, y.p1, gfirst,
+                                      (glast - gfirst + 1) * page, tc)
                 done = max(done, dn)
                 bios += hdd
                 bbusy += s * hdd
@@ -979,7 +988,8 @@ def read(dp, ds, bp, bs, sp, ss, v, p0, p1, punit, pbit, puno, tc, tmp):
                 x.part = -1
     if gu >= 0:
         y = un[gu]
-        dn, s, hdd = ssd.read(sp, ss, bp, bs, gu, y.rg, y.data, y.p1, gfirst, (glast - gfirst + 1) * page, tc)
+        dn, s, hdd = ssd.read(sp, ss, bp, bs, ev, rec, gu, y.rg, y.data, y.p1, gfirst, (glast - gfirst + 1) * page,
+                              tc)
         done = max(done, dn)
         bios += hdd
         bbusy += s * hdd
@@ -1061,8 +1071,8 @@ def write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0, p1, punit, pbit, 
                 x.part = -1
             elif x.dirty == 0:
                 lru_push(ds, u, True)
-            dn, s, k_ios = ssd.write(sp, ss, bp, bs, u, r, x.data, x.p1, x.p2, pbit[j], t_w, be.write_ops(r, bp),
-                                    page, 1.0)
+            dn, s, k_ios, _ = ssd.write(sp, ss, bp, bs, ev, rec, u, r, x.data, x.p1, x.p2, pbit[j], t_w,
+                                        be.write_ops(r, bp), page, 1.0, 1)
             bbusy += s
             if dn > t_w:
                 t_w = dn

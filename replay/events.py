@@ -5,7 +5,9 @@ background work has been run to (flushers, adaptation ticks); ``next_ev``, a low
 next background event (the catch-up is skipped before it; a mechanism that schedules earlier work
 lowers it); ``rec_n``, records written to the record buffer since it was last drained.
 
-Records (``drain_records``): one int64 row per flush or forced flush, columns ``REC_COLUMNS``.
+Records (``drain_records``): one int64 row per flush, forced flush or SSD cache promotion,
+columns ``REC_COLUMNS``. A promotion's row: its start, ``bytes`` copied, ``ios`` (HDD reads and
+SSD writes), ``rg_dirty_pages`` = SSD slots in use after it, ``value_ns`` = the copy's duration.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ EVENTS = np.dtype([("now", np.int64), ("next_ev", np.int64), ("rec_n", np.int64)
 
 # record columns and kinds (``drain_records``)
 REC_TS, REC_KIND, REC_RG, REC_PAGES, REC_BYTES, REC_IOS, REC_BUSY, REC_DIRTY, REC_VAL, REC_VOL = range(10)
-N_REC = 10
-REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns", "volume")
-K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL = 0, 1, 2, 3
-RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush")
+REC_SSD_HITS, REC_SSD_MISSES = 10, 11  # flushes with an SSD cache: runs written to it / past it
+N_REC = 12
+REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns", "volume",
+               "ssd_hits", "ssd_misses")
+K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, K_PROMOTE = 0, 1, 2, 3, 4
+RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush", "ssd_promotion")
 
 
 def new_events() -> np.ndarray:
@@ -46,4 +50,6 @@ def record(ev, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
     rec[i, REC_DIRTY] = dirty
     rec[i, REC_VAL] = val
     rec[i, REC_VOL] = v
+    rec[i, REC_SSD_HITS] = 0
+    rec[i, REC_SSD_MISSES] = 0
     ev.rec_n = i + 1

@@ -173,10 +173,12 @@ class DriveClass:
     on the distance (``span_fraction`` of the pool, address-sorted flushing) and a queue of q
     requests shortens positioning by ``min(q, queue_depth_max) ** queue_gain_exponent`` (command
     reordering). SSD: a latency + transfer, with the same queue law as parallelism: given
-    ``read_iops`` (random reads per second at depth) and ``read_latency_us`` (at queue depth 1),
-    the drive has ``read_iops x read_latency`` internal servers (gain exponent 1 up to that many
-    queued requests) and a write costs ``read_iops / write_iops`` times a read; without
-    ``read_iops`` an SSD is the planning latency ``1 / planning_iops`` with the HDD queue law."""
+    ``read_iops`` (4 KiB random reads per second at depth) and ``read_latency_us`` (at queue
+    depth 1), the drive has P = ``read_iops x read_latency`` internal servers, rounded (gain
+    exponent 1 up to P queued requests), a latency that makes P servers give exactly ``read_iops``
+    (so the depth-1 latency is about ``read_latency_us``), and a write costs ``read_iops /
+    write_iops`` times a read; without ``read_iops`` an SSD is the planning latency
+    ``1 / planning_iops`` with the HDD queue law."""
 
     name: str
     kind: str = "hdd"  # hdd | ssd
@@ -222,10 +224,11 @@ class DriveClass:
 
     @property
     def latency_ms(self) -> float:
-        """SSD positioning-equivalent latency at queue depth 1 (with ``read_iops``: the latency
-        that makes ``parallelism`` servers give exactly ``read_iops``)."""
+        """SSD positioning-equivalent latency at queue depth 1, without the transfer (with
+        ``read_iops``: what makes ``parallelism`` servers give exactly ``read_iops`` 4 KiB reads
+        per second at depth, transfer included)."""
         if self.parallelism:
-            return self.parallelism / self.read_iops * 1e3
+            return self.parallelism * (1000.0 / self.read_iops - 4096 / (self.transfer_mb_per_s * 1e3))
         return 1000.0 / self.planning_iops - 8192 / (self.transfer_mb_per_s * 1e3)
 
 

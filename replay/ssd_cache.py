@@ -43,6 +43,7 @@ import numpy as np
 from replay import backend as be
 from replay import fast_cache, qcache
 from replay import queueing as qk
+from replay.events import K_PROMOTE, record
 from replay.jit import kernel, step
 
 I4, I8, U8 = np.int32, np.int64, np.uint64
@@ -74,6 +75,7 @@ SSD = np.dtype([(n, I8) for n in (
     "fills_n", "cleans_n",  # completion heaps in use
     "last_host_ns", "clean_clock",
     "read_hits", "read_misses", "write_hits", "write_misses",
+    "through_hits", "through_misses",  # the writes among them that the DRAM cache wrote through
     "promotions", "deferred", "evictions", "dirty_evictions", "cleaned_slots", "idle_cleaned_slots",
     "fill_read_ios", "fill_read_bytes", "fill_write_ios", "clean_read_ios", "clean_write_ios",
     "hit_read_ios", "write_ios",
@@ -300,7 +302,9 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
     ios = 0
     for d in range(acc.shape[0]):
         if acc[d] > 0:
-            dn, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, acc[d], 1.0, qk.BG_READ)
+            # in the host-read queue (FCFS with host reads): as a background read it would wait
+            # behind every later host read and only add queue length (reordering gain) to theirs
+            dn, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, acc[d], 1.0, qk.HOST_READ)
             done = max(done, dn)
             ios += 1
     bs.c[0].read_ios += ios
@@ -378,7 +382,7 @@ def alloc(sp, ss, bp, bs, t):
 
 
 @kernel
-def promote(sp, ss, bp, bs, k, t):
+def promote(sp, ss, bp, bs, ev, rec, k, t):
     """Copy chunk k into the cache at t (HDD read, then SSD write), unless ``fills`` copies are
     already in flight (then nothing: the chunk counts again on its next access)."""
     c = ss.c[0]
@@ -403,6 +407,7 @@ def promote(sp, ss, bp, bs, k, t):
     ch.writes = 0
     lru_push_head(ss, s)
     c.promotions += 1
+    record(ev, rec, t, K_PROMOTE, -1, 0, sp.chunk, rios + wios, 0, c.used, dw - t, ch.vol)
     if n < sp.fills:
         c.fills_n = qk.heap_push(ss.fills, n, dw)
     else:
@@ -455,7 +460,7 @@ def holds(sp, ss, u):
 
 
 @kernel
-def read(sp, ss, bp, bs, u, r, d, p1, b0, nbytes, t):
+def read(sp, ss, bp, bs, ev, rec, u, r, d, p1, b0, nbytes, t):
     """A DRAM read miss: ``nbytes`` from page ``b0`` of unit u (on data drive d / mirror p1 of
     RAID group r). Returns (done, service, 1 if it went to the HDDs)."""
     if not sp.on:
@@ -476,21 +481,24 @@ def read(sp, ss, bp, bs, u, r, d, p1, b0, nbytes, t):
     c.read_misses += 1
     dn, s = be.read(bp, bs, r, d, p1, nbytes, t)
     if slot < 0 and not sp.flash[r] and admit(sp, ss, k, False, t):
-        promote(sp, ss, bp, bs, k, t)
+        promote(sp, ss, bp, bs, ev, rec, k, t)
     return dn, s, 1
 
 
 @kernel
-def write(sp, ss, bp, bs, u, r, d, p1, p2, b0, tau, nops, nbytes, batch):
-    """A flush run from the DRAM cache: ``nbytes`` from page ``b0`` of unit u. Returns (done,
-    HDD busy, HDD I/Os)."""
+def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch, through):
+    """A flush run from the DRAM cache (``through``: a write the DRAM cache could not hold):
+    ``nbytes`` from page ``b0`` of unit u. Returns (done, HDD busy, HDD I/Os, 1 if the SSD cache
+    took it)."""
     if not sp.on:
-        return be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
+        done, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
+        return done, busy, hios, 0
     c = ss.c[0]
     k = ss.unit_chunk[u]
     slot = ss.chunks[k].slot
     if slot >= 0:
         c.write_hits += 1
+        c.through_hits += through
         if c.lru_head != slot:
             lru_remove(ss, slot)
             lru_push_head(ss, slot)
@@ -508,11 +516,12 @@ def write(sp, ss, bp, bs, u, r, d, p1, p2, b0, tau, nops, nbytes, batch):
                 if not (ss.dirty[slot, b >> 6] & bit):
                     ss.dirty[slot, b >> 6] |= bit
                     sl.dirty_subs += 1
-            return done, np.int64(0), 0
+            return done, np.int64(0), 0, 1
         dn, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
-        return max(done, dn), busy, hios
+        return max(done, dn), busy, hios, 1
     c.write_misses += 1
+    c.through_misses += through
     done, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
     if not sp.flash[r] and admit(sp, ss, k, True, tau):
-        promote(sp, ss, bp, bs, k, tau)
-    return done, busy, hios
+        promote(sp, ss, bp, bs, ev, rec, k, tau)
+    return done, busy, hios, 0

@@ -11,6 +11,7 @@ from test_backend import replay_rows
 
 from replay import backend as be
 from replay import queueing as qk
+from replay.array import RECORD_KINDS
 from replay.scenario import load, loads
 
 MS = 1_000_000
@@ -74,21 +75,29 @@ def reads(chunk: int, pages, t0: int = 0, step: int = S, vol: str = "a"):
     return [(t0 + i * step, vol, "read", chunk * CHUNK + p * 8 * KIB, 8 * KIB) for i, p in enumerate(pages)]
 
 
+def promotions(rec: dict) -> dict:
+    """The promotion records (replay.events: start, bytes, I/Os, slots in use after, duration)."""
+    keep = rec["kind"] == RECORD_KINDS.index("ssd_promotion")
+    return {k: v[keep] for k, v in rec.items()}
+
+
 def test_third_access_promotes_and_the_fourth_hits():
     """promote_after_hits 3: accesses 1-3 miss (the third starts the copy: the 64 KiB chunk read
     from its one HDD, then written to both SSDs of the RAID 1 pair), the fourth, after the copy,
-    is read from an SSD: 150 us / 1 + 8 KiB at 400 MB/s, plus the storage processor."""
-    m, st, out, _ = replay_rows(fast(), reads(0, [0, 1, 2, 3]))
+    is read from an SSD at queue depth 1, plus the storage processor."""
+    m, st, out, rec = replay_rows(fast(), reads(0, [0, 1, 2, 3]))
     c = m.counters(st)
     assert out["ssd_read_misses"].tolist() == [1, 1, 1, 0]
     assert out["ssd_read_hits"].tolist() == [0, 0, 0, 1]
-    assert out["ssd_promotions"].tolist() == [0, 0, 1, 0]
-    assert out["ssd_used_slots"].tolist() == [0, 0, 1, 1]
+    p = promotions(rec)  # one record, at the third read's storage-processor exit, 1 slot in use after it
+    assert p["ts_ns"].tolist() == [out["arrival_ns"][2] + 32_560] and p["rg_dirty_pages"].tolist() == [1]
+    assert p["bytes"].tolist() == [CHUNK] and p["ios"].tolist() == [3]  # 1 HDD read, 2 SSD writes
+    assert 0 < p["value_ns"][0] < S  # the copy's duration
     assert (c["ssd_promotions"], c["ssd_fill_read_ios"], c["ssd_fill_write_ios"]) == (1, 1, 2)
     # back end: 3 host misses of 8 KiB and one 64 KiB promotion read; the hit is not an HDD I/O
     assert (c["backend_read_ios"], c["backend_read_bytes"]) == (4, 3 * 8 * KIB + CHUNK)
     assert out["backend_ios"].tolist() == [1, 1, 1, 0]
-    ssd_read_ns = 150_000 + 8192 * 1e9 / 400e6
+    ssd_read_ns = 3 * (50_000 - 4096 * 1e9 / 400e6) + 8192 * 1e9 / 400e6  # depth 1, 8 KiB
     sp_ns = 30_000 + 8192 * 1e9 / 3200e6  # storage processor: 30 us + 8 KiB at 3,200 MB/s
     assert out["done_ns"][3] - out["arrival_ns"][3] == pytest.approx(sp_ns + ssd_read_ns, abs=2)
     assert out["done_ns"][2] - out["arrival_ns"][2] > 3 * MS  # an HDD read
@@ -106,8 +115,8 @@ def test_promotion_window_restarts_the_count():
     has passed at 2 s, so counting restarts there (1 at 2 s, 2 at 3 s); a fifth at 3.5 s promotes."""
     sc = fast(extra="promote_window_ms = 1500\n")
     rows = reads(0, [0, 1, 2, 3]) + [(3 * S + S // 2, "a", "read", 4 * 8 * KIB, 8 * KIB)]
-    m, st, out, _ = replay_rows(sc, rows)
-    assert out["ssd_promotions"].tolist() == [0, 0, 0, 0, 1]
+    m, st, out, rec = replay_rows(sc, rows)
+    assert promotions(rec)["ts_ns"].tolist() == [out["arrival_ns"][4] + 32_560]
 
 
 def test_lru_eviction_order():
@@ -185,10 +194,8 @@ QC = 'kind = "qcache"\nio_type = "custom"\nblock_bytes = "1MiB"\nsub_block_bytes
 def test_qcache_populate_on_read_threshold(por, populated_at):
     sc = loads(scenario(QC + f"mode = \"read\"\npopulate_on_read = {por}\npopulate_on_write = 0\n"), "q.toml")
     rows = [(i * S, "a", "read", i * CHUNK, 8 * KIB) for i in range(5)]  # five sub-blocks of block 0
-    m, st, out, _ = replay_rows(sc, rows)
-    promo = [0] * 5
-    promo[populated_at] = 1
-    assert out["ssd_promotions"].tolist() == promo
+    m, st, out, rec = replay_rows(sc, rows)
+    assert promotions(rec)["ts_ns"].tolist() == [out["arrival_ns"][populated_at] + 32_560]  # SP: 30 us + 8 KiB
     assert out["ssd_read_hits"].tolist() == [0] * (populated_at + 1) + [1] * (4 - populated_at)
 
 
@@ -197,9 +204,8 @@ def test_qcache_populate_on_write_only():
     sc = loads(scenario(QC + 'mode = "read_write"\npopulate_on_read = 0\npopulate_on_write = 1\n'), "q.toml")
     rows = [(i * S, "a", "read", i * CHUNK, 8 * KIB) for i in range(3)]
     rows += [(3 * S, "a", "write", 5 * CHUNK, 8 * KIB), (4 * S, "a", "read", 6 * CHUNK, 8 * KIB)]
-    m, st, out, _ = replay_rows(sc, rows)
-    # the write's flush at 3.01 s populates; background work counts for the request that ran it
-    assert out["ssd_promotions"].tolist() == [0, 0, 0, 0, 1]
+    m, st, out, rec = replay_rows(sc, rows)
+    assert promotions(rec)["ts_ns"].tolist() == [3 * S + 32_560 + 10 * MS]  # the write's flush, 10 ms after its ack
     assert out["ssd_read_hits"].tolist() == [0, 0, 0, 0, 1]
 
 
@@ -253,8 +259,9 @@ def test_io_type_presets_and_validation():
 
 
 def test_ssd_drive_class_latency_and_parallelism():
-    """read_iops 20,000 at 150 us: 3 requests in service at once; a read at depth 1 takes 150 us
-    + transfer; a deep queue of reads drains at 20,000/s and writes at 10,000/s."""
+    """read_iops 20,000 at 150 us: 3 requests in service at once, each 4 KiB read 50 us of
+    drive time at depth (39.76 us + 10.24 us of transfer at 400 MB/s), so 119.3 us + transfer
+    at depth 1; a deep queue of 4 KiB reads drains at 20,000/s and writes at 10,000/s."""
     sc = fast()
     ba = be.build(sc)
     d = sc.n_drives  # the first SSD (after the 5 HDDs)
@@ -263,14 +270,15 @@ def test_ssd_drive_class_latency_and_parallelism():
     ddyn = np.zeros((ba.dstat.shape[0], qk.N_DD), dtype=np.int64)
     dflt = np.tile(np.array([0.0, 1.0, 0.0]), (ba.dstat.shape[0], 1))
     done, svc = qk.drive_submit(ba.dstat, ddyn, dflt, d, 0, 1, 4096, 1.0, qk.HOST_READ)
-    assert svc == round(150_000 + 4096 * 1e9 / 400e6)
+    xfer = 4096 * 1e9 / 400e6
+    assert svc == round(3 * (50_000 - xfer) + xfer)
     for _ in range(3999):
         done, _ = qk.drive_submit(ba.dstat, ddyn, dflt, d, 0, 1, 4096, 1.0, qk.BG_READ)
-    assert 4000 / (done / 1e9) == pytest.approx(1e9 / (50_000 + 4096 * 1e9 / 400e6), rel=0.01)
+    assert 4000 / (done / 1e9) == pytest.approx(20_000, rel=0.01)
     start = done
     for _ in range(4000):
         done, _ = qk.drive_submit(ba.dstat, ddyn, dflt, d, 0, 1, 4096, 1.0, qk.BG_WRITE)
-    assert 4000 / ((done - start) / 1e9) == pytest.approx(1e9 / (2 * (50_000 + 4096 * 1e9 / 400e6)), rel=0.01)
+    assert 4000 / ((done - start) / 1e9) == pytest.approx(10_000, rel=0.01)
 
 
 @pytest.mark.parametrize("ssd", [FAST + 'capacity_bytes = "4MiB"\nproactive_cleaning = true\nidle_after_ms = 2\n',
