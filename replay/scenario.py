@@ -370,7 +370,7 @@ class SsdCache:
     io_type: str = "custom"  # qcache: database | file_system | web_service | custom
     populate_on_read: int = 0  # qcache thresholds (0 disables)
     populate_on_write: int = 0
-    fills_in_flight: int = 8  # est: promotions / populations copying at once
+    fills_in_flight: int = 1  # (fit: seed 000 150 GB ~20 % full after 75 min) promotions copying at once
     proactive_cleaning: bool = False  # doc: VNX2 cleans dirty FAST Cache chunks when idle
     idle_after_ms: float = 1000.0  # est: no host I/O for this long makes the array idle
     clean_outstanding: int = 4  # est: proactive cleaning copies in flight

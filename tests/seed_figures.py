@@ -150,6 +150,75 @@ def seed003(kind: str, sc: Scenario | None = None, region_bytes: int = SEED003_R
     return sustained_iops(res, res.summary["forced_flush_count"] > 0), res.summary
 
 
+# -- SSD caches (seed 000 FAST Cache, seed 003 QCache) --------------------------------------------
+#: seed 000: the FAST Cache tests ran 4 workers x 3/6/12/24/48 outstanding, 15 min each (75 min);
+#: replayed here at the middle step throughout (48 outstanding), 75 simulated minutes
+FC_OUTSTANDING = 48
+FC_MINUTES = 75
+
+
+def _ssd_run(df: pl.DataFrame, sc: Scenario, interval_s: int) -> dict:
+    """A closed-loop replay; the summary plus per-interval array-wide IOPS, mean response time
+    and SSD fill (lists, one value per interval, the last partial interval dropped)."""
+    w = _quiet()
+    try:
+        res = replay_frames([df], sc.with_replay(interval_ns=interval_s * 10**9), "seed", total=df.height)
+    finally:
+        w.__exit__(None, None, None)
+    v = res.volume_intervals
+    aggs = [pl.col("iops").sum(), (pl.col("latency_mean_ms") * pl.col("requests")).sum() / pl.col("requests").sum()]
+    if sc.ssd:
+        aggs.append(pl.col("ssd_fill_pct").max())
+    per = v.group_by("interval_start_ns").agg(*aggs).sort("interval_start_ns").head(-1)
+    out = dict(res.summary)
+    out["t_s"] = [t // 10**9 for t in per["interval_start_ns"].to_list()]
+    out["iops_t"] = per["iops"].to_list()
+    out["latency_t"] = per["latency_mean_ms"].to_list()
+    out["fill_t"] = per["ssd_fill_pct"].to_list() if sc.ssd else []
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def seed000_fastcache(hot_gib: int, fast_cache: bool, requests: int = 9_000_000) -> dict:
+    """The database pattern over a ``hot_gib`` file on ``vnx5400-fastcache`` (or ``vnx5400``,
+    FAST Cache off), 48 outstanding, 5-minute intervals; 9 M requests cover 75 simulated minutes
+    at the HDD-bound rate (fewer once a hot set is cached)."""
+    df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
+    sc = load("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_OUTSTANDING)
+    return _ssd_run(df, sc, 300)
+
+
+def at_minute(run: dict, key: str, minute: float) -> float:
+    """``run[key]`` in the interval holding simulated minute ``minute``."""
+    i = max(k for k, t in enumerate(run["t_s"]) if t <= minute * 60)
+    return run[key][i]
+
+
+def mean_until(run: dict, key: str, minute: float) -> float:
+    vals = [v for t, v in zip(run["t_s"], run[key], strict=True) if t < minute * 60]
+    return sum(vals) / len(vals)
+
+
+@functools.lru_cache(maxsize=8)
+def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int = 90,
+                   requests: int = 8_000_000, interval_s: int = 10) -> dict:
+    """4 KB random reads (``xs5224d-qcache-read``) or writes (``xs5224d-qcache-rw``) at QD 128 over
+    ``region_gib`` (seed 003: both 45 GB volumes), ``ssds`` SSDs, 10 s intervals; ``warmup_s``:
+    when the SSD cache first holds 90 % of what it ends with (the working set: 90 GB is 23,040
+    blocks of 4 MB), ``plateau_iops``: the best interval after that."""
+    sc = load(sc_name or ("xs5224d-qcache-read" if kind == "read" else "xs5224d-qcache-rw"))
+    if ssds != sc.ssd.drives:
+        sc = variant(sc.name, drives=ssds)
+    pat = "randread-4k" if kind == "read" else "randwrite-4k"
+    df = synth.generate(synth.pattern(pat, requests=requests, region_bytes=region_gib * GIB, seed=5))
+    run = _ssd_run(df, sc.with_replay(mode="closed", outstanding=128), interval_s)
+    fill = run["fill_t"]
+    k = next(i for i, f in enumerate(fill) if f >= 0.9 * fill[-1])
+    run["warmup_s"] = run["t_s"][k] + 10
+    run["plateau_iops"] = max(run["iops_t"][k:])
+    return run
+
+
 def err(model: float, published: float) -> float:
     return 100.0 * (model / published - 1.0)
 
@@ -211,6 +280,11 @@ MEASURE = {
     "s002_mcx": lambda: seed002_cached("vnx2-mcx")[0],
     "s003_read": lambda: seed003_cached("read")[0],
     "s003_write": lambda: seed003_cached("write")[0],
+    "s000_fc150_fill": lambda: at_minute(seed000_fastcache(150, True), "fill_t", FC_MINUTES),
+    "s003_qc_read_warmup": lambda: seed003_qcache("read")["warmup_s"] / 60,
+    "s003_qc_read_iops": lambda: seed003_qcache("read")["plateau_iops"],
+    "s003_qc_write_iops": lambda: seed003_qcache("write")["plateau_iops"],
+    "s003_qc_write_warmup": lambda: seed003_qcache("write")["warmup_s"] / 60,
 }
 
 CAL = "tests/test_array_seeds.py::"
@@ -254,6 +328,24 @@ FIGURES = [
            "(est: QSAN publishes neither); address order with 16 per drive would give 1,669, not adopted: "
            "that would be a fit to this very figure",
            VAL + "test_validation_figure_within_15_percent[s003_write]"),
+    Figure("s000_fc150_fill", "seed 000: FAST Cache (100 GB) filled after 75 min, 150 GB hot set, 48 outstanding",
+           20.0, "~20 %", 19.7, "calibration", "`fills_in_flight` 1 (promotions copying at once) was fitted to it",
+           CAL + "test_seed000_fast_cache_150gb_fill_after_75_minutes", "{:.1f} %"),
+    Figure("s003_qc_read_warmup", "seed 003: QCache read cache warm-up, 4 KB random read, 8 SSDs, QD 128",
+           7.0, "~7 min", 6.2, "calibration", "`fills_in_flight` 5 (populations copying at once) was fitted to it",
+           CAL + "test_seed003_qcache_read_warm_up_and_plateau", "{:.1f} min"),
+    Figure("s003_qc_read_iops", "seed 003: QCache read cache, warm, 4 KB random read IOPS", 216_434.0, "216,434",
+           220_707, "calibration", "SSD `read_iops` 28,000 (216,434 / 8 SSDs) was fitted to it",
+           CAL + "test_seed003_qcache_read_warm_up_and_plateau"),
+    Figure("s003_qc_write_iops", "seed 003: QCache read-write cache (mirrored), warm, 4 KB random write IOPS",
+           143_898.0, "143,898", 155_930, "calibration",
+           "SSD `write_iops` 36,000 (2 x 143,898 / 8 SSDs: every write lands on a mirrored pair) was fitted to it",
+           CAL + "test_seed003_qcache_write_plateau"),
+    Figure("s003_qc_write_warmup", "seed 003: QCache read-write cache warm-up, 4 KB random write", 6.5, "~6.5 min",
+           2.0, "validation", "miss: the whole warm-up happens inside the first FLARE forced flush (the 6 GiB "
+           "write cache fills in seconds, then host I/O stops for 2 min while the flushes populate blocks with "
+           "no host reads competing for the drives); the array seed 003 tested did not stall",
+           VAL + "test_validation_figure_within_15_percent[s003_qc_write_warmup]", "{:.1f} min"),
 ]
 BY_KEY = {f.key: f for f in FIGURES}
 

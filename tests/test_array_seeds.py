@@ -10,18 +10,26 @@ database pattern (8 KB, 67 % read, 100 % random) over a 15 GB test file, ~4 GB o
 
 Seed 002: one RAID 5 4+1 group of 10k drives, 1 worker with 16 outstanding 100 % random 8 KB
 unaligned writes: FLARE ~513 IOPS, MCx ~900 (ratio 1.75).
+
+SSD caches. Seed 000: FAST Cache (2 x 100 GB SSD, RAID 1) ~20 % full after the 75-minute test on a
+150 GB file. Seed 003: QCache 2.0 on 8 SSDs, 4 KB random reads at QD 128 over 90 GB go from 4,512
+to 216,434 IOPS after ~7 minutes; writes (mirrored read-write cache) reach 143,898.
 """
 
 from __future__ import annotations
 
 import pytest
 from seed_figures import (
+    FC_MINUTES,
     PLANNING_000,
     SEED000_PEAK,
+    at_minute,
     seed000_2gb,
     seed000_curve,
     seed000_planning_iops,
+    seed000_fastcache,
     seed002_cached,
+    seed003_qcache,
 )
 
 pytestmark = pytest.mark.calibration
@@ -79,3 +87,30 @@ def test_seed002_mcx_over_flare():
     assert fs["forced_flush_count"] >= 4
     assert ms["forced_flush_count"] == 0 and ms["throttle_delay_sum_ms"] > 0
     assert abs((mcx / flare) / (900 / 513) - 1) <= 0.15, (mcx, flare)
+
+
+def test_seed000_fast_cache_150gb_fill_after_75_minutes():
+    """fit: ``fills_in_flight`` 1 (FAST Cache promotions copying at once; not published). The
+    database pattern over 150 GB at 48 outstanding fills 20 % (±15 % of that: 17-23 %) of the 100 GB
+    FAST Cache after 75 simulated minutes, and the fill only grows."""
+    run = seed000_fastcache(150, True)
+    fill = at_minute(run, "fill_t", FC_MINUTES)
+    assert 17.0 <= fill <= 23.0, run["fill_t"]
+    assert run["fill_t"] == sorted(run["fill_t"])
+
+
+def test_seed003_qcache_read_warm_up_and_plateau():
+    """fit: ``fills_in_flight`` 5 (QCache populations at once) to the ~7 min warm-up, and the SSD
+    class's ``read_iops`` 28,000 to 216,434 IOPS; tolerance 15 % each. The warm-up is when the
+    cache first holds 90 % of the 90 GB working set; every 4 MB block of it is populated (23,040)."""
+    r = seed003_qcache("read")
+    assert abs(r["warmup_s"] / 420 - 1) <= 0.15, r["warmup_s"]
+    assert abs(r["plateau_iops"] / 216_434 - 1) <= 0.15, r["plateau_iops"]
+    assert r["ssd_promotions"] == 90 * 1024 // 4
+
+
+def test_seed003_qcache_write_plateau():
+    """fit: the SSD class's ``write_iops`` 36,000 (each host write is flushed onto a mirrored pair:
+    2 x 143,898 / 8 SSDs); tolerance 15 %."""
+    r = seed003_qcache("write")
+    assert abs(r["plateau_iops"] / 143_898 - 1) <= 0.15, r["plateau_iops"]

@@ -17,12 +17,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from seed_figures import BY_KEY, FIGURES, err, readme_table
+from seed_figures import (
+    BY_KEY,
+    FC_MINUTES,
+    FIGURES,
+    at_minute,
+    err,
+    readme_table,
+    seed000_fastcache,
+    seed003_cached,
+    seed003_qcache,
+)
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 VALIDATION = [f for f in FIGURES if f.kind == "validation"]
 #: known misses: figure -> why (the README table carries the same cause)
-MISSES = {k: BY_KEY[k].why for k in ("s002_flare", "s002_mcx", "s003_read", "s003_write")}
+MISSES = {k: BY_KEY[k].why for k in ("s002_flare", "s002_mcx", "s003_read", "s003_write", "s003_qc_write_warmup")}
 
 
 @pytest.mark.validation
@@ -57,3 +67,45 @@ def test_every_figure_is_one_of_the_two_kinds_and_tested_where_it_says():
         assert (README.parent / path).exists() and name.split("[")[0] in (README.parent / path).read_text(), f.test
         if f.kind == "calibration":
             assert "fit" in f.why or "assum" in f.why, f"calibration figure {f.key} must name what was fitted to it"
+
+
+# -- SSD-cache shapes (seed 000, seed 003): no parameter was fitted to these ----------------------
+@pytest.mark.validation
+def test_seed000_fast_cache_15gb_and_80gb_warm_up_and_response_time_drops():
+    """Seed 000: with FAST Cache the 15 GB and 80 GB hot sets are promoted and response time falls
+    as the cache fills ("after loading the hot area in FastCache, the response time decreases");
+    the 80 GB set fills faster than the 150 GB one ("filled more actively")."""
+    small = seed000_fastcache(15, True)
+    assert small["fill_t"][-1] >= 0.7 * 15 / 100 * 100  # most of the 15 GB is on flash ...
+    assert small["latency_t"][-1] <= 0.5 * max(small["latency_t"])  # ... and response time halved
+    mid = seed000_fastcache(80, True)
+    assert mid["latency_t"][-1] <= 0.85 * max(mid["latency_t"]) and mid["fill_t"] == sorted(mid["fill_t"])
+    assert at_minute(mid, "fill_t", FC_MINUTES) > at_minute(seed000_fastcache(150, True), "fill_t", FC_MINUTES)
+
+
+@pytest.mark.validation
+@pytest.mark.xfail(strict=True, reason="miss: over 75 min the model's FAST Cache is 3.5 % better (28.5 vs 29.5 ms); "
+                   "over the first 40 min it is 0.3 % worse (promotions load the drives before hits pay back). The "
+                   "article ramped 12 -> 192 outstanding in 15-min steps; the model runs 48 throughout")
+def test_seed000_fast_cache_150gb_response_time_no_better_than_off():
+    """Seed 000: a 150 GB hot set (1.5x the 100 GB FAST Cache) fills slowly and FAST Cache adds
+    "a small but nonetheless additional delay": mean response time over the 75 minutes no better
+    than with FAST Cache off."""
+    on, off = seed000_fastcache(150, True), seed000_fastcache(150, False)
+    assert on["latency_mean_ms"] >= off["latency_mean_ms"], (on["latency_mean_ms"], off["latency_mean_ms"])
+
+
+@pytest.mark.validation
+def test_seed003_qcache_multiplies_iops_by_tens():
+    """Seed 003: read 4,512 -> 216,434 (x48), write 1,660 -> 143,898 (x87): the warm cache gives
+    tens of times the model's own HDD baseline, for reads and for writes."""
+    assert seed003_qcache("read")["plateau_iops"] >= 10 * seed003_cached("read")[0]
+    assert seed003_qcache("write")["plateau_iops"] >= 10 * seed003_cached("write")[0]
+
+
+@pytest.mark.validation
+def test_seed003_more_ssds_more_iops():
+    """Seed 003 tested 1, 2, 4 and 8 SSDs: more SSDs, more IOPS (a 16 GB region, warm)."""
+    iops = [seed003_qcache("read", ssds=n, region_gib=16, requests=3_000_000, interval_s=2)["plateau_iops"]
+            for n in (1, 2, 4, 8)]
+    assert iops == sorted(iops) and iops[-1] > 4 * iops[0], iops
