@@ -1,5 +1,6 @@
-"""Array model throughput: requests/s per core of ``vnx2-mcx`` and ``vnx1-flare`` on one trace,
-with libCacheSim's LRU on the same page sequence as the yardstick.
+"""Array model throughput: requests/s per core of ``vnx5400-fastcache`` (DRAM + FAST Cache + back
+end + latency), ``vnx5400`` (FAST Cache off), ``vnx2-mcx`` and ``vnx1-flare`` on one trace, with
+libCacheSim's LRU on the same page sequence as the yardstick.
 
 The trace: seed 000's IOMeter database pattern (8 KiB, 67 % read, 100 % random) over a 15 GiB
 test file, ``--requests`` requests (default 10 M), written by ``traces.synth`` and ingested as
@@ -7,7 +8,7 @@ Parquet (not timed). Each scenario replays it in its preset's mode (closed loop,
 I/Os: every request gets a full timing: SP queue, cache, flushers, drive queues):
 
 * ``kernel``: ``ArrayModel.replay`` over chunks built beforehand (one thread; page split and
-  dense ids included, chunk building not);
+  dense ids included, chunk building not), per wall second and per CPU second of the process;
 * ``end to end``: ``pipelines.replay.replay_trace`` from the Parquet dataset to the written
   per-interval tables and summary (reading, chunk building in a prefetch thread, kernel,
   Polars aggregation, Parquet). Per core = requests / process CPU seconds (all threads).
@@ -54,7 +55,7 @@ from replay.scenario import load  # noqa: E402
 from traces import synth  # noqa: E402
 
 ORACLE_RECORD = np.dtype([("time", "<u4"), ("obj_id", "<u8"), ("size", "<u4"), ("next_access", "<i8")])
-SCENARIOS = ("vnx2-mcx", "vnx1-flare")
+SCENARIOS = ("vnx5400-fastcache", "vnx5400", "vnx2-mcx", "vnx1-flare")
 
 
 def prepare(requests: int, work: Path):
@@ -75,15 +76,15 @@ def prepare(requests: int, work: Path):
     return trace, chunks, builder, oracle, len(rec)
 
 
-def kernel_run(name: str, chunks, names) -> tuple[float, dict]:
+def kernel_run(name: str, chunks, names) -> tuple[float, float, dict]:
     m = ArrayModel(load(name))
     st = m.new_state()
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     for c in chunks:
         st.volume_names = names
         m.replay(st, c)
         m.drain_records(st)
-    return time.perf_counter() - t, m.counters(st)
+    return time.perf_counter() - t, time.process_time() - cpu, m.counters(st)
 
 
 def end_to_end(name: str, trace, work: Path) -> tuple[float, float, dict]:
@@ -121,28 +122,34 @@ def main() -> None:
         kernel_run(SCENARIOS[0], [ChunkBuilder(8192).build(pl.DataFrame(
             {"ts_ns": [0], "volume": ["w"], "op": ["write"], "offset": [0], "size": [8192]}))], ["w"])  # compile
         for name in SCENARIOS:
-            kt, c = min((kernel_run(name, chunks, names) for _ in range(args.repeat)), key=lambda r: r[0])
+            kt, kcpu, c = min((kernel_run(name, chunks, names) for _ in range(args.repeat)), key=lambda r: r[1])
             wall, cpu, s = min((end_to_end(name, trace, work) for _ in range(args.repeat)), key=lambda r: r[0])
-            rows.append({"tool": f"tiercast {name}", "kernel_req_per_s": n / kt, "end_to_end_req_per_s": n / wall,
+            rows.append({"tool": f"tiercast {name}", "kernel_req_per_s": n / kt, "kernel_req_per_cpu_s": n / kcpu,
+                         "end_to_end_req_per_s": n / wall,
                          "end_to_end_req_per_cpu_s": n / cpu, "simulated_iops": s["iops"],
                          "latency_mean_ms": s["latency_mean_ms"], "read_hit_ratio": c["read_hit_ratio"],
-                         "flush_ops": c["flush_ops"], "forced_flushes": c["forced_flush_count"]})
+                         "flush_ops": c["flush_ops"], "forced_flushes": c["forced_flush_count"],
+                         "ssd_promotions": c.get("ssd_promotions", 0), "ssd_read_hits": c.get("ssd_read_hits", 0)})
         cap = load(SCENARIOS[0]).dram.cache_bytes // 8192
         lt, hit = min((libcachesim_lru(oracle, cap, n_pages, readers) for _ in range(args.repeat)), key=lambda r: r[0])
-        rows.append({"tool": "libCacheSim LRU (C reader)", "kernel_req_per_s": n_pages / lt, "hit_ratio": hit})
+        rows.append({"tool": "libCacheSim LRU (C reader)", "kernel_req_per_s": n_pages / lt,
+                     "kernel_req_per_cpu_s": n_pages / lt, "hit_ratio": hit})
     if args.json:
         print(json.dumps(rows, indent=1))
         return
     print(f"trace: database pattern, {n:,} requests of 8 KiB (67 % read, uniform over 15 GiB); "
           f"best of {args.repeat}; {os.cpu_count()} cores")
-    print(f"{'':30s} {'kernel req/s':>14s} {'end-to-end req/s':>17s} {'per CPU-s':>12s}  simulated")
+    print(f"{'':30s} {'kernel req/s':>14s} {'per CPU-s':>12s} {'end-to-end req/s':>17s} {'per CPU-s':>12s}"
+          "  simulated")
+    lru = rows[-1]["kernel_req_per_cpu_s"]
     for r in rows:
         extra = (f"{r['simulated_iops']:,.0f} IOPS, {r['latency_mean_ms']:.1f} ms, read hits "
-                 f"{r['read_hit_ratio']:.3f}, {r['flush_ops']:,} flushes" if "simulated_iops" in r
+                 f"{r['read_hit_ratio']:.3f}, {r['flush_ops']:,} flushes, {r['ssd_promotions']:,} promotions, "
+                 f"kernel {r['kernel_req_per_cpu_s'] / lru:.2f}x libCacheSim" if "simulated_iops" in r
                  else f"hit ratio {r['hit_ratio']:.3f} (pages)")
         e2e = f"{r['end_to_end_req_per_s']:>17,.0f} {r['end_to_end_req_per_cpu_s']:>12,.0f}" \
             if "end_to_end_req_per_s" in r else f"{'':>17s} {'':>12s}"
-        print(f"{r['tool']:30s} {r['kernel_req_per_s']:>14,.0f} {e2e}  {extra}")
+        print(f"{r['tool']:30s} {r['kernel_req_per_s']:>14,.0f} {r['kernel_req_per_cpu_s']:>12,.0f} {e2e}  {extra}")
 
 
 if __name__ == "__main__":

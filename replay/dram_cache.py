@@ -75,7 +75,16 @@ import numpy as np
 from replay import backend as be
 from replay import queueing as qk
 from replay import ssd_cache as ssd
-from replay.events import INF, K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, REC_SSD_HITS, REC_SSD_MISSES, record
+from replay.events import (
+    INF,
+    K_FLUSH,
+    K_FULL_STRIPE,
+    K_IDLE_FLUSH,
+    K_STALL,
+    REC_SSD_HITS,
+    REC_SSD_MISSES,
+    record,
+)
 from replay.ids import slot
 from replay.jit import kernel, step
 

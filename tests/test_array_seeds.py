@@ -26,8 +26,8 @@ from seed_figures import (
     at_minute,
     seed000_2gb,
     seed000_curve,
-    seed000_planning_iops,
     seed000_fastcache,
+    seed000_planning_iops,
     seed002_cached,
     seed003_qcache,
 )
