@@ -351,15 +351,19 @@ class ArrayModel(Model):
         new, first = new[keep], first[keep]
         upc_bits = sp.units_per_chunk.bit_length() - 1
         v, uno = vol[first], unit_no[first]
-        n_chunks = state.chunk_ids.n_ids
-        cid = state.chunk_ids.assign((v << PAGE_BITS) | (uno >> upc_bits))
         ss = state.ssd
-        need = state.unit_ids.n_ids
-        if ss.unit_chunk.shape[0] < need:
-            size = max(need, 2 * ss.unit_chunk.shape[0], 1024)
-            ss = ss._replace(unit_chunk=np.resize(ss.unit_chunk, size), unit_sub=np.resize(ss.unit_sub, size))
-        ss.unit_chunk[new] = cid
-        ss.unit_sub[new] = ((uno & (sp.units_per_chunk - 1)) * sp.unit) >> sp.sub_shift
+        if sp.units_per_chunk == 1:  # chunks are units: chunk id = unit id (ssd_cache.chunk_of)
+            n_chunks, cid = n_units, new
+            state.chunk_ids = state.unit_ids
+        else:
+            n_chunks = state.chunk_ids.n_ids
+            cid = state.chunk_ids.assign((v << PAGE_BITS) | (uno >> upc_bits))
+            need = state.unit_ids.n_ids
+            if ss.unit_chunk.shape[0] < need:
+                size = max(need, 2 * ss.unit_chunk.shape[0], 1024)
+                ss = ss._replace(unit_chunk=np.resize(ss.unit_chunk, size), unit_sub=np.resize(ss.unit_sub, size))
+            ss.unit_chunk[new] = cid
+            ss.unit_sub[new] = ((uno & (sp.units_per_chunk - 1)) * sp.unit) >> sp.sub_shift
         if state.chunk_ids.n_ids > n_chunks:
             chunks = ss.chunks
             if chunks.shape[0] < state.chunk_ids.n_ids:
