@@ -334,23 +334,23 @@ class ArrayModel(Model):
         n_units = state.unit_ids.n_ids
         unit = state.unit_ids.assign(keys)
         if self.kernel_params.ssd.on and state.unit_ids.n_ids > n_units:
-            self._map_chunks(state, unit, vol, unit_no, n_units)
+            self._map_chunks(state, unit, keys, n_units)
         pbit = (chunk.page_no & (ppu - 1)).astype(np.int64)
         counts = chunk.pages_per_request()
         pstart = np.zeros(chunk.n_requests + 1, dtype=np.int64)
         np.cumsum(counts, out=pstart[1:])
         return unit, pbit, unit_no, pstart
 
-    def _map_chunks(self, state: ArrayState, unit: np.ndarray, vol: np.ndarray, unit_no: np.ndarray,
-                    n_units: int) -> None:
-        """SSD cache: the chunk and first sub-block of every unit first seen in this chunk, and a
-        record for every chunk first seen (its volume's placement)."""
+    def _map_chunks(self, state: ArrayState, unit: np.ndarray, keys: np.ndarray, n_units: int) -> None:
+        """SSD cache: the chunk and first sub-block of every unit first seen in this chunk (ids
+        ``n_units..``, dense), and a record for every chunk first seen (its volume's placement)."""
         sp = self.kernel_params.ssd
-        new, first = np.unique(unit, return_index=True)
-        keep = new >= n_units
-        new, first = new[keep], first[keep]
+        new = np.arange(n_units, state.unit_ids.n_ids)
+        fresh = unit >= n_units
+        key_of_new = np.empty(new.size, dtype=np.int64)
+        key_of_new[unit[fresh] - n_units] = keys[fresh]  # a scatter, not a sort: every page of a unit has its key
         upc_bits = sp.units_per_chunk.bit_length() - 1
-        v, uno = vol[first], unit_no[first]
+        v, uno = key_of_new >> PAGE_BITS, key_of_new & ((1 << PAGE_BITS) - 1)
         ss = state.ssd
         if sp.units_per_chunk == 1:  # chunks are units: chunk id = unit id (ssd_cache.chunk_of)
             n_chunks, cid = n_units, new
@@ -369,11 +369,10 @@ class ArrayModel(Model):
             if chunks.shape[0] < state.chunk_ids.n_ids:
                 chunks = dc.grow(chunks, max(state.chunk_ids.n_ids, 2 * chunks.shape[0], 1024), ssd.new_chunks)
                 ss = ss._replace(chunks=chunks)
-            fresh = cid >= n_chunks
-            c_new, c_at = np.unique(cid[fresh], return_index=True)
-            cv = v[fresh][c_at]
+            first_seen = cid >= n_chunks  # units of one chunk write the same values: a scatter again
+            c_new, cv = cid[first_seen], v[first_seen]
             chunks["vol"][c_new] = cv
-            chunks["no"][c_new] = uno[fresh][c_at] >> upc_bits
+            chunks["no"][c_new] = uno[first_seen] >> upc_bits
             chunks["pool"][c_new] = state.dram.vols["pool"][cv]
             chunks["base"][c_new] = state.dram.vols["base"][cv]
         state.ssd = ss
