@@ -439,8 +439,7 @@ class ArrayModel(Model):
         sp = self.kernel_params.ssd
         rec = state.ssd.c[0]
         c: dict[str, int | float] = {f"ssd_{f}": int(rec[f]) for f in ssd.SSD.names
-                                     if f not in ("lru_head", "lru_tail", "dirty_head", "dirty_tail", "fills_n",
-                                                  "cleans_n", "last_host_ns", "clean_clock")}
+                                     if f not in ("fills_n", "cleans_n", "last_host_ns", "clean_clock")}
         c["ssd_slots"] = sp.slots
         c["ssd_chunk_bytes"] = sp.chunk
         c["ssd_capacity_bytes"] = sp.slots * sp.chunk

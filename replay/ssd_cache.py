@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from replay import backend as be
+from replay import dlist as dl
 from replay import fast_cache, qcache
 from replay import queueing as qk
 from replay.events import K_PROMOTE, record
@@ -59,11 +60,10 @@ CHUNK = np.dtype([
     ("reads", I4), ("writes", I4),  # QCache: block read / write counts (replay.qcache)
 ])
 
-#: A slot of SSD capacity (``SsdState.slots``).
+#: A slot of SSD capacity (``SsdState.slots``; its LRU and dirty-list links are arrays of
+#: ``SsdState``, ``replay.dlist``).
 SLOT = np.dtype([
     ("chunk", I4),
-    ("lp", I4), ("ln", I4),  # LRU links (head: most recent)
-    ("dp", I4), ("dn", I4),  # dirty list links (head: dirty longest)
     ("dirty_subs", I4),
     ("ready_ns", I8),  # its copy is on the SSDs from then on
 ])
@@ -71,7 +71,6 @@ SLOT = np.dtype([
 #: Cache-wide state and counters (one record, ``SsdState.c``).
 SSD = np.dtype([(n, I8) for n in (
     "used", "dirty_slots",
-    "lru_head", "lru_tail", "dirty_head", "dirty_tail",
     "fills_n", "cleans_n",  # completion heaps in use
     "last_host_ns", "clean_clock",
     "read_hits", "read_misses", "write_hits", "write_misses",
@@ -114,6 +113,12 @@ class SsdParams(NamedTuple):
 class SsdState(NamedTuple):
     chunks: np.ndarray  # CHUNK [n_chunks] (grows)
     slots: np.ndarray  # SLOT [slots]
+    lru_prev: np.ndarray  # int32 [slots]: LRU links (replay.dlist; head: most recent)
+    lru_next: np.ndarray
+    lru_ends: np.ndarray  # int64 [2]: head, tail
+    dirty_prev: np.ndarray  # int32 [slots]: dirty slots, dirty longest first
+    dirty_next: np.ndarray
+    dirty_ends: np.ndarray
     dirty: np.ndarray  # uint64 [slots, words]: dirty sub-block bits
     fills: np.ndarray  # int64 heap of promotion completion times
     cleans: np.ndarray  # int64 heap of proactive cleaning completion times
@@ -160,13 +165,14 @@ def new_chunks(n: int) -> np.ndarray:
 def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
     n = max(1, sp.slots)
     slots = np.zeros(n, SLOT)
-    for f in ("chunk", "lp", "ln", "dp", "dn"):
-        slots[f] = -1
+    slots["chunk"] = -1
     c = np.zeros(1, SSD)
-    for f in ("lru_head", "lru_tail", "dirty_head", "dirty_tail", "t50_ns", "t90_ns"):
+    for f in ("t50_ns", "t90_ns"):
         c[f] = -1
+    links = {name: np.full(n, -1, dtype=np.int32) for name in ("lru_prev", "lru_next", "dirty_prev", "dirty_next")}
     clean_out = sc.ssd.clean_outstanding if sc.ssd else 1
-    return SsdState(chunks=new_chunks(0), slots=slots,
+    return SsdState(chunks=new_chunks(0), slots=slots, **links, lru_ends=np.full(2, -1, dtype=np.int64),
+                    dirty_ends=np.full(2, -1, dtype=np.int64),
                     dirty=np.zeros((n, (sp.subs + 63) // 64), dtype=np.uint64),
                     fills=np.zeros(max(1, sp.fills), dtype=np.int64),
                     cleans=np.zeros(max(1, clean_out), dtype=np.int64),
@@ -174,67 +180,12 @@ def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
                     tmp=np.zeros(be.N_UP, dtype=np.int64), acc=np.zeros(n_drives, dtype=np.int64), c=c)
 
 
-# ---- lists ------------------------------------------------------------------------------------
 @kernel
-def lru_remove(ss, s):
-    sl = ss.slots
-    c = ss.c[0]
-    p, n = sl[s].lp, sl[s].ln
-    if p >= 0:
-        sl[p].ln = n
-    else:
-        c.lru_head = n
-    if n >= 0:
-        sl[n].lp = p
-    else:
-        c.lru_tail = p
-    sl[s].lp = -1
-    sl[s].ln = -1
-
-
-@kernel
-def lru_push_head(ss, s):
-    sl = ss.slots
-    c = ss.c[0]
-    h = c.lru_head
-    sl[s].lp = -1
-    sl[s].ln = h
-    if h >= 0:
-        sl[h].lp = s
-    else:
-        c.lru_tail = s
-    c.lru_head = s
-
-
-@kernel
-def dirty_remove(ss, s):
-    sl = ss.slots
-    c = ss.c[0]
-    p, n = sl[s].dp, sl[s].dn
-    if p >= 0:
-        sl[p].dn = n
-    else:
-        c.dirty_head = n
-    if n >= 0:
-        sl[n].dp = p
-    else:
-        c.dirty_tail = p
-    sl[s].dp = -1
-    sl[s].dn = -1
-
-
-@kernel
-def dirty_append(ss, s):
-    sl = ss.slots
-    c = ss.c[0]
-    t = c.dirty_tail
-    sl[s].dn = -1
-    sl[s].dp = t
-    if t >= 0:
-        sl[t].dn = s
-    else:
-        c.dirty_head = s
-    c.dirty_tail = s
+def touch(ss, s):
+    """Slot s was used: most recent in the LRU."""
+    if ss.lru_ends[dl.HEAD] != s:
+        dl.unlink(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
+        dl.push_front(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
 
 
 # ---- I/O ----------------------------------------------------------------------------------------
@@ -351,7 +302,7 @@ def clean_slot(sp, ss, bp, bs, s, t):
     for w in range(ss.dirty.shape[1]):
         ss.dirty[s, w] = np.uint64(0)
     sl.dirty_subs = 0
-    dirty_remove(ss, s)
+    dl.unlink(ss.dirty_prev, ss.dirty_next, ss.dirty_ends, s)
     c.dirty_slots -= 1
     c.cleaned_slots += 1
     return done
@@ -370,8 +321,8 @@ def alloc(sp, ss, bp, bs, t):
         if c.t90_ns < 0 and 10 * c.used >= 9 * sp.slots:
             c.t90_ns = t
         return s, t
-    s = c.lru_tail
-    lru_remove(ss, s)
+    s = ss.lru_ends[dl.TAIL]
+    dl.unlink(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
     free = t
     if ss.slots[s].dirty_subs > 0:
         free = clean_slot(sp, ss, bp, bs, s, t)
@@ -405,7 +356,7 @@ def promote(sp, ss, bp, bs, ev, rec, k, t):
     ch.accesses = 0
     ch.reads = 0
     ch.writes = 0
-    lru_push_head(ss, s)
+    dl.push_front(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
     c.promotions += 1
     record(ev, rec, t, K_PROMOTE, -1, 0, sp.chunk, rios + wios, 0, c.used, dw - t, ch.vol)
     if n < sp.fills:
@@ -457,7 +408,7 @@ def idle(sp, ss, bp, bs, t):
                 tau = ss.cleans[0]
                 if tau >= t:
                     break
-            s = c.dirty_head
+            s = ss.dirty_ends[dl.HEAD]
             done = clean_slot(sp, ss, bp, bs, s, tau)
             c.idle_cleaned_slots += 1
             if n < ss.cleans.shape[0]:
@@ -489,9 +440,7 @@ def read(sp, ss, bp, bs, ev, rec, u, r, d, p1, b0, nbytes, t):
     slot = ss.chunks[k].slot
     sub = first_sub(sp, ss, u) + ((b0 * sp.page) >> sp.sub_shift)
     if slot >= 0 and ss.slots[slot].ready_ns <= t:
-        if c.lru_head != slot:
-            lru_remove(ss, slot)
-            lru_push_head(ss, slot)
+        touch(ss, slot)
         c.read_hits += 1
         c.hit_read_ios += 1
         dn, s = ssd_read(sp, bp, bs, slot, sub, nbytes, t, qk.HOST_READ)
@@ -517,9 +466,7 @@ def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch
     if slot >= 0:
         c.write_hits += 1
         c.through_hits += through
-        if c.lru_head != slot:
-            lru_remove(ss, slot)
-            lru_push_head(ss, slot)
+        touch(ss, slot)
         s0 = first_sub(sp, ss, u)
         sub0 = s0 + ((b0 * sp.page) >> sp.sub_shift)
         sub1 = s0 + ((b0 * sp.page + nbytes - 1) >> sp.sub_shift)
@@ -528,7 +475,7 @@ def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch
         if sp.write_back:
             sl = ss.slots[slot]
             if sl.dirty_subs == 0:
-                dirty_append(ss, slot)
+                dl.push_back(ss.dirty_prev, ss.dirty_next, ss.dirty_ends, slot)
                 c.dirty_slots += 1
             for b in range(sub0, sub1 + 1):
                 bit = np.uint64(1) << np.uint64(b & 63)
