@@ -60,6 +60,20 @@ def replay_rows(sc, rows, chunk_rows=None):
     return m, st, out, m.drain_records(st)
 
 
+def assert_chunking_invariant(sc, rows, chunkings) -> dict:
+    """Replays ``rows`` in one pass and in each of ``chunkings`` (rows per chunk or boundary
+    lists): outcomes, records and counters must be identical. Returns the one-pass counters."""
+    m1, st1, out1, rec1 = replay_rows(sc, rows)
+    for chunk_rows in chunkings:
+        m2, st2, out2, rec2 = replay_rows(sc, rows, chunk_rows=chunk_rows)
+        for k in out1:
+            assert np.array_equal(out1[k], out2[k]), (chunk_rows, k)
+        for k in rec1:
+            assert np.array_equal(rec1[k], rec2[k]), (chunk_rows, k)
+        assert m1.counters(st1) == m2.counters(st2)
+    return m1.counters(st1)
+
+
 def test_planning_arithmetic_of_seed_000():
     # 15 x 150 = 2250 = X*0.67 + 4*X*0.33  ->  X = 2250 / 1.99 = 1130.65
     assert be.planning_host_iops(150, 15, 0.67, 4) == pytest.approx(2250 / 1.99)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_backend import replay_rows
+from test_backend import assert_chunking_invariant, replay_rows
 
 from replay import backend as be
 from replay import queueing as qk
@@ -297,18 +297,10 @@ def test_chunked_replay_equals_one_pass(ssd, closed):
     sc = loads(scenario(ssd, drives=4).replace('cache_bytes = "64MiB"', 'cache_bytes = "2MiB"'), "ch.toml")
     if closed:
         sc = sc.with_replay(mode="closed", outstanding=8)
-    m1, st1, out1, rec1 = replay_rows(sc, rows)
-    c1 = m1.counters(st1)
+    boundaries = sorted(rng.choice(np.arange(1, n), 40, replace=False).tolist())
+    c1 = assert_chunking_invariant(sc, rows, (1, 17, 999, boundaries))
     assert c1["ssd_promotions"] > 20 and c1["ssd_evictions"] > 0 and c1["ssd_read_hits"] > 100  # exercised
     assert c1["ssd_cleaned_slots"] > 0
-    boundaries = sorted(rng.choice(np.arange(1, n), 40, replace=False).tolist())
-    for chunk_rows in (1, 17, 999, boundaries):
-        m2, st2, out2, rec2 = replay_rows(sc, rows, chunk_rows=chunk_rows)
-        for k in out1:
-            assert np.array_equal(out1[k], out2[k]), (chunk_rows, k)
-        for k in rec1:
-            assert np.array_equal(rec1[k], rec2[k]), (chunk_rows, k)
-        assert m1.counters(st1) == m2.counters(st2)
 
 
 def test_presets_with_ssd_caches():
