@@ -725,7 +725,7 @@ def rate_alpha(tick_ms: float, window_ms: float) -> float:
 
 
 # ---- flushing (background work) -----------------------------------------------------------
-@kernel
+@step
 def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     """Flush the dirty pages of unit u at time tau (a full stripe if every unit of its stripe is
     fully dirty); returns the completion time of the last back-end write."""
