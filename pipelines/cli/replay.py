@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
-from pipelines import replay as rp
 from pipelines.catalog import find_trace
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    console,
+    data_dir_of,
+    out,
+    print_json,
+    progress_bar,
+    table,
+)
 from replay.scenario import MAX_OUTSTANDING, MAX_WARMUP_PCT
 from replay.scenario import load as load_scenario
 from schemas.units import format_bytes
@@ -66,17 +72,6 @@ def _check_outstanding(text: str) -> str:
     return text
 
 
-@contextmanager
-def _progress(label: str):
-    if not console.is_terminal:
-        yield None
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("requests"),
-                  TimeRemainingColumn(), console=console, transient=True) as p:
-        task = p.add_task(label, total=None)
-        yield lambda done, total: p.update(task, completed=done, total=total)
-
-
 def _warn_to_console(scenario) -> None:
     if scenario.ignored_sections:
         console.print(f"[yellow]note:[/] {scenario.name}: {', '.join(scenario.ignored_sections)} not yet "
@@ -96,6 +91,8 @@ def replay(
 ) -> None:
     """Replay a trace through an array scenario (DRAM cache, RAID back end, queueing); write the run
     summary and per-interval metrics per volume and RAID group."""
+    from pipelines import replay as rp
+
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     sc = load_scenario(scenario)
@@ -104,7 +101,7 @@ def replay(
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with _progress(f"replay {sc.name}") as cb:
+        with progress_bar(f"replay {sc.name}", "requests") as cb:
             s = rp.replay_trace(trace, d, sc, progress=cb, force=force)
     if as_json:
         print_json(s)
@@ -148,13 +145,15 @@ def sweep(
     """Closed-loop curve: IOPS and response time at each number of outstanding I/Os (IOMeter
     workers x outstanding, fio numjobs x iodepth). The trace gives addresses and ops, the model
     the timing."""
+    from pipelines import replay as rp
+
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     sc = load_scenario(scenario)
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with _progress(f"sweep {sc.name}") as cb:
+        with progress_bar(f"sweep {sc.name}", "requests") as cb:
             rows = rp.sweep_trace(trace, d, sc, _outstanding_list(outstanding), max_requests=requests,
                                   warmup_pct=warmup, progress=cb)
     path = rp.sweep_path(d, rows[0]["sweep_id"])
@@ -165,7 +164,7 @@ def sweep(
                                                 "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")}
                              for r in rows]})
         return
-    t = Table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
+    t = table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
     for c in ("outstanding", "IOPS", "MB/s", "mean ms", "p95 ms", "p99 ms", "read hit", "write hit"):
         t.add_column(c, justify="right")
     for r in rows:
@@ -179,11 +178,13 @@ def sweep(
 @app.command()
 def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  # --data-dir: accepted, unused
     """List the array scenario presets (replay/scenarios/*.toml)."""
+    from pipelines import replay as rp
+
     rows = rp.scenario_list()
     if as_json:
         print_json(rows)
         return
-    t = Table(title="array scenario presets")
+    t = table(title="array scenario presets")
     for c in ("name", "cache", "mode", "RAID groups", "replay", "hash", "description"):
         t.add_column(c)
     for r in rows:
