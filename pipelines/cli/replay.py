@@ -21,12 +21,16 @@ from pipelines.cli.common import (
     progress_bar,
     table,
 )
-from replay.scenario import MAX_OUTSTANDING, MAX_WARMUP_PCT
+from replay.scenario import MAX_OUTSTANDING, MAX_WARMUP_PCT, preset_names
 from replay.scenario import load as load_scenario
 from schemas.units import format_bytes
 
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
                                                                    "or path to a scenario .toml file.")]
+SetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", help="Change a value of the scenario before it is validated, e.g. "
+    "dram.cache_bytes=8GiB or raid_groups[0].width=6 (repeatable; the value is TOML, else text). Checked like "
+    "the file and part of the scenario hash.")]
 
 
 def _num(x: float) -> str:
@@ -82,6 +86,7 @@ def _warn_to_console(scenario) -> None:
 def replay(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     scenario: ScenarioOpt,
+    overrides: SetOpt = None,
     outstanding: Annotated[int | None, typer.Option(
         help=f"Closed loop with this many I/Os in flight, 1 to {MAX_OUTSTANDING} (default: the scenario's "
              "replay mode).", callback=bounded(1, MAX_OUTSTANDING, integer=True))] = None,
@@ -95,7 +100,7 @@ def replay(
 
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    sc = load_scenario(scenario)
+    sc = load_scenario(scenario, overrides or ())
     if outstanding is not None:
         sc = sc.with_replay(mode="closed", outstanding=outstanding)
     _warn_to_console(sc)
@@ -103,12 +108,15 @@ def replay(
         warnings.simplefilter("ignore")
         with progress_bar(f"replay {sc.name}", "requests") as cb:
             s = rp.replay_trace(trace, d, sc, progress=cb, force=force)
+    s = {**s, "scenario_source": sc.source}
     if as_json:
         print_json(s)
         return
     out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']}, "
               f"{s['replay_mode']}{' ' + str(s['outstanding']) + ' outstanding' if s['outstanding'] else ''})"
               f"  model {s['model_version']}{'  [already done]' if s.get('already_done') else ''}")
+    if overrides:
+        out.print(f"scenario {sc.source}")
     rows = [
         ("requests", f"{s['requests']:,}"),
         ("iops", f"{s['iops']:,.0f}"),
@@ -133,6 +141,7 @@ def replay(
 def sweep(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id: supplies the address/op sequence.")],
     scenario: ScenarioOpt,
+    overrides: SetOpt = None,
     outstanding: Annotated[str, typer.Option(help="Outstanding I/O counts, e.g. 12,24,48,96,192.",
                                              callback=_check_outstanding)] = "12,24,48,96,192",
     requests: Annotated[int | None, typer.Option(help="Replay at most this many requests per point (>= 1).",
@@ -149,7 +158,7 @@ def sweep(
 
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    sc = load_scenario(scenario)
+    sc = load_scenario(scenario, overrides or ())
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -159,7 +168,7 @@ def sweep(
     path = rp.sweep_path(d, rows[0]["sweep_id"])
     if as_json:
         print_json({"sweep_id": rows[0]["sweep_id"], "results_path": str(path),
-                    "model_version": rows[0]["model_version"],
+                    "model_version": rows[0]["model_version"], "scenario_source": sc.source,
                     "rows": [{k: r[k] for k in ("outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms",
                                                 "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")}
                              for r in rows]})
@@ -172,23 +181,27 @@ def sweep(
                   f"{r['latency_p95_ms']:.2f}", f"{r['latency_p99_ms']:.2f}", f"{r['read_hit_ratio']:.3f}",
                   f"{r['write_hit_ratio']:.3f}")
     out.print(t)
+    if overrides:
+        out.print(f"scenario {sc.source}")
     out.print(f"results {path}")
 
 
 @app.command()
 def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  # --data-dir: accepted, unused
-    """List the array scenario presets (replay/scenarios/*.toml)."""
-    from pipelines import replay as rp
-
-    rows = rp.scenario_list()
+    """List the array scenario presets (replay/scenarios/*.toml); --json: all that
+    Scenario.describe() gives for each."""
+    rows = [load_scenario(n).describe() for n in preset_names()]
     if as_json:
         print_json(rows)
         return
+    features = any("features" in r for r in rows)
     t = table(title="array scenario presets")
-    for c in ("name", "cache", "mode", "RAID groups", "replay", "hash", "description"):
+    for c in ("name", "cache", "mode", "RAID groups", *(["features"] if features else []), "replay", "hash",
+              "description"):
         t.add_column(c)
     for r in rows:
         t.add_row(r["name"], format_bytes(r["cache_bytes"]), r["dram_mode"], "\n".join(r["raid_groups"]),
+                  *([", ".join(map(str, r.get("features") or [])) or "-"] if features else []),
                   f"{r['replay_mode']} {r['outstanding'] if r['replay_mode'] == 'closed' else ''}".strip(),
                   r["hash"], r["description"] + (f" (not yet modelled: {', '.join(r['not_yet_modelled'])})"
                                                  if r["not_yet_modelled"] else ""))
