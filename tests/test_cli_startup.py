@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from decimal import Decimal
@@ -88,6 +89,34 @@ def test_help_lists_every_command_and_an_unknown_one_gets_a_suggestion():
     _, p = imported(CLI, args=["trace"])
     assert p.returncode == 2
     assert p.stderr.strip() == "error: No such command 'trace'. Did you mean 'traces'? (see 'tiercast --help')"
+
+
+def test_a_progress_bar_on_a_terminal_gets_the_console_itself(tmp_path):
+    """The consoles are made at first use (common.console stands in for one); rich's progress bar
+    needs the console object itself (it enters it as a context manager)."""
+    from traces import synth
+
+    synth.write(synth.pattern("database", requests=2000, region_bytes=64 << 20), tmp_path / "w.parquet")
+    primary, secondary = pty.openpty()
+    try:
+        p = subprocess.run([sys.executable, "-c", "from pipelines.cli import main; main()", "ingest",
+                            str(tmp_path / "w.parquet"), "--data-dir", str(tmp_path / "d"), "--validate", "off"],
+                           stdin=secondary, stdout=secondary, stderr=secondary, cwd=ROOT, timeout=120)
+        os.close(secondary)
+        shown = b""
+        while chunk := _read(primary):
+            shown += chunk
+    finally:
+        os.close(primary)
+    assert p.returncode == 0, shown.decode(errors="replace")
+    assert b"ingested as trace" in shown
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 1 << 16)
+    except OSError:  # the terminal closed (Linux: EIO once the child is gone and all is read)
+        return b""
 
 
 def test_commands_table_names_the_module_of_every_command():

@@ -55,12 +55,17 @@ class _Console:
     def __init__(self, factory: str):
         self._factory, self._made = factory, None
 
-    def __getattr__(self, name: str):
+    @property
+    def rich(self):
+        """The console itself (what rich needs where it takes a console, e.g. a progress bar)."""
         if self._made is None:
             from pipelines.cli import console as consoles
 
             self._made = getattr(consoles, self._factory)()
-        return getattr(self._made, name)
+        return self._made
+
+    def __getattr__(self, name: str):
+        return getattr(self.rich, name)
 
 
 console = _Console("stderr_console")  # messages
@@ -424,8 +429,8 @@ def progress_bar(label: str, unit: str = "bytes", enabled: bool = True):
     )
 
     counts = (DownloadColumn(), TransferSpeedColumn()) if unit == "bytes" else (MofNCompleteColumn(), TextColumn(unit))
-    with Progress(TextColumn("{task.description}"), BarColumn(), *counts, TimeRemainingColumn(), console=console,
-                  transient=True) as p:
+    with Progress(TextColumn("{task.description}"), BarColumn(), *counts, TimeRemainingColumn(),
+                  console=console.rich, transient=True) as p:
         task = p.add_task(label, total=None)
         yield lambda done, total: p.update(task, completed=done, total=total)
 
