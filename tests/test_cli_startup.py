@@ -129,9 +129,11 @@ def test_commands_table_names_the_module_of_every_command():
 
 def test_option_names_agree_with_what_they_name():
     from pipelines import calibrate, choices
+    from replay import scenario
     from replay.kernels import POLICIES
     from traces.synth import PATTERNS
 
+    assert (choices.MAX_OUTSTANDING, choices.MAX_WARMUP_PCT) == (scenario.MAX_OUTSTANDING, scenario.MAX_WARMUP_PCT)
     assert choices.CACHE_POLICIES == tuple(POLICIES)
     assert choices.SYNTH_PATTERNS == tuple(PATTERNS)
     assert (calibrate.BASES, calibrate.WINDOWS) == (choices.CALIBRATE_BASES, choices.CALIBRATE_WINDOWS)

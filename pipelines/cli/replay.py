@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from pipelines.catalog import find_trace
+from pipelines.choices import MAX_OUTSTANDING, MAX_WARMUP_PCT
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
@@ -21,8 +22,6 @@ from pipelines.cli.common import (
     progress_bar,
     table,
 )
-from replay.scenario import MAX_OUTSTANDING, MAX_WARMUP_PCT, preset_names
-from replay.scenario import load as load_scenario
 from schemas.units import format_bytes
 
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
@@ -76,6 +75,12 @@ def _check_outstanding(text: str) -> str:
     return text
 
 
+def _scenario(ref: str, overrides: list[str] | None):
+    from replay.scenario import load
+
+    return load(ref, overrides or ())
+
+
 def _warn_to_console(scenario) -> None:
     if scenario.ignored_sections:
         console.print(f"[yellow]note:[/] {scenario.name}: {', '.join(scenario.ignored_sections)} not yet "
@@ -100,7 +105,7 @@ def replay(
 
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    sc = load_scenario(scenario, overrides or ())
+    sc = _scenario(scenario, overrides)
     if outstanding is not None:
         sc = sc.with_replay(mode="closed", outstanding=outstanding)
     _warn_to_console(sc)
@@ -158,7 +163,7 @@ def sweep(
 
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    sc = load_scenario(scenario, overrides or ())
+    sc = _scenario(scenario, overrides)
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -190,7 +195,9 @@ def sweep(
 def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  # --data-dir: accepted, unused
     """List the array scenario presets (replay/scenarios/*.toml); --json: all that
     Scenario.describe() gives for each."""
-    rows = [load_scenario(n).describe() for n in preset_names()]
+    from replay.scenario import load, preset_names
+
+    rows = [load(n).describe() for n in preset_names()]
     if as_json:
         print_json(rows)
         return
