@@ -65,6 +65,8 @@ import numpy as np
 import polars as pl
 
 from pipelines.capture import captures_root, find_capture
+from pipelines.choices import CALIBRATE_BASES as BASES
+from pipelines.choices import CALIBRATE_WINDOWS as WINDOWS
 from pipelines.ingest_logs import MeasuredRef, find_measured, list_measured
 from replay.scenario import DriveClass
 
@@ -79,8 +81,6 @@ SATURATED_UTIL_PCT = 90.0
 SATURATED_QUEUE = 2.0
 #: the regression cross-check needs queue lengths this far apart
 REGRESSION_MIN_SPREAD = 0.5
-BASES = ("all", "read", "write")
-WINDOWS = ("auto", "job", "all")
 
 
 @dataclass

@@ -19,11 +19,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
-
-import polars as pl
+from typing import TYPE_CHECKING, TypeVar
 
 from pipelines.sql import identifier
+
+if TYPE_CHECKING:  # Polars is imported where a trace is read, not by `tiercast traces`
+    import polars as pl
 
 DEFAULT_DATA_DIR = "tiercast-data"
 ENV_DATA_DIR = "TIERCAST_DATA_DIR"
@@ -68,6 +69,8 @@ class TraceRef:
 
     def scan(self) -> pl.LazyFrame:
         """All accepted requests, volume by volume (each volume in time order)."""
+        import polars as pl
+
         return pl.scan_parquet(self.volume_files, hive_partitioning=False)
 
     def iter_ordered(self, batch_rows: int = 1 << 20, columns: list[str] | None = None):
@@ -75,6 +78,7 @@ class TraceRef:
         Polars frames of at most ``batch_rows`` rows. DuckDB merges the volumes out of core, so
         traces larger than memory stream."""
         import duckdb
+        import polars as pl
 
         cols = ", ".join(identifier(c) for c in columns) if columns else "*"
         con = duckdb.connect()
@@ -90,6 +94,8 @@ class TraceRef:
             con.close()
 
     def rejects(self) -> pl.DataFrame:
+        import polars as pl
+
         from schemas.trace import empty_rejects
 
         files = self.reject_files

@@ -15,13 +15,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-import polars as pl
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, TypeVar
 
 from pipelines.catalog import write_json_atomic
-from schemas.trace import REJECT_SCHEMA
+
+if TYPE_CHECKING:  # imported where rejects are written, not by `tiercast traces` (is_current)
+    import polars as pl
+    import pyarrow.parquet as pq
 
 R = TypeVar("R")
 #: what a dataset's content depends on besides the input: every reader, the source layer, the
@@ -182,6 +182,11 @@ class RejectsWriter:
     def write(self, rejects: pl.DataFrame) -> None:
         if not rejects.height:
             return
+        import polars as pl
+        import pyarrow.parquet as pq
+
+        from schemas.trace import REJECT_SCHEMA
+
         t = rejects.select(pl.col(c).cast(d) for c, d in REJECT_SCHEMA.items()).to_arrow()
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.dir / "part-00000.parquet", t.schema)

@@ -10,21 +10,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 
 from pipelines.catalog import list_traces
 from pipelines.sql import identifier, path_list
 
+if TYPE_CHECKING:  # Polars only for query(): `tiercast load` and `tiercast sql` do without it
+    import polars as pl
+
 DB_NAME = "tiercast.duckdb"
+
+#: the tables made from manifests: column -> DuckDB type
+TRACE_COLUMNS = {
+    "trace_id": "VARCHAR", "format": "VARCHAR", "source_path": "VARCHAR", "sha256": "VARCHAR",
+    "start_time": "VARCHAR", "rows_read": "BIGINT", "rows_accepted": "BIGINT", "rows_rejected": "BIGINT",
+    "sorted_rows": "BIGINT", "volumes": "BIGINT", "span_ns": "BIGINT", "lines_skipped": "VARCHAR",
+    "validation_success": "BOOLEAN", "reader_version": "VARCHAR", "ingested_at": "VARCHAR", "path": "VARCHAR",
+}
+VOLUME_COLUMNS = {
+    "trace_id": "VARCHAR", "volume": "VARCHAR", "requests": "BIGINT", "reads": "BIGINT", "writes": "BIGINT",
+    "bytes": "BIGINT", "min_offset": "BIGINT", "max_end": "BIGINT", "first_ts_ns": "BIGINT",
+    "last_ts_ns": "BIGINT", "span_ns": "BIGINT", "capacity_bytes": "BIGINT",
+}
 
 
 def db_path(data_dir: Path) -> Path:
     return Path(data_dir) / DB_NAME
 
 
-def _trace_tables(data_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _trace_tables(data_dir: Path) -> tuple[list[dict], list[dict]]:
     traces, volumes = [], []
     for t in list_traces(data_dir):
         m = t.manifest
@@ -46,22 +62,16 @@ def _trace_tables(data_dir: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             "ingested_at": m["ingested_at"],
             "path": str(t.path.resolve()),
         })
-        for v, s in m["volumes"].items():
-            volumes.append({"trace_id": t.trace_id, "volume": v, **{k: s.get(k) for k in (
-                "requests", "reads", "writes", "bytes", "min_offset", "max_end", "first_ts_ns",
-                "last_ts_ns", "span_ns", "capacity_bytes")}})
-    tschema = {
-        "trace_id": pl.String, "format": pl.String, "source_path": pl.String, "sha256": pl.String,
-        "start_time": pl.String, "rows_read": pl.Int64, "rows_accepted": pl.Int64, "rows_rejected": pl.Int64,
-        "sorted_rows": pl.Int64, "volumes": pl.Int64, "span_ns": pl.Int64, "lines_skipped": pl.String,
-        "validation_success": pl.Boolean, "reader_version": pl.String, "ingested_at": pl.String, "path": pl.String,
-    }
-    vschema = {
-        "trace_id": pl.String, "volume": pl.String, "requests": pl.Int64, "reads": pl.Int64, "writes": pl.Int64,
-        "bytes": pl.Int64, "min_offset": pl.Int64, "max_end": pl.Int64, "first_ts_ns": pl.Int64,
-        "last_ts_ns": pl.Int64, "span_ns": pl.Int64, "capacity_bytes": pl.Int64,
-    }
-    return pl.DataFrame(traces, schema=tschema), pl.DataFrame(volumes, schema=vschema)
+        volumes += [{**s, "trace_id": t.trace_id, "volume": v} for v, s in m["volumes"].items()]
+    return traces, volumes
+
+
+def _create_table(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, str], rows: list[dict]) -> None:
+    """``CREATE OR REPLACE TABLE name`` with ``columns`` (name -> DuckDB type) holding ``rows``
+    (missing keys are NULL): one list parameter per column, unnested side by side."""
+    select = ", ".join(f"unnest(${i}::{kind}[]) AS {identifier(c)}" for i, (c, kind) in enumerate(columns.items(), 1))
+    con.execute(f"CREATE OR REPLACE TABLE {identifier(name)} AS SELECT {select}",
+                [[r.get(c) for r in rows] for c in columns])
 
 
 def result_datasets(data_dir: Path) -> dict[str, list[Path]]:
@@ -76,8 +86,9 @@ def result_datasets(data_dir: Path) -> dict[str, list[Path]]:
     return out
 
 
-def load(data_dir: Path, database: Path | None = None) -> dict[str, int]:
-    """Refresh the warehouse; returns the row count of every table and view it made."""
+def load(data_dir: Path, database: Path | None = None, count: bool = True) -> dict[str, int]:
+    """Refresh the warehouse; returns the row count of every table and view it made (``count``;
+    else {}: ``tiercast sql`` only needs the refresh)."""
     data_dir = Path(data_dir)
     database = Path(database or db_path(data_dir))
     traces, volumes = _trace_tables(data_dir)
@@ -85,10 +96,8 @@ def load(data_dir: Path, database: Path | None = None) -> dict[str, int]:
     counts: dict[str, int] = {}
     try:
         con.execute("BEGIN TRANSACTION")
-        for name, df in (("traces", traces), ("trace_volumes", volumes)):
-            con.register("_df", df)
-            con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM _df")
-            con.unregister("_df")
+        _create_table(con, "traces", TRACE_COLUMNS, traces)
+        _create_table(con, "trace_volumes", VOLUME_COLUMNS, volumes)
         parts = [f for t in list_traces(data_dir) for f in t.volume_files]
         rejects = [f for t in list_traces(data_dir) for f in t.reject_files]
         if parts:
@@ -112,9 +121,10 @@ def load(data_dir: Path, database: Path | None = None) -> dict[str, int]:
                 "union_by_name=true, hive_partitioning=false)"
             )
         con.execute("COMMIT")
-        for (name,) in con.execute(
+        names = con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-        ).fetchall():
+        ).fetchall() if count else []
+        for (name,) in names:
             counts[name] = con.execute(f"SELECT count(*) FROM {identifier(name)}").fetchone()[0]
     finally:
         con.close()

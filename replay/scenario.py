@@ -26,11 +26,13 @@ import json
 import math
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from replay.overrides import apply as apply_overrides
 from schemas.units import parse_duration_ns, parse_size
 
 PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -858,11 +860,18 @@ def _parse_ssd(w: _Where, t: dict, classes: dict[str, DriveClass], dram: Dram) -
     return s
 
 
-def loads(text: str, source: str = "<string>") -> Scenario:
+def loads(text: str, source: str = "<string>", overrides: Iterable[str] = ()) -> Scenario:
+    """A scenario from TOML text; ``overrides`` (``key=value``, :mod:`replay.overrides`) change
+    the document before it is validated. With overrides, ``source`` lists them and errors name
+    them (the file's line numbers no longer locate every value)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{source}: not valid TOML: {e}") from None
+    if overrides:
+        data.setdefault("name", Path(source).stem)
+        data, source = apply_overrides(data, overrides, source)
+        text = None
     return parse(data, source, text)
 
 
@@ -870,8 +879,9 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
-def load(ref: str | Path) -> Scenario:
-    """A preset by name (``vnx2-mcx``) or a scenario file by path."""
+def load(ref: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+    """A preset by name (``vnx2-mcx``) or a scenario file by path, with ``overrides`` (see
+    :func:`loads`)."""
     p = Path(ref)
     if not p.suffix and not p.exists():
         cand = PRESET_DIR / f"{ref}.toml"
@@ -888,4 +898,4 @@ def load(ref: str | Path) -> Scenario:
         line = data.count(b"\n", 0, e.start) + 1
         raise ValueError(f"{p}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} (line {line}); "
                          "save the scenario as UTF-8") from None
-    return loads(text, str(p))
+    return loads(text, str(p), overrides)

@@ -33,7 +33,8 @@ from test_readers_malformed import FAMILIES, GENERIC_MAPPING
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.cli.common import _StderrConsole, describe_error, jsonable
+from pipelines.cli.common import describe_error, jsonable
+from pipelines.cli.console import StderrConsole
 
 ROOT = Path(__file__).resolve().parent.parent
 TIERCAST = [sys.executable, "-c", "from pipelines.cli import main; main()"]
@@ -453,11 +454,11 @@ def test_unwritable_data_dir_is_refused_before_any_work(trace, tmp_path, monkeyp
     """The check runs before the command's work starts (which read and hashed the whole input
     first, up to 9 s on a large file, and then failed with a traceback)."""
     import pipelines.cli.common as common
-    import pipelines.cli.ingest as cli_ingest
+    import pipelines.ingest as ingest_step
 
     d, _ = trace
     started = []
-    monkeypatch.setattr(cli_ingest, "ingest_file", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(ingest_step, "ingest_file", lambda *a, **k: started.append(a))
 
     def refused(*a, **k):
         raise PermissionError(errno.EACCES, "Permission denied")
@@ -571,7 +572,7 @@ def test_errors_and_warnings_keep_brackets(monkeypatch, tmp_path, capsys):
     r = run("traces", "--data-dir", tmp_path)
     assert r.exit_code == 2
     assert one_error_line(r.stderr) == "error: scenario x.toml: at least one [raid_groups] entry is needed"
-    c = _StderrConsole(file=sys.stderr, soft_wrap=True)
+    c = StderrConsole(file=sys.stderr, soft_wrap=True)
     c.print("[yellow]warning:[/] section [drive_classes.ssd] and [bold] stay")
     assert capsys.readouterr().err == "warning: section [drive_classes.ssd] and [bold] stay\n"
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traces.errors import TraceFormatError, excerpt
-from traces.source import Source
+
+if TYPE_CHECKING:  # the names in READERS are cheap (`tiercast ingest --help` lists them)
+    from traces.source import Source
 
 #: format name -> "module:Class". Detection tries them in this order (most specific first).
 READERS: dict[str, str] = {

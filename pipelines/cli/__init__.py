@@ -1,21 +1,35 @@
 """The ``tiercast`` command. Each command group lives in its own module and registers on ``app``
-when imported (keep the list sorted). Importing this package is cheap: the command modules are
-imported by :func:`main` (after the interrupt handlers are installed, so Ctrl-C during start-up
-ends cleanly too) or on first access to ``pipelines.cli.app``."""
+when imported; :data:`COMMANDS` says which module defines each command (keep it sorted).
+
+Start-up is kept short (README "CLI behaviour"): importing this package is cheap, :func:`main`
+imports only the module of the command it runs (``tiercast --help`` imports them all, to list
+them), and command modules import Polars, numba, DuckDB and the pipeline steps inside the
+commands, not at their top (``tests/test_cli_startup.py``). ``pipelines.cli.app`` (tests) has
+every command registered.
+"""
 
 from __future__ import annotations
 
 import importlib
 
-COMMAND_MODULES = (
-    "calibrate", "capture", "compare", "demo", "ingest", "measured", "replay", "report", "simulate", "synth",
-    "warehouse",
-)
+#: command -> the module of pipelines.cli that defines it
+COMMANDS = {
+    "calibrate": "calibrate", "capture": "capture", "captures": "capture", "compare-measured": "compare",
+    "demo": "demo", "ingest": "ingest", "load": "warehouse", "measured": "measured", "mrc": "simulate",
+    "replay": "replay", "report": "report", "scenarios": "replay", "simulate": "simulate", "sql": "warehouse",
+    "sweep": "replay", "synth": "synth", "traces": "ingest",
+}
+
+
+def load_commands(names=None) -> None:
+    """Import the modules that define ``names`` (default: every command), registering them on
+    ``app``."""
+    for module in sorted({COMMANDS[n] for n in (COMMANDS if names is None else names)}):
+        importlib.import_module(f"pipelines.cli.{module}")
 
 
 def _load_app():
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"pipelines.cli.{name}")
+    load_commands()
     from pipelines.cli.common import app
 
     return app
@@ -34,7 +48,6 @@ def main() -> None:
 
     interrupt.install()
     try:
-        _load_app()
         from pipelines.cli.common import run_app
     except KeyboardInterrupt:
         interrupt.say_interrupted()
@@ -52,4 +65,4 @@ def main() -> None:
     run_app()
 
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "load_commands", "main"]

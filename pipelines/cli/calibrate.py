@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from pipelines.calibrate import BASES, WINDOWS
-from pipelines.calibrate import calibrate as run_calibrate
+from pipelines.choices import CALIBRATE_BASES as BASES
+from pipelines.choices import CALIBRATE_WINDOWS as WINDOWS
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
@@ -54,6 +54,8 @@ def calibrate(
 ) -> None:
     """Derive a drive class (service time at low queue depth, max IOPS, read/write asymmetry,
     queue gain) from measured iostat rows; print it as a scenario fragment."""
+    from pipelines.calibrate import calibrate as run_calibrate
+
     for p, what in ((out_file, "--out"), (scenario_out, "--scenario-out")):
         if p:
             check_output(p, what)  # before any work

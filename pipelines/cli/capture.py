@@ -6,11 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from pipelines.capture import capture as run_capture
-from pipelines.capture import list_captures
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json, table
 
 
 @app.command()
@@ -23,6 +20,8 @@ def capture(
 ) -> None:
     """Run a fio job while iostat records; ingest fio's JSON and per-I/O logs (also as a
     replayable trace) and iostat's JSON, linked by a capture id."""
+    from pipelines.capture import capture as run_capture
+
     r = run_capture(fio_job, data_dir_of(data_dir), iostat_interval_s=iostat_interval, validate=validate)
     if as_json:
         print_json(r.summary())
@@ -39,6 +38,8 @@ def capture(
 @app.command()
 def captures(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """List the live captures."""
+    from pipelines.capture import list_captures
+
     caps = list_captures(data_dir_of(data_dir))
     if as_json:
         print_json(caps)
@@ -46,8 +47,8 @@ def captures(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     if not caps:
         console.print("no captures yet: run `tiercast capture --fio JOBFILE`")
         return
-    table = Table("capture_id", "started", "devices", "fio", "iostat dataset", "traces")
+    t = table("capture_id", "started", "devices", "fio", "iostat dataset", "traces")
     for c in caps:
-        table.add_row(c["capture_id"], c["started_at"], ",".join(c["devices"]) or "-", c["versions"].get("fio") or "-",
+        t.add_row(c["capture_id"], c["started_at"], ",".join(c["devices"]) or "-", c["versions"].get("fio") or "-",
                       c["datasets"].get("iostat", "-"), str(len(c["traces"])))
-    out.print(table)
+    out.print(t)

@@ -14,7 +14,6 @@ import enum
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import traceback
@@ -25,16 +24,6 @@ from pathlib import Path, PurePath
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-from rich.text import Text
 
 # typer 0.29 vendors click as the private typer._click and re-exports neither ClickException (the
 # base of every usage error, which we turn into one line with exit 2), NoArgsIsHelpError nor
@@ -46,9 +35,11 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from pipelines.catalog import ENV_DATA_DIR, resolve_data_dir
-from pipelines.cli import interrupt
+from pipelines.cli import COMMANDS, coercion, interrupt, load_commands
 from pipelines.files import OutputPathError, atomic_output, check_output, check_output_dir, write_text
 from traces.errors import TraceFormatError
+
+coercion.install()  # no pydantic for str and path values (start-up time)
 
 __all__ = [
     "OutputPathError", "atomic_output", "check_output", "check_output_dir", "write_text",  # re-exported
@@ -57,25 +48,35 @@ __all__ = [
 ENV_DEBUG = "TIERCAST_DEBUG"
 
 
-class _StderrConsole(Console):
-    """Messages on stderr. Only a leading ``[style]label:[/]`` is markup; the rest of a message is
-    printed as it is, so text in brackets (``[raid_groups]``, ``[default: ...]``) is never eaten."""
+class _Console:
+    """A rich console of :mod:`pipelines.cli.console` (``factory`` names the function that makes
+    it), made when first used: rich is imported then, not by ``--help``."""
 
-    _LEAD = re.compile(r"\[(?P<style>[a-z ]+)\](?P<label>[^\[\]]*)\[/\]")
+    def __init__(self, factory: str):
+        self._factory, self._made = factory, None
 
-    def print(self, *objects, markup=None, highlight=None, **kw):  # noqa: A003 - rich's name
-        if len(objects) == 1 and isinstance(objects[0], str):
-            s = objects[0]
-            m = self._LEAD.match(s)
-            text = Text(m["label"], style=m["style"]) + Text(s[m.end():]) if m else Text(s)
-            objects = (text,)
-        return super().print(*objects, markup=False, highlight=False, **kw)
+    @property
+    def rich(self):
+        """The console itself (what rich needs where it takes a console, e.g. a progress bar)."""
+        if self._made is None:
+            from pipelines.cli import console as consoles
+
+            self._made = getattr(consoles, self._factory)()
+        return self._made
+
+    def __getattr__(self, name: str):
+        return getattr(self.rich, name)
 
 
-console = _StderrConsole(stderr=True, soft_wrap=True)
-_tty = sys.stdout.isatty()
-# not a terminal: never wrap (plain lines stay whole, tables take the width they need)
-out = Console(highlight=False, markup=False, soft_wrap=not _tty, width=None if _tty else 100_000)
+console = _Console("stderr_console")  # messages
+out = _Console("stdout_console")  # results
+
+
+def table(*columns, **kw):
+    """A rich ``Table`` (rich is imported when a table is shown, not when a command module is)."""
+    from rich.table import Table
+
+    return Table(*columns, **kw)
 
 # ---------------------------------------------------------------------------------------------
 # errors
@@ -152,7 +153,37 @@ def _wants_json(args: list[str]) -> bool:
 class TiercastGroup(TyperGroup):
     """The top-level command. ``main(handle_errors=True)`` (what ``tiercast`` runs) turns every
     exception into one line and an exit code; without it (tests with CliRunner) exceptions
-    propagate as before."""
+    propagate as before.
+
+    Commands are loaded lazily (click's lazy group pattern): a command's module is imported
+    when the command is looked up (:data:`pipelines.cli.COMMANDS`), all of them to list them
+    (``--help``) or to suggest a name for an unknown one."""
+
+    def _add_registered(self) -> None:
+        """Build the commands registered on ``app`` since the group was built."""
+        from typer.main import get_command_from_info, get_command_name
+
+        for info in app.registered_commands:
+            if (info.name or get_command_name(info.callback.__name__)) not in self.commands:
+                cmd = get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                            rich_markup_mode=app.rich_markup_mode)
+                self.commands[cmd.name] = cmd
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            load_commands([cmd_name])
+            self._add_registered()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx) -> list[str]:
+        load_commands()
+        self._add_registered()
+        return super().list_commands(ctx)
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in COMMANDS:  # every command known, for typer's "Did you mean ...?"
+            self.list_commands(ctx)
+        return super().resolve_command(ctx, args)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              handle_errors: bool = False, **extra):
@@ -380,26 +411,28 @@ def print_json(obj) -> None:
 
 
 @contextmanager
-def byte_progress(label: str, enabled: bool = True):
-    """A rich progress bar over bytes; yields a ``callback(done, total)``."""
+def progress_bar(label: str, unit: str = "bytes", enabled: bool = True):
+    """A transient rich progress bar on stderr over ``unit`` (``bytes``: size and rate; else a
+    count of that unit, e.g. ``requests``); yields a ``callback(done, total)``, or None when
+    stderr is not a terminal or not ``enabled``. rich.progress is imported only to show one."""
     if not enabled or not console.is_terminal:
         yield None
         return
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as p:
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    counts = (DownloadColumn(), TransferSpeedColumn()) if unit == "bytes" else (MofNCompleteColumn(), TextColumn(unit))
+    with Progress(TextColumn("{task.description}"), BarColumn(), *counts, TimeRemainingColumn(),
+                  console=console.rich, transient=True) as p:
         task = p.add_task(label, total=None)
-
-        def cb(done: int, total: int) -> None:
-            p.update(task, completed=done, total=total)
-
-        yield cb
+        yield lambda done, total: p.update(task, completed=done, total=total)
 
 
 def run_app() -> None:

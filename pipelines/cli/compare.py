@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, data_dir_of, out, print_json
-from pipelines.compare import METRICS
-from pipelines.compare import compare_measured as run_compare
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, data_dir_of, out, print_json, table
 
 _LABEL = {"iops": "IOPS", "mb_per_s": "MB/s", "latency_mean_ms": "mean ms"}
 
@@ -32,6 +29,9 @@ def compare_measured(
 ) -> None:
     """Per-interval and overall error (IOPS, MB/s, mean latency) of a replay against the device
     rows iostat recorded during a capture, and against fio's own totals."""
+    from pipelines.compare import METRICS
+    from pipelines.compare import compare_measured as run_compare
+
     r = run_compare(data_dir_of(data_dir), run_id, capture_id, device, min_coverage=min_coverage)
     if as_json:
         print_json(r)
@@ -42,7 +42,7 @@ def compare_measured(
               f"{r['capture_id']}")
     out.print(f"trace starts {a['trace_start']} ({a['anchor']}), iostat reports at "
               f"whole seconds + {a['iostat_phase_ns'] / 1e9:.3f} s, interval {a['iostat_interval_s']:g} s")
-    t = Table("device", "interval end", "cover", *[f"{_LABEL[m]} {s}" for m in METRICS for s in ("model", "meas", "err %")])
+    t = table("device", "interval end", "cover", *[f"{_LABEL[m]} {s}" for m in METRICS for s in ("model", "meas", "err %")])
     for i in r["intervals"]:
         cells = [c for m in METRICS for c in (_f(i[f"model_{m}"], 4 if m == "latency_mean_ms" else 1),
                                               _f(i[f"measured_{m}"], 4 if m == "latency_mean_ms" else 1),
@@ -51,7 +51,7 @@ def compare_measured(
                   *cells)
     out.print(t)
     out.print("* not scored (the run covers less than --min-coverage of the interval)")
-    o = Table("device", "metric", "scored", "MAPE %", "bias %", "total err %", "model", "measured")
+    o = table("device", "metric", "scored", "MAPE %", "bias %", "total err %", "model", "measured")
     for dev, d in r["devices"].items():
         for m in METRICS:
             s = d[m]

@@ -6,10 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out
-from pipelines.demo import run_demo
+from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out, table
 
 
 @app.command()
@@ -20,9 +18,11 @@ def demo(
 ) -> None:
     """Generate the seed articles' workloads, ingest, replay and sweep them through the seed
     arrays, compute hit-ratio curves, load DuckDB and write an HTML report."""
+    from pipelines.demo import run_demo
+
     check_output(report, "--report")  # before minutes of work
     results = run_demo(data_dir_of(data_dir), requests=requests, log=out.print, report=report)
-    table = Table("workload", "trace_id", "requests", "rejected", "volumes")
+    t = table("workload", "trace_id", "requests", "rejected", "volumes")
     for name, r in results.items():
-        table.add_row(name, r.trace_id, f"{r.rows_accepted:,}", f"{r.rows_rejected:,}", str(len(r.volumes)))
-    out.print(table)
+        t.add_row(name, r.trace_id, f"{r.rows_accepted:,}", f"{r.rows_rejected:,}", str(len(r.volumes)))
+    out.print(t)

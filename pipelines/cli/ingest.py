@@ -6,24 +6,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from pipelines.catalog import list_traces
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
     app,
-    byte_progress,
     console,
     data_dir_of,
     out,
     print_json,
+    progress_bar,
+    table,
 )
-from pipelines.cli.measured import ingest_measured
 from pipelines.dataset import VALIDATE_MODES, is_current
-from pipelines.ingest import ingest_file
-from pipelines.ingest_logs import measured_format
-from traces.base import ORDER_POLICIES
 from traces.registry import READERS
 
 
@@ -45,6 +41,12 @@ def one_of(value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _order_policies() -> tuple[str, ...]:
+    from traces.base import ORDER_POLICIES  # Polars: imported when ingest runs, not for --help
+
+    return ORDER_POLICIES
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd/xz/bzip2 read transparently).")],
@@ -56,7 +58,7 @@ def ingest(
     ] = None,
     order: Annotated[
         str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.",
-                          callback=lambda v: one_of(v, ORDER_POLICIES))
+                          callback=lambda v: one_of(v, _order_policies()))
     ] = "sort",
     validate: Annotated[
         str, typer.Option(help="Great Expectations contract: auto (full below 2M rows, else sample), full, sample, off.",
@@ -70,13 +72,17 @@ def ingest(
 ) -> None:
     """Turn raw trace files into validated Parquet datasets (one trace per file). A file ingested
     by an older reader version is read again."""
+    from pipelines.cli.measured import ingest_measured
+    from pipelines.ingest import ingest_file
+    from pipelines.ingest_logs import measured_format
+
     dd = data_dir_of(data_dir)
     opts = _options(option or [])
     opts["order"] = order
     failed = 0
     for p in paths:
         try:
-            with byte_progress(f"ingest {p.name}", enabled=not as_json) as cb:
+            with progress_bar(f"ingest {p.name}", enabled=not as_json) as cb:
                 # measured logs (iostat, vxstat, fio, ...) have their own step and tables
                 if mfmt := measured_format(p, fmt):
                     ingest_measured(p, dd, mfmt, opts, cb, validate, as_json, force)
@@ -125,13 +131,13 @@ def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader", "source")
+    t = table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader", "source")
     for r in rows:
         reader = (r["reader_version"] or "none") + ("" if r["current"] else " (stale)")
-        table.add_row(
+        t.add_row(
             r["trace_id"], r["format"], f"{r['rows_accepted']:,}", f"{r['rows_rejected']:,}",
             str(r["volumes"]), f"{r['span_s']:.1f}", reader, Path(r["source_path"]).name,
         )
     if not all(r["current"] for r in rows):
         console.print("stale: ingested by an older reader version; `tiercast ingest FILE` reads it again")
-    out.print(table) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")
+    out.print(t) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")

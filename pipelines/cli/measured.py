@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.table import Table
-
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json, table
 from pipelines.dataset import is_current
-from pipelines.ingest_logs import MeasuredIngestResult, ingest_log_file, list_measured
+
+if TYPE_CHECKING:
+    from pipelines.ingest_logs import MeasuredIngestResult
 
 
 def ingest_measured(path: Path, data_dir: Path, fmt: str, options: dict, progress, validate: str,
                     as_json: bool, force: bool = False) -> MeasuredIngestResult:
     """Ingest one measured log and print the outcome (called by ``tiercast ingest``)."""
+    from pipelines.ingest_logs import ingest_log_file
+
     r = ingest_log_file(path, data_dir, fmt=fmt, options=options, progress=progress, validate=validate,
                         force=force)
     if as_json:
@@ -32,6 +35,8 @@ def ingest_measured(path: Path, data_dir: Path, fmt: str, options: dict, progres
 @app.command()
 def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """List the ingested measured logs (iostat, vxstat, vxdmpadm, fio, IOMeter)."""
+    from pipelines.ingest_logs import list_measured
+
     rows = []
     for m in list_measured(data_dir_of(data_dir)):
         man = m.manifest
@@ -56,12 +61,12 @@ def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     if not rows:
         console.print("no measured logs ingested yet: run `tiercast ingest LOGFILE`")
         return
-    table = Table("dataset_id", "format", "host", "tables (rows)", "rejected", "intervals", "first", "source")
+    t = table("dataset_id", "format", "host", "tables (rows)", "rejected", "intervals", "first", "source")
     for r in rows:
-        table.add_row(
+        t.add_row(
             r["dataset_id"], r["format"] + (f" {r['tool_version']}" if r["tool_version"] else ""),
             ",".join(h for h in r["hosts"] if h) or "-",
             ", ".join(f"{t} {n:,}" for t, n in r["tables"].items()), f"{r['rows_rejected']:,}",
             str(r["intervals"] or "-"), str(r["first"] or "-"), Path(r["source_path"]).name,
         )
-    out.print(table)
+    out.print(t)

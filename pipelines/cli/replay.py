@@ -5,22 +5,31 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
-from pipelines import replay as rp
 from pipelines.catalog import find_trace
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
-from replay.scenario import MAX_OUTSTANDING, MAX_WARMUP_PCT
-from replay.scenario import load as load_scenario
+from pipelines.choices import MAX_OUTSTANDING, MAX_WARMUP_PCT
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    console,
+    data_dir_of,
+    out,
+    print_json,
+    progress_bar,
+    table,
+)
 from schemas.units import format_bytes
 
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
                                                                    "or path to a scenario .toml file.")]
+SetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", help="Change a value of the scenario before it is validated, e.g. "
+    "dram.cache_bytes=8GiB or raid_groups[0].width=6 (repeatable; the value is TOML, else text). Checked like "
+    "the file and part of the scenario hash.")]
 
 
 def _num(x: float) -> str:
@@ -66,15 +75,10 @@ def _check_outstanding(text: str) -> str:
     return text
 
 
-@contextmanager
-def _progress(label: str):
-    if not console.is_terminal:
-        yield None
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("requests"),
-                  TimeRemainingColumn(), console=console, transient=True) as p:
-        task = p.add_task(label, total=None)
-        yield lambda done, total: p.update(task, completed=done, total=total)
+def _scenario(ref: str, overrides: list[str] | None):
+    from replay.scenario import load
+
+    return load(ref, overrides or ())
 
 
 def _warn_to_console(scenario) -> None:
@@ -87,6 +91,7 @@ def _warn_to_console(scenario) -> None:
 def replay(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     scenario: ScenarioOpt,
+    overrides: SetOpt = None,
     outstanding: Annotated[int | None, typer.Option(
         help=f"Closed loop with this many I/Os in flight, 1 to {MAX_OUTSTANDING} (default: the scenario's "
              "replay mode).", callback=bounded(1, MAX_OUTSTANDING, integer=True))] = None,
@@ -96,22 +101,27 @@ def replay(
 ) -> None:
     """Replay a trace through an array scenario (DRAM cache, RAID back end, queueing); write the run
     summary and per-interval metrics per volume and RAID group."""
+    from pipelines import replay as rp
+
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    sc = load_scenario(scenario)
+    sc = _scenario(scenario, overrides)
     if outstanding is not None:
         sc = sc.with_replay(mode="closed", outstanding=outstanding)
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with _progress(f"replay {sc.name}") as cb:
+        with progress_bar(f"replay {sc.name}", "requests") as cb:
             s = rp.replay_trace(trace, d, sc, progress=cb, force=force)
+    s = {**s, "scenario_source": sc.source}
     if as_json:
         print_json(s)
         return
     out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']}, "
               f"{s['replay_mode']}{' ' + str(s['outstanding']) + ' outstanding' if s['outstanding'] else ''})"
               f"  model {s['model_version']}{'  [already done]' if s.get('already_done') else ''}")
+    if overrides:
+        out.print(f"scenario {sc.source}")
     rows = [
         ("requests", f"{s['requests']:,}"),
         ("iops", f"{s['iops']:,.0f}"),
@@ -136,6 +146,7 @@ def replay(
 def sweep(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id: supplies the address/op sequence.")],
     scenario: ScenarioOpt,
+    overrides: SetOpt = None,
     outstanding: Annotated[str, typer.Option(help="Outstanding I/O counts, e.g. 12,24,48,96,192.",
                                              callback=_check_outstanding)] = "12,24,48,96,192",
     requests: Annotated[int | None, typer.Option(help="Replay at most this many requests per point (>= 1).",
@@ -148,24 +159,26 @@ def sweep(
     """Closed-loop curve: IOPS and response time at each number of outstanding I/Os (IOMeter
     workers x outstanding, fio numjobs x iodepth). The trace gives addresses and ops, the model
     the timing."""
+    from pipelines import replay as rp
+
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    sc = load_scenario(scenario)
+    sc = _scenario(scenario, overrides)
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with _progress(f"sweep {sc.name}") as cb:
+        with progress_bar(f"sweep {sc.name}", "requests") as cb:
             rows = rp.sweep_trace(trace, d, sc, _outstanding_list(outstanding), max_requests=requests,
                                   warmup_pct=warmup, progress=cb)
     path = rp.sweep_path(d, rows[0]["sweep_id"])
     if as_json:
         print_json({"sweep_id": rows[0]["sweep_id"], "results_path": str(path),
-                    "model_version": rows[0]["model_version"],
+                    "model_version": rows[0]["model_version"], "scenario_source": sc.source,
                     "rows": [{k: r[k] for k in ("outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms",
                                                 "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")}
                              for r in rows]})
         return
-    t = Table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
+    t = table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
     for c in ("outstanding", "IOPS", "MB/s", "mean ms", "p95 ms", "p99 ms", "read hit", "write hit"):
         t.add_column(c, justify="right")
     for r in rows:
@@ -173,21 +186,29 @@ def sweep(
                   f"{r['latency_p95_ms']:.2f}", f"{r['latency_p99_ms']:.2f}", f"{r['read_hit_ratio']:.3f}",
                   f"{r['write_hit_ratio']:.3f}")
     out.print(t)
+    if overrides:
+        out.print(f"scenario {sc.source}")
     out.print(f"results {path}")
 
 
 @app.command()
 def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  # --data-dir: accepted, unused
-    """List the array scenario presets (replay/scenarios/*.toml)."""
-    rows = rp.scenario_list()
+    """List the array scenario presets (replay/scenarios/*.toml); --json: all that
+    Scenario.describe() gives for each."""
+    from replay.scenario import load, preset_names
+
+    rows = [load(n).describe() for n in preset_names()]
     if as_json:
         print_json(rows)
         return
-    t = Table(title="array scenario presets")
-    for c in ("name", "cache", "mode", "RAID groups", "replay", "hash", "description"):
+    features = any("features" in r for r in rows)
+    t = table(title="array scenario presets")
+    for c in ("name", "cache", "mode", "RAID groups", *(["features"] if features else []), "replay", "hash",
+              "description"):
         t.add_column(c)
     for r in rows:
         t.add_row(r["name"], format_bytes(r["cache_bytes"]), r["dram_mode"], "\n".join(r["raid_groups"]),
+                  *([", ".join(map(str, r.get("features") or [])) or "-"] if features else []),
                   f"{r['replay_mode']} {r['outstanding'] if r['replay_mode'] == 'closed' else ''}".strip(),
                   r["hash"], r["description"] + (f" (not yet modelled: {', '.join(r['not_yet_modelled'])})"
                                                  if r["not_yet_modelled"] else ""))

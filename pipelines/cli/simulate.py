@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from pipelines import simulate as sim
 from pipelines.catalog import find_trace
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json
+from pipelines.choices import CACHE_POLICIES
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, data_dir_of, out, print_json, progress_bar
 from pipelines.cli.replay import bounded
-from replay.kernels import POLICIES
-from replay.pages import check_page_size
 from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_sizes
 
 
@@ -35,28 +31,22 @@ def _checked(parse, ok, expected: str):
     return callback
 
 
+def _check_page_size(text: str) -> int:
+    from replay.pages import check_page_size  # numba: imported when simulate or mrc runs, not for --help
+
+    return check_page_size(parse_size(text))  # raises ValueError
+
+
 _size = _checked(parse_size, lambda n: n > 0, "must be a positive size such as 8GiB")
-_page_size = _checked(lambda t: check_page_size(parse_size(t)), lambda _: True, "")  # check_page_size raises
+_page_size = _checked(_check_page_size, lambda _: True, "")
 _sizes = _checked(parse_sizes, bool, "expects one or more sizes such as 1GiB,2GiB,4GiB")
 _interval = _checked(parse_duration_ns, lambda n: n > 0, "must be a positive duration such as 60s or 5min")
-
-
-@contextmanager
-def _row_progress(label: str):
-    """A rich progress bar over trace rows (chunks) on a terminal; yields a callback or None."""
-    if not console.is_terminal:
-        yield None
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
-                  TimeRemainingColumn(), console=console, transient=True) as p:
-        task = p.add_task(label, total=None)
-        yield lambda done, total: p.update(task, completed=done, total=total)
 
 
 @app.command()
 def simulate(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
-    policy: Annotated[str, typer.Option(help=f"Cache policy: {', '.join(POLICIES)}.")] = "lru",
+    policy: Annotated[str, typer.Option(help=f"Cache policy: {', '.join(CACHE_POLICIES)}.")] = "lru",
     cache_size: Annotated[str, typer.Option("--cache-size", help="Cache size, e.g. 8GiB.", callback=_size)] = "8GiB",
     page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.",
                                            callback=_page_size)] = "4KiB",
@@ -66,9 +56,11 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Replay a trace through one cache policy at one size; write summary and per-interval Parquet."""
+    from pipelines import simulate as sim
+
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
-    with _row_progress(f"{policy} {cache_size}") as cb:
+    with progress_bar(f"{policy} {cache_size}", "rows") as cb:
         s = sim.simulate(trace, d, policy, parse_size(cache_size), parse_size(page_size), interval=interval,
                          progress=cb)
     if as_json:
@@ -102,6 +94,8 @@ def mrc(
     as_json: JsonOpt = False,
 ) -> None:
     """LRU hit ratio at every cache size in one pass (exact Mattson stack distances, or SHARDS)."""
+    from pipelines import simulate as sim
+
     if method == "exact":
         for given, name in ((rate is not None, "--rate"), (max_pages != 0, "--max-pages")):
             if given:
@@ -110,7 +104,7 @@ def mrc(
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     size_list = parse_sizes(sizes) if sizes is not None else None
-    with _row_progress(f"mrc {method}") as cb:
+    with progress_bar(f"mrc {method}", "rows") as cb:
         rows = sim.mrc(trace, d, parse_size(page_size), size_list, method=method, rate=rate, max_pages=max_pages,
                        progress=cb)
     method_name, sample_rate = rows["method"][0], rows["sample_rate"][0]

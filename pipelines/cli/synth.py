@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
+from pipelines.choices import SYNTH_PATTERNS
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, atomic_output, check_output, out, print_json
 from schemas.units import parse_size
-from traces import synth as synth_mod
 
 SECTOR = 512
 MAX_BLOCK = (2**31 - 1) // SECTOR * SECTOR  # the canonical size column is int32
@@ -33,7 +33,7 @@ def _size(text: str | None, option: str, lo: int = 1, hi: int | None = None, mul
 @app.command()
 def synth(
     out_path: Annotated[Path, typer.Option("--out", help="Output file (.parquet, canonical columns).")],
-    pattern: Annotated[str, typer.Option(help=f"Base pattern: {', '.join(synth_mod.PATTERNS)}.")] = "database",
+    pattern: Annotated[str, typer.Option(help=f"Base pattern: {', '.join(SYNTH_PATTERNS)}.")] = "database",
     region: Annotated[str | None, typer.Option(help="Region (test file) size, e.g. 15GiB; a multiple of 512 B "
                                                     "and at least the block size.")] = None,
     requests: Annotated[int | None, typer.Option(min=1, help="Number of requests (>= 1).")] = None,
@@ -62,9 +62,10 @@ def synth(
     (atomically); --data-dir is accepted like on every command and not used."""
     from dataclasses import replace
 
-    if pattern not in synth_mod.PATTERNS:
-        raise typer.BadParameter(f"{pattern!r} is not one of {', '.join(synth_mod.PATTERNS)}",
-                                 param_hint="'--pattern'")
+    if pattern not in SYNTH_PATTERNS:
+        raise typer.BadParameter(f"{pattern!r} is not one of {', '.join(SYNTH_PATTERNS)}", param_hint="'--pattern'")
+    from traces import synth as synth_mod
+
     for value, option in ((duration, "--duration"), (iops, "--iops")):
         if value is not None and not value > 0:  # also NaN
             raise typer.BadParameter(f"{value} is not in the range x>0", param_hint=f"'{option}'")

@@ -37,6 +37,15 @@ from pipelines.cli.common import _duckdb_message as _one_line
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
 FORMATS = ("table", "csv", "json")
 DEFAULT_TABLE_LIMIT = 1000
+BATCH_ROWS = 100_000
+#: result column types whose values DuckDB's own fetch gives exactly as pyarrow's ``to_pylist``
+#: does (and DECIMAL(p,s); pinned by tests/test_cli_startup.py): such results are read without
+#: importing pyarrow and numpy (~0.15 s); other types (HUGEINT, UUID, TIMESTAMPTZ, INTERVAL, MAP,
+#: nested types, ...) go through Arrow as before
+PLAIN_TYPES = frozenset({
+    "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT",
+    "DOUBLE", "VARCHAR", "JSON", "BLOB", "DATE", "TIME", "TIMESTAMP",
+})
 
 
 @app.command("load")
@@ -125,15 +134,16 @@ def run_read_only(database: Path, statements: list[str], limit: int, allowed: li
         for q in statements:
             rel = con.sql(q)
             cols, types = list(rel.columns), [str(t) for t in rel.types]
-            reader = rel.to_arrow_reader(min(limit, 100_000) if limit else 100_000)
-            rows: list[tuple] = []
-            cut = False
-            for batch in reader:
-                rows.extend(zip(*(col.to_pylist() for col in batch.columns), strict=True))
-                if limit and len(rows) > limit:
-                    rows, cut = rows[:limit], True
-                    break
-            results.append(Result(q, cols, types, rows, cut))
+            if all(t in PLAIN_TYPES or t.startswith("DECIMAL(") for t in types):
+                rows = list(rel.limit(limit + 1).iter_rows(BATCH_ROWS) if limit else rel.iter_rows(BATCH_ROWS))
+            else:
+                rows = []
+                for batch in rel.to_arrow_reader(min(limit, BATCH_ROWS) if limit else BATCH_ROWS):
+                    rows.extend(zip(*(col.to_pylist() for col in batch.columns), strict=True))
+                    if limit and len(rows) > limit:
+                        break
+            cut = bool(limit) and len(rows) > limit
+            results.append(Result(q, cols, types, rows[:limit] if cut else rows, cut))
     finally:
         con.close()
     return results
@@ -222,7 +232,7 @@ def sql_cmd(
 
     if refresh:
         dd.mkdir(parents=True, exist_ok=True)
-        load(dd)
+        load(dd, count=False)
     database = db_path(dd)
     if not database.exists():
         raise LookupError(f"no warehouse at {database}: run `tiercast load` first")
