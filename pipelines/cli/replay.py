@@ -136,6 +136,21 @@ def replay(
          f"{s['throttled_requests']:,} / {s['throttle_delay_sum_ms']:,.0f} / {s['throttle_delay_mean_ms']:.2f}"),
         ("dirty pages max", f"{s['dirty_pages_max']:,} of {s['write_cache_pages']:,}"),
     ]
+    if "ssd_slots" in s:  # an SSD cache (FAST Cache, QCache)
+        def _t(x):
+            return "never" if x is None else f"{x:,.0f} s"
+
+        def _r(x):
+            return "-" if x is None else f"{x:.4f}"
+
+        rows += [
+            ("ssd fill % / dirty %", f"{s['ssd_fill_pct']:.1f} / {s['ssd_dirty_pct']:.1f}"),
+            ("ssd hit ratio (last 10 %)", f"{s['ssd_hit_ratio']:.4f} ({_r(s['ssd_hit_ratio_last10pct'])})"),
+            ("ssd read hits / misses", f"{s['ssd_read_hits']:,} / {s['ssd_read_misses']:,}"),
+            ("ssd write hits / misses", f"{s['ssd_write_hits']:,} / {s['ssd_write_misses']:,}"),
+            ("ssd promotions / deferred", f"{s['ssd_promotions']:,} / {s['ssd_deferred']:,}"),
+            ("ssd time to 50 % / 90 % full", f"{_t(s['ssd_time_to_50pct_fill_s'])} / {_t(s['ssd_time_to_90pct_fill_s'])}"),
+        ]
     for k, v in rows:
         out.print(f"{k:<30} {v:>20}")
     if s.get("results_dir"):
