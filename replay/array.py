@@ -273,6 +273,21 @@ class ArrayModel(Model):
                                     backend=be.params(self.backend),
                                     ssd=ssd.params(scenario, be.raid_groups(scenario)))
 
+    def raise_outstanding(self, state: ArrayState, outstanding: int) -> None:
+        """Closed loop: from now on keep ``outstanding`` I/Os in flight (more than before; the
+        new ones issue when the next request would have: the earliest outstanding completion), as
+        IOMeter's next step of a ramp does."""
+        hp = self.kernel_params.host
+        if not hp.closed or outstanding < hp.outstanding:
+            raise ValueError(f"raise_outstanding: a closed loop can only grow ({hp.outstanding} -> {outstanding})")
+        heap = np.zeros(outstanding, dtype=np.int64)
+        n = int(state.host.c[0]["heap_n"])
+        heap[:n] = state.host.heap[:n]
+        state.host = state.host._replace(heap=heap)
+        state.host.c[0]["open_from"] = heap[0] if n else state.host.c[0]["last_done"]
+        self.kernel_params = self.kernel_params._replace(host=hp._replace(outstanding=int(outstanding)))
+        self.scenario = self.scenario.with_replay(outstanding=int(outstanding))
+
     @classmethod
     def from_section(cls, section) -> ArrayModel:
         """Build from a scenario document (the parsed TOML as a dict)."""

@@ -24,6 +24,7 @@ HOST = np.dtype([(n, np.int64) for n in (
     "sp_free",  # the storage processor's next free time
     "heap_n",  # completion times in the closed-loop heap
     "first_arrival", "last_done", "requests", "latency_sum",
+    "open_from",  # closed loop: requests beyond those outstanding issue from then (a ramp's step)
     "stall_ns", "stalled_requests", "throttle_ns", "throttled_requests",
     "reads", "writes", "other", "read_bytes", "write_bytes",
 )])
@@ -58,7 +59,7 @@ def issue(hp, hs, ts):
     """Issue time of the next request (``ts``: its trace time, used in open loop)."""
     c = hs.c[0]
     if hp.closed:
-        arr = hs.heap[0] if c.heap_n >= hp.outstanding else np.int64(0)
+        arr = hs.heap[0] if c.heap_n >= hp.outstanding else c.open_from
     else:
         arr = ts
     if c.first_arrival < 0:

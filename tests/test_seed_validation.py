@@ -25,6 +25,7 @@ from seed_figures import (
     err,
     readme_table,
     seed000_fastcache,
+    seed000_fastcache_ramp,
     seed003_cached,
     seed003_qcache,
 )
@@ -84,15 +85,25 @@ def test_seed000_fast_cache_15gb_and_80gb_warm_up_and_response_time_drops():
 
 
 @pytest.mark.validation
-@pytest.mark.xfail(strict=True, reason="miss: over 75 min the model's FAST Cache is 3.5 % better (28.5 vs 29.5 ms); "
-                   "over the first 40 min it is 0.3 % worse (promotions load the drives before hits pay back). The "
-                   "article ramped 12 -> 192 outstanding in 15-min steps; the model runs 48 throughout")
+def test_seed000_fast_cache_150gb_no_better_while_it_fills():
+    """Seed 000: a 150 GB hot set (1.5x the 100 GB FAST Cache) fills slowly, and while it fills
+    FAST Cache adds "a small but nonetheless additional delay": in the ramp's first two steps
+    (12 and 24 outstanding, FAST Cache under 5 % full) response time is no better than without."""
+    on, off = seed000_fastcache_ramp(150, True), seed000_fastcache_ramp(150, False)
+    for a, b in zip(on[:2], off[:2], strict=True):
+        assert a["latency_mean_ms"] >= b["latency_mean_ms"], (a, b)
+
+
+@pytest.mark.validation
+@pytest.mark.xfail(strict=True, reason="miss: from the 48-outstanding step on, the model's FAST Cache is ahead (RT "
+                   "-1.5 % at 48, -4 % at 96, -7 % at 192, 9-18 % full); the article reports FAST Cache adding a small delay on "
+                   "this hot set (its graphs give no numbers per step)")
 def test_seed000_fast_cache_150gb_response_time_no_better_than_off():
-    """Seed 000: a 150 GB hot set (1.5x the 100 GB FAST Cache) fills slowly and FAST Cache adds
-    "a small but nonetheless additional delay": mean response time over the 75 minutes no better
-    than with FAST Cache off."""
-    on, off = seed000_fastcache(150, True), seed000_fastcache(150, False)
-    assert on["latency_mean_ms"] >= off["latency_mean_ms"], (on["latency_mean_ms"], off["latency_mean_ms"])
+    """Seed 000, the same ramp: at every step (and so over the whole test) response time with
+    FAST Cache is no better than with it off."""
+    on, off = seed000_fastcache_ramp(150, True), seed000_fastcache_ramp(150, False)
+    for a, b in zip(on, off, strict=True):
+        assert a["latency_mean_ms"] >= b["latency_mean_ms"], (a, b)
 
 
 @pytest.mark.validation
