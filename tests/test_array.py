@@ -7,10 +7,12 @@ import copy
 import pickle
 
 import numpy as np
+import polars as pl
 import pytest
 from test_backend import assert_chunking_invariant, replay_rows
 
-from replay.array import RECORD_KINDS
+from replay.array import RECORD_KINDS, ArrayModel
+from replay.pages import ChunkBuilder
 from replay.scenario import loads
 
 FLARE_SMALL = """
@@ -195,3 +197,24 @@ def test_state_is_picklable_and_forks():
     fork = copy.deepcopy(st)
     assert m.counters(clone) == m.counters(fork) == m.counters(st)
     assert np.array_equal(clone.dram.units, st.dram.units) and clone.unit_ids.n_ids == st.unit_ids.n_ids
+
+
+def test_raise_outstanding_mid_run_like_an_iometer_ramp():
+    """2 outstanding, then 4: the two new I/Os issue when the next one would have (the earliest
+    outstanding completion), later ones at each completion; a loop cannot shrink."""
+    sc = loads(two_groups("mcx"), "r.toml").with_replay(mode="closed", outstanding=2)
+    m = ArrayModel(sc)
+    st = m.new_state()
+    b = ChunkBuilder(sc.dram.page_bytes)
+    rows = [(0, "app", "read", i * 65536, 8192) for i in range(10)]
+    df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
+    first = m.replay(st, b.build(df.slice(0, 4)))
+    heap_min = int(np.sort(np.concatenate([first["done_ns"]]))[-2])  # the 2 still outstanding: the last two
+    m.raise_outstanding(st, 4)
+    second = m.replay(st, b.build(df.slice(4, 6)))
+    assert second["arrival_ns"][0] == second["arrival_ns"][1] == heap_min
+    done = np.concatenate([first["done_ns"], second["done_ns"]])
+    for i in range(6, 10):  # request i issues at the (i-3)th smallest completion so far
+        assert second["arrival_ns"][i - 4] == np.sort(done[:i])[i - 4]
+    with pytest.raises(ValueError, match="can only grow"):
+        m.raise_outstanding(st, 3)
