@@ -312,3 +312,37 @@ def test_presets_with_ssd_caches():
     assert (r.ssd.raid_level, r.ssd.usable_bytes(r.drive_classes)) == (0, 800 << 30)
     assert (w.ssd.raid_level, w.ssd.usable_bytes(w.drive_classes)) == (10, 400 << 30)
     assert (r.ssd.populate_on_read, r.ssd.populate_on_write, w.ssd.populate_on_write) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("ssd", [FAST + 'capacity_bytes = "4MiB"\nproactive_cleaning = true\nidle_after_ms = 2\n',
+                                 QC + 'mode = "read_write"\npopulate_on_read = 2\npopulate_on_write = 1\n'
+                                 'capacity_bytes = "12MiB"\n'])
+def test_cache_state_stays_consistent(ssd):
+    """After a random mixed trace: chunk -> slot and slot -> chunk agree, the LRU holds every used
+    slot once, the dirty list exactly the slots with dirty sub-blocks, counted in dirty_subs."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    rows = list(zip(np.cumsum(rng.exponential(2_000_000, n)).astype(np.int64).tolist(),
+                    rng.choice(["a", "b"], n).tolist(), rng.choice(["read", "write"], n, p=[0.6, 0.4]).tolist(),
+                    (rng.integers(0, 1000, n) * 8192).tolist(), rng.choice([8192, 65536], n).tolist(), strict=True))
+    sc = loads(scenario(ssd, drives=4).replace('cache_bytes = "64MiB"', 'cache_bytes = "2MiB"'), "inv.toml")
+    m, st, _, _ = replay_rows(sc, rows)
+    ss, c = st.ssd, m.counters(st)
+    used = c["ssd_used"]
+    assert c["ssd_evictions"] > 0 and used == m.kernel_params.ssd.slots  # full, and evicting
+    cached = np.flatnonzero(ss.chunks["slot"] >= 0)
+    assert cached.size == used and sorted(ss.chunks["slot"][cached].tolist()) == list(range(used))
+    assert (ss.slots["chunk"][ss.chunks["slot"][cached]] == cached).all()
+
+    def walk(nxt, head):
+        out, i = [], head
+        while i >= 0:
+            out.append(int(i))
+            i = nxt[i]
+        return out
+
+    assert sorted(walk(ss.lru_next, ss.lru_ends[0])) == list(range(used))
+    dirty = walk(ss.dirty_next, ss.dirty_ends[0])
+    assert sorted(dirty) == np.flatnonzero(ss.slots["dirty_subs"][:used] > 0).tolist() and len(dirty) == c["ssd_dirty_slots"]
+    bits = [sum(bin(int(w)).count("1") for w in ss.dirty[s]) for s in range(used)]
+    assert bits == ss.slots["dirty_subs"][:used].tolist()
