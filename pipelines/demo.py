@@ -26,10 +26,11 @@ DEMO_WORKLOADS = (
     ("randwrite-8k", "randwrite-8k", {"region_bytes": 1 << 40, "align_bytes": 512, "volume": "lun-rw"}, 6),
     ("randread-4k", "randread-4k", {"region_bytes": 100 << 30, "volume": "lun-rr", "distribution": "zipf:0.9"}, 1),
 )
-#: workload -> scenarios it is replayed through (seed 000: vnx5400; seed 002: FLARE vs MCx)
+#: workload -> scenarios it is replayed through (seed 000: vnx5400 without and with FAST Cache; seed
+#: 002: FLARE vs MCx)
 DEMO_REPLAYS = {
     "database-2g": ["vnx5400"],
-    "database-15g": ["vnx5400"],
+    "database-15g": ["vnx5400", "vnx5400-fastcache"],
     "randwrite-8k": ["vnx1-flare", "vnx2-mcx"],
 }
 #: (workload, page size): exact LRU hit-ratio curves
