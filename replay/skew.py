@@ -34,8 +34,9 @@ from schemas.trace import OPS
 IO_SHARES_PCT = (80, 90, 95)
 #: at most this many curve points; beyond it the curve is sampled evenly (first, last and skew point kept)
 MAX_CURVE_POINTS = 10_000
-#: skew points with io_share at or below this are "no skew": tiering cannot help (MODELS.md)
-NO_SKEW_IO_SHARE = 0.5
+#: skew points with io_share at or below this are "no skew", tiering cannot help (MODELS.md: a 50 %
+#: skew); 0.55, not 0.5: counting noise alone lifts a uniform trace's skew point a few points above 50 %
+NO_SKEW_IO_SHARE = 0.55
 _COUNTED = pl.col("op").cast(pl.String).is_in([OPS[0], OPS[1]])  # read, write
 _MERGE_ROWS = 1 << 22  # merge partial counts when they hold more rows than this
 

@@ -49,8 +49,8 @@ def skew(
     for share, nbytes in doc["capacity_for_io_share"].items():
         out.print(f"flash for {float(share) * 100:>3.0f} % of the I/O  {format_bytes(nbytes):>12}  "
                   f"({_pct(nbytes / (s.slices * s.slice_bytes))} of the capacity)")
-    if point["io_share"] <= NO_SKEW_IO_SHARE + 0.005:
-        out.print("no skew: the I/O is spread evenly over the capacity (a ~50 % skew point), so tiering cannot help")
+    if point["io_share"] <= NO_SKEW_IO_SHARE:
+        out.print("no skew: the I/O is spread about evenly over the capacity (a skew point near 50 %), so tiering cannot help")
     out.print(f"{'capacity':>9}  {'I/O':>7}")
     for share in CURVE_TABLE_SHARES:
         p = s.at_capacity(share)
