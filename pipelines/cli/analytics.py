@@ -18,6 +18,19 @@ TraceArg = Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous
 CURVE_TABLE_SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 
 
+def _run(trace_id: str, data_dir, label: str, compute, as_json: bool):
+    """(trace, result, its JSON document) of ``compute(trace, progress)``; with ``as_json`` the
+    document is printed and the result is None (nothing else to show)."""
+    trace = find_trace(data_dir_of(data_dir), trace_id)
+    with progress_bar(label, "rows") as cb:
+        result = compute(trace, cb)
+    doc = result.summary()
+    if as_json:
+        print_json(doc)
+        return trace, None, doc
+    return trace, result, doc
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -34,12 +47,9 @@ def skew(
     from pipelines.analytics import skew_trace
     from replay.skew import NO_SKEW_IO_SHARE
 
-    trace = find_trace(data_dir_of(data_dir), trace_id)
-    with progress_bar(f"skew {slice_size}", "rows") as cb:
-        s = skew_trace(trace, parse_size(slice_size), progress=cb)
-    doc = s.summary()
-    if as_json:
-        print_json(doc)
+    trace, s, doc = _run(trace_id, data_dir, f"skew {slice_size}",
+                         lambda t, cb: skew_trace(t, parse_size(slice_size), progress=cb), as_json)
+    if s is None:
         return
     point = doc["skew_point"]
     out.print(f"trace {trace.trace_id}  {s.slices:,} slices of {format_bytes(s.slice_bytes)}  {s.ios:,} I/Os "
@@ -70,12 +80,10 @@ def snapshots(
     """Pool space held by redirect-on-write snapshots taken every --every and kept --keep."""
     from pipelines.analytics import snapshots_trace
 
-    trace = find_trace(data_dir_of(data_dir), trace_id)
-    with progress_bar(f"snapshots every {every}", "rows") as cb:
-        t = snapshots_trace(trace, parse_duration_ns(every), parse_duration_ns(keep), parse_size(block), progress=cb)
-    doc = t.summary()
-    if as_json:
-        print_json(doc)
+    trace, t, doc = _run(trace_id, data_dir, f"snapshots every {every}",
+                         lambda tr, cb: snapshots_trace(tr, parse_duration_ns(every), parse_duration_ns(keep),
+                                                        parse_size(block), progress=cb), as_json)
+    if t is None:
         return
     out.print(f"trace {trace.trace_id}  a snapshot every {every}, kept {keep} ({t.retained_max} at most)  "
               f"block {format_bytes(t.block_bytes)}")
