@@ -13,7 +13,8 @@ _SIZE_UNITS = {
     "p": 1 << 50, "pb": 1 << 50, "pib": 1 << 50,
 }
 _TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "": 1_000_000_000,
-               "m": 60_000_000_000, "min": 60_000_000_000, "h": 3_600_000_000_000}
+               "m": 60_000_000_000, "min": 60_000_000_000, "h": 3_600_000_000_000,
+               "d": 86_400_000_000_000}
 
 
 def parse_size(text: str | int) -> int:
@@ -35,12 +36,12 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def parse_duration_ns(text: str | int) -> int:
-    """'60s' -> 60e9, '500ms', '15min', '2h'; a bare number is seconds."""
+    """'60s' -> 60e9, '500ms', '15min', '2h', '4d'; a bare number is seconds."""
     if isinstance(text, int):
         return text * 1_000_000_000
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Zµ]*)\s*", str(text))
     if not m or m.group(2).lower() not in _TIME_UNITS:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 60s, 15min, 1h)")
+        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 60s, 15min, 1h, 4d)")
     return int(round(float(m.group(1)) * _TIME_UNITS[m.group(2).lower()]))
 
 

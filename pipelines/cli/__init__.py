@@ -16,8 +16,8 @@ import importlib
 COMMANDS = {
     "calibrate": "calibrate", "capture": "capture", "captures": "capture", "compare-measured": "compare",
     "demo": "demo", "ingest": "ingest", "load": "warehouse", "measured": "measured", "mrc": "simulate",
-    "replay": "replay", "report": "report", "scenarios": "replay", "simulate": "simulate", "sql": "warehouse",
-    "sweep": "replay", "synth": "synth", "traces": "ingest",
+    "replay": "replay", "report": "report", "scenarios": "replay", "simulate": "simulate", "skew": "analytics",
+    "snapshots": "analytics", "sql": "warehouse", "sweep": "replay", "synth": "synth", "traces": "ingest",
 }
 
 

@@ -310,6 +310,24 @@ DataDirOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout (errors too: "
                                                       '{"error": "..."}).')]
 
+def checked(parse, ok, expected: str):
+    """An option callback: ``parse(text)`` must not raise ValueError and ``ok(value)`` must hold,
+    else typer.BadParameter (exit 2, the option named). None passes (an option left unset)."""
+
+    def callback(text: str | None) -> str | None:
+        if text is None:
+            return text
+        try:
+            value = parse(text)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+        if not ok(value):
+            raise typer.BadParameter(f"{expected}, got {text!r}")
+        return text
+
+    return callback
+
+
 #: commands that write into the data directory: its writability is checked before any work
 WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "capture", "demo"})
 

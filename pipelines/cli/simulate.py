@@ -8,27 +8,9 @@ import typer
 
 from pipelines.catalog import find_trace
 from pipelines.choices import CACHE_POLICIES
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, data_dir_of, out, print_json, progress_bar
+from pipelines.cli.common import DataDirOpt, JsonOpt, app, checked, data_dir_of, out, print_json, progress_bar
 from pipelines.cli.replay import bounded
 from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_sizes
-
-
-def _checked(parse, ok, expected: str):
-    """An option callback: ``parse(text)`` must not raise ValueError and ``ok(value)`` must hold,
-    else typer.BadParameter (exit 2, the option named). None passes (an option left unset)."""
-
-    def callback(text: str | None) -> str | None:
-        if text is None:
-            return text
-        try:
-            value = parse(text)
-        except ValueError as e:
-            raise typer.BadParameter(str(e)) from None
-        if not ok(value):
-            raise typer.BadParameter(f"{expected}, got {text!r}")
-        return text
-
-    return callback
 
 
 def _check_page_size(text: str) -> int:
@@ -37,10 +19,10 @@ def _check_page_size(text: str) -> int:
     return check_page_size(parse_size(text))  # raises ValueError
 
 
-_size = _checked(parse_size, lambda n: n > 0, "must be a positive size such as 8GiB")
-_page_size = _checked(_check_page_size, lambda _: True, "")
-_sizes = _checked(parse_sizes, bool, "expects one or more sizes such as 1GiB,2GiB,4GiB")
-_interval = _checked(parse_duration_ns, lambda n: n > 0, "must be a positive duration such as 60s or 5min")
+_size = checked(parse_size, lambda n: n > 0, "must be a positive size such as 8GiB")
+_page_size = checked(_check_page_size, lambda _: True, "")
+_sizes = checked(parse_sizes, bool, "expects one or more sizes such as 1GiB,2GiB,4GiB")
+_interval = checked(parse_duration_ns, lambda n: n > 0, "must be a positive duration such as 60s or 5min")
 
 
 @app.command()

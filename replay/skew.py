@@ -1,0 +1,155 @@
+"""Workload skew for FAST VP-style tiering (MODELS.md "FAST VP tiering", seed 000).
+
+Each volume's address range is cut into slices of ``slice_bytes`` (256 MiB on VNX2, 1 GiB on
+VNX1). A request counts for the slice of its **first byte** (``offset // slice_bytes``), once,
+whatever its size. Reads and writes count; trims and flushes are not data I/O and do not.
+
+The slices of a volume cover its capacity when the trace knows it (the manifest's
+``capacity_bytes``: Alibaba ``device_size.csv``, a generic mapping's ``[capacities]``), else
+its address range up to the highest byte any counted request reached. Every slice counts in
+capacity, touched or not: an untouched slice has 0 I/Os and sorts last. Capacity is counted in
+whole slices (a slice is what tiering relocates), so a volume of 1.5 slices holds 2.
+
+Slices are sorted by I/O count, descending; the skew curve is, after the k hottest slices of N,
+``(capacity_share, io_share) = (k / N, ios(k) / ios)``. The *skew point* is the first k where
+``io_share + capacity_share >= 1`` (e.g. 80 / 20: 80 % of the I/O on 20 % of the capacity); a
+skew point near 50 / 50 means the load is uniform and tiering cannot help. ``capacity_for(p)``
+is the flash capacity (k x slice bytes) that holds at least the share p of the I/O.
+
+:class:`SkewCounter` takes the trace in frames of any size and order (it only counts), keeping
+one row per touched slice; untouched slices are never materialized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from schemas.trace import OPS
+
+#: the shares reported by ``capacity_for_io_share`` (as percentages: compared exactly in integers)
+IO_SHARES_PCT = (80, 90, 95)
+#: at most this many curve points; beyond it the curve is sampled evenly (first, last and skew point kept)
+MAX_CURVE_POINTS = 10_000
+#: skew points with io_share at or below this are "no skew", tiering cannot help (MODELS.md: a 50 %
+#: skew); 0.55, not 0.5: counting noise alone lifts a uniform trace's skew point a few points above 50 %
+NO_SKEW_IO_SHARE = 0.55
+_COUNTED = pl.col("op").cast(pl.String).is_in([OPS[0], OPS[1]])  # read, write
+_MERGE_ROWS = 1 << 22  # merge partial counts when they hold more rows than this
+
+
+@dataclass(frozen=True)
+class Skew:
+    slice_bytes: int
+    slices: int  # every slice, touched or not
+    ios: int
+    counts: np.ndarray  # I/O counts of the touched slices, descending (untouched ones: the other slices)
+
+    @property
+    def cumulative(self) -> np.ndarray:
+        return np.cumsum(self.counts, dtype=np.int64)
+
+    def skew_index(self) -> int:
+        """k (1-based) of the skew point: the first k with ios(k)/ios + k/N >= 1, compared exactly
+        as ``ios(k) * N + k * ios >= ios * N`` (Python integers; the sum grows with k, so a binary
+        search). Always among the touched slices (at the last one ios(k) = ios)."""
+        cum, n, total = self.cumulative, self.slices, self.ios
+        lo, hi = 1, len(cum)
+        while lo < hi:
+            k = (lo + hi) // 2
+            if int(cum[k - 1]) * n + k * total >= total * n:
+                hi = k
+            else:
+                lo = k + 1
+        return lo
+
+    def point(self, k: int) -> dict:
+        io = int(self.cumulative[k - 1]) if k <= len(self.counts) else self.ios
+        return {"capacity_share": k / self.slices, "io_share": io / self.ios}
+
+    def at_capacity(self, share: float) -> dict:
+        """The curve point of the fewest slices covering at least ``share`` of the capacity."""
+        return self.point(max(1, min(self.slices, -(-round(share * self.slices * 1e6) // 1_000_000))))
+
+    def capacity_for(self, pct: int) -> int:
+        """Bytes of the fewest hottest slices holding at least ``pct`` % of the I/O."""
+        k = int(np.searchsorted(self.cumulative * 100, pct * self.ios, side="left")) + 1
+        return k * self.slice_bytes
+
+    def curve(self, max_points: int = MAX_CURVE_POINTS) -> list[dict]:
+        """One point per slice (k = 1..N), or ``max_points`` evenly spaced ones plus the skew point."""
+        n = self.slices
+        if n <= max_points:
+            ks = np.arange(1, n + 1, dtype=np.int64)
+        else:
+            ks = np.unique(np.concatenate([np.linspace(1, n, max_points).round().astype(np.int64),
+                                           [self.skew_index()]]))
+        cum = self.cumulative
+        io = np.where(ks <= len(cum), cum[np.minimum(ks, len(cum)) - 1], self.ios) / self.ios
+        return [{"capacity_share": c, "io_share": i} for c, i in zip((ks / n).tolist(), io.tolist(), strict=True)]
+
+    def summary(self, max_points: int = MAX_CURVE_POINTS) -> dict:
+        """The ``tiercast skew --json`` document."""
+        return {
+            "slice_bytes": self.slice_bytes,
+            "slices": self.slices,
+            "skew_point": self.point(self.skew_index()),
+            "capacity_for_io_share": {f"{p / 100:g}": self.capacity_for(p) for p in IO_SHARES_PCT},
+            "curve": self.curve(max_points),
+        }
+
+
+class SkewCounter:
+    """I/O counts per (volume, slice), fed frame by frame (columns ``volume, op, offset, size``)."""
+
+    def __init__(self, slice_bytes: int):
+        if slice_bytes <= 0:
+            raise ValueError(f"slice size must be > 0 bytes, got {slice_bytes}")
+        self.slice_bytes = int(slice_bytes)
+        self._parts: list[pl.DataFrame] = []
+        self._rows = 0
+
+    def add(self, df: pl.DataFrame) -> None:
+        part = (df.lazy().filter(_COUNTED)
+                .group_by(volume=pl.col("volume").cast(pl.String),
+                          slice=pl.col("offset") // self.slice_bytes)
+                .agg(ios=pl.len().cast(pl.Int64),
+                     end=(pl.col("offset") + pl.col("size").cast(pl.Int64)).max())
+                .collect())
+        self._parts.append(part)
+        self._rows += part.height
+        if self._rows > _MERGE_ROWS and len(self._parts) > 1:
+            self._parts = [self._merged()]
+            self._rows = self._parts[0].height
+
+    def _merged(self) -> pl.DataFrame:
+        if not self._parts:
+            return pl.DataFrame(schema={"volume": pl.String, "slice": pl.Int64, "ios": pl.Int64, "end": pl.Int64})
+        return (pl.concat(self._parts).group_by("volume", "slice")
+                .agg(pl.col("ios").sum(), pl.col("end").max()))
+
+    def result(self, capacities: Mapping[str, int | None] | None = None) -> Skew:
+        """The skew; ``capacities``: volume -> bytes where known (others: up to the highest byte
+        reached). Raises ValueError when the trace has no read or write."""
+        touched = self._merged()
+        if touched.height == 0:
+            raise ValueError("the trace has no reads or writes: no skew to compute")
+        sb = self.slice_bytes
+        per_volume = touched.group_by("volume").agg(pl.col("end").max())
+        spans = {v: int((capacities or {}).get(v) or 0) for v in (capacities or {})}
+        for volume, end in per_volume.iter_rows():
+            spans[volume] = max(int(end), spans.get(volume, 0))
+        slices = sum(-(-span // sb) for span in spans.values())  # whole slices, the last one partly used
+        counts = np.sort(touched["ios"].to_numpy())[::-1].copy()
+        return Skew(sb, slices, int(counts.sum()), counts)
+
+
+def skew(frames: Iterable[pl.DataFrame], slice_bytes: int,
+         capacities: Mapping[str, int | None] | None = None) -> Skew:
+    counter = SkewCounter(slice_bytes)
+    for df in frames:
+        counter.add(df)
+    return counter.result(capacities)

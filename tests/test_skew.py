@@ -1,0 +1,207 @@
+"""``replay.skew`` / ``tiercast skew``: the skew curve over slices, checked against a plain Python
+count on tiny traces; untouched slices and known capacities count; the CLI's JSON shape and
+option errors."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.ingest import ingest_file
+from replay.skew import SkewCounter, skew
+from schemas.trace import OPS, POLARS_SCHEMA
+from traces import synth
+
+MiB = 1 << 20
+
+
+def frame(rows) -> pl.DataFrame:
+    """Requests (volume, op, offset, size) with the canonical dtypes (time = row number)."""
+    return pl.DataFrame({"ts_ns": list(range(len(rows))), "volume": [r[0] for r in rows], "op": [r[1] for r in rows],
+                         "offset": [r[2] for r in rows], "size": [r[3] for r in rows]},
+                        schema={k: POLARS_SCHEMA[k] for k in ("ts_ns", "volume", "op", "offset", "size")})
+
+
+def random_trace(seed: int, n: int = 2000) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    vols = rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1])
+    hot = rng.random(n) < 0.7
+    offset = np.where(hot, rng.integers(0, 8 * MiB, n), rng.integers(0, 200 * MiB, n))
+    return frame(list(zip(vols.tolist(), rng.choice(OPS, n).tolist(), offset.tolist(),
+                          rng.integers(1, 256 << 10, n).tolist(), strict=True)))
+
+
+def brute_force(df: pl.DataFrame, slice_bytes: int, capacities: dict | None = None) -> dict:
+    """The same skew with a Python loop over the rows."""
+    counts, end = Counter(), {v: c for v, c in (capacities or {}).items()}
+    for volume, op, offset, size in df.select("volume", "op", "offset", "size").iter_rows():
+        if op in ("read", "write"):
+            counts[(volume, offset // slice_bytes)] += 1
+            end[volume] = max(end.get(volume, 0), offset + size)
+    n = sum((e + slice_bytes - 1) // slice_bytes for e in end.values())
+    ordered = sorted(counts.values(), reverse=True) + [0] * (n - len(counts))
+    total = sum(ordered)
+    curve, cum, point, need = [], 0, None, {}
+    for k, c in enumerate(ordered, start=1):
+        cum += c
+        curve.append({"capacity_share": k / n, "io_share": cum / total})
+        if point is None and cum / total + k / n >= 1:
+            point = curve[-1]
+        for p in (0.8, 0.9, 0.95):
+            if str(p) not in need and cum >= p * total:
+                need[str(p)] = k * slice_bytes
+    return {"slice_bytes": slice_bytes, "slices": n, "skew_point": point, "capacity_for_io_share": need,
+            "curve": curve}
+
+
+@pytest.mark.parametrize("seed, slice_bytes", [(0, MiB), (1, 4 * MiB), (2, 3 * MiB + 512), (3, 256 * MiB)])
+def test_equals_a_python_loop_over_the_rows(seed, slice_bytes):
+    df = random_trace(seed)
+    assert skew([df], slice_bytes).summary() == brute_force(df, slice_bytes)
+
+
+def test_hand_checked_tiny_trace():
+    # volume a: slices 0..3 (highest byte 4 MiB); slice 0 gets 3 I/Os, slice 2 one; the trim and
+    # flush count for nothing; the 2 MiB read at 1.5 MiB counts once, for slice 1 (its first byte)
+    df = frame([("a", "read", 0, 4096), ("a", "write", 4096, 4096), ("a", "read", 100, 1),
+                ("a", "read", 1536 << 10, 2 * MiB), ("a", "write", 2 * MiB, 2 * MiB),
+                ("a", "trim", 3 * MiB, 4096), ("a", "flush", 0, 0)])
+    s = skew([df], MiB)
+    assert (s.slices, s.ios, s.counts.tolist()) == (4, 5, [3, 1, 1])
+    doc = s.summary()
+    # hottest first: (1/4, 3/5): 0.85 < 1; (2/4, 4/5): 1.3 >= 1
+    assert doc["skew_point"] == {"capacity_share": 0.5, "io_share": 0.8}
+    assert doc["capacity_for_io_share"] == {"0.8": 2 * MiB, "0.9": 3 * MiB, "0.95": 3 * MiB}
+    assert doc["curve"][-1] == {"capacity_share": 1.0, "io_share": 1.0}  # the untouched slice 3 last
+
+
+def test_untouched_slices_count_in_capacity():
+    # 10 I/Os on slice 0 and one at the end of a 100-slice range: 98 slices untouched
+    df = frame([("v", "read", 0, 512)] * 10 + [("v", "read", 99 * MiB, 512)])
+    doc = skew([df], MiB).summary()
+    assert doc["slices"] == 100 and len(doc["curve"]) == 100
+    assert doc["curve"][:3] == [{"capacity_share": 0.01, "io_share": 10 / 11},  # 0.919 < 1
+                                {"capacity_share": 0.02, "io_share": 1.0}, {"capacity_share": 0.03, "io_share": 1.0}]
+    assert doc["skew_point"] == {"capacity_share": 0.02, "io_share": 1.0}
+    assert doc["capacity_for_io_share"] == {"0.8": MiB, "0.9": MiB, "0.95": 2 * MiB}
+    assert doc == brute_force(df, MiB)
+
+
+def test_known_capacity_extends_the_range_and_covers_idle_volumes():
+    df = frame([("v", "read", 0, 512), ("v", "write", MiB, 512)])
+    assert skew([df], MiB).slices == 2  # up to the highest byte accessed
+    caps = {"v": 10 * MiB, "idle": 5 * MiB + 1}  # a volume without I/O still has capacity: 6 slices
+    s = skew([df], MiB, caps)
+    assert s.slices == 16 and s.summary() == brute_force(df, MiB, caps)
+    assert s.summary()["skew_point"] == {"capacity_share": 2 / 16, "io_share": 1.0}  # 1/16 + 1/2 < 1
+
+
+def test_chunking_and_order_do_not_matter():
+    df = random_trace(7, 5000)
+    want = skew([df], 2 * MiB).summary()
+    rng = np.random.default_rng(1)
+    cuts = np.sort(rng.choice(np.arange(1, df.height), 12, replace=False)).tolist()
+    parts = [df[a:b] for a, b in zip([0, *cuts], [*cuts, df.height], strict=True)]
+    assert skew(reversed(parts), 2 * MiB).summary() == want
+    assert skew(df.sample(fraction=1.0, shuffle=True, seed=2).iter_slices(333), 2 * MiB).summary() == want
+
+
+def test_partial_counts_are_merged_exactly(monkeypatch):
+    monkeypatch.setattr("replay.skew._MERGE_ROWS", 10)
+    df = random_trace(8)
+    c = SkewCounter(MiB)
+    for part in df.iter_slices(100):
+        c.add(part)
+    assert len(c._parts) < df.height // 100
+    assert c.result().summary() == brute_force(df, MiB)
+
+
+def test_long_curves_are_sampled_keeping_first_last_and_skew_point():
+    rng = np.random.default_rng(4)
+    df = frame([("v", "read", int(o) * 4096, 4096) for o in rng.zipf(1.3, 30_000) % 25_000])
+    s = skew([df], 4096)
+    curve = s.curve(max_points=1000)
+    assert 1000 <= len(curve) <= 1001
+    full = s.curve(max_points=s.slices)
+    assert curve[0] == full[0] and curve[-1] == full[-1] and s.point(s.skew_index()) in curve
+    assert all(p in full for p in curve)
+
+
+def test_no_reads_or_writes_is_an_error():
+    with pytest.raises(ValueError, match="no reads or writes"):
+        skew([frame([("v", "trim", 0, 512)])], MiB)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    d = tmp_path_factory.mktemp("skew-data")
+    w = synth.Workload(distribution="zipf:1.0", requests=20_000, region_bytes=4 << 30, seed=3, volume="vol0")
+    synth.write(w, d / "w.parquet")
+    return d, ingest_file(d / "w.parquet", d, validate="off").trace_id, synth.generate(w)
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], handle_errors=True)
+
+
+def test_cli_json_shape_and_values(trace):
+    d, tid, df = trace
+    r = run("skew", tid[:8], "--slice", "64MiB", "--data-dir", d, "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert list(doc) == ["slice_bytes", "slices", "skew_point", "capacity_for_io_share", "curve"]
+    assert set(doc["skew_point"]) == {"io_share", "capacity_share"}
+    assert list(doc["capacity_for_io_share"]) == ["0.8", "0.9", "0.95"]
+    assert all(set(p) == {"capacity_share", "io_share"} for p in doc["curve"])
+    assert doc == brute_force(df, 64 * MiB)
+
+
+def test_cli_table(trace):
+    d, tid, _ = trace
+    r = run("skew", tid, "--data-dir", d)
+    assert r.exit_code == 0, r.output
+    for words in ("skew point", "flash for  80 % of the I/O", "95 %", "capacity"):
+        assert words in r.stdout
+    # a uniform trace: the skew point is near 50 / 50 and the remark says tiering cannot help
+    w = synth.Workload(requests=20_000, region_bytes=4 << 30, seed=5, volume="flat")
+    synth.write(w, d / "flat.parquet")
+    flat = ingest_file(d / "flat.parquet", d, validate="off").trace_id
+    r = run("skew", flat, "--slice", "64MiB", "--data-dir", d)
+    assert r.exit_code == 0 and "tiering cannot help" in r.stdout
+    assert "tiering cannot help" not in run("skew", tid, "--slice", "64MiB", "--data-dir", d).stdout
+
+
+def test_cli_known_capacity_through_ingest(tmp_path):
+    csv = tmp_path / "io.csv"
+    csv.write_text("time_us,lun,dir,lba,xfer_bytes\n0,lun7,R,0,4096\n10,lun7,W,8,4096\n20,lun7,R,0,4096\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[file]\ntype = "csv"\nseparator = ","\nheader = true\n'
+                    '[columns]\nts = "time_us"\nvolume = "lun"\nop = "dir"\noffset = "lba"\nsize = "xfer_bytes"\n'
+                    '[units]\nts = "us"\noffset = "sectors"\nsize = "bytes"\n[ops]\nR = "read"\nW = "write"\n'
+                    '[capacities]\nlun7 = "1GiB"\n')
+    d = tmp_path / "d"
+    tid = ingest_file(csv, d, fmt="generic", options={"mapping": str(spec)}, validate="off").trace_id
+    doc = json.loads(run("skew", tid, "--slice", "256MiB", "--data-dir", d, "--json").stdout)
+    assert doc["slices"] == 4  # the 1 GiB capacity, not the 8 KiB reached
+    assert doc["skew_point"] == {"capacity_share": 0.25, "io_share": 1.0}
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "must be a positive size such as 256MiB, got '0'"),
+    ("abc", "not a size: 'abc'"),
+    ("1.5B", "not a whole number of bytes"),
+])
+def test_bad_slice_is_one_line_exit_2(trace, value, message):
+    d, tid, _ = trace
+    r = run("skew", tid, "--slice", value, "--data-dir", d)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Invalid value for '--slice'") and message in lines[0]
+    r = run("skew", tid, "--slice", value, "--data-dir", d, "--json")
+    assert r.exit_code == 2 and "--slice" in json.loads(r.stdout)["error"]
