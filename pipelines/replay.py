@@ -61,6 +61,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, total_rows
@@ -78,6 +79,9 @@ LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 K_STALL = RECORD_KINDS.index("forced_flush")
 K_PROMOTE = RECORD_KINDS.index("ssd_promotion")
+K_RELOCATE = RECORD_KINDS.index("relocation")
+#: record kinds that are not flushes (flush tables and back-end write counts leave them out)
+NOT_FLUSHES = [K_STALL, K_PROMOTE, K_RELOCATE]
 
 
 def array_model_version() -> str:
@@ -183,6 +187,7 @@ class _Aggregates:
     interval_ns: int
     warmup_requests: int
     ssd_slots: int = 0  # 0: no SSD cache
+    tiering: bool = False  # FAST VP: keep the relocation records
     req: IntervalAggregator = field(init=False)
     promo: IntervalAggregator | None = field(init=False, default=None)
     ssd_fine: IntervalAggregator | None = field(init=False, default=None)
@@ -209,6 +214,7 @@ class _Aggregates:
                                         ratios={},
                                         maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
+        self.moves = tier_tables.TierRecords() if self.tiering else None
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
                      "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
                      "stall_sum_ns": 0, "stalled_requests": 0, "throttle_sum_ns": 0, "throttled_requests": 0,
@@ -226,12 +232,14 @@ class _Aggregates:
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
-            flushes = rec.filter(~pl.col("kind").is_in([K_STALL, K_PROMOTE])).sort("ts_ns")
+            flushes = rec.filter(~pl.col("kind").is_in(NOT_FLUSHES)).sort("ts_ns")
             self.flush.add(flushes)
             self.stalls.add(rec.filter(pl.col("kind") == K_STALL).sort("ts_ns"))
             if self.promo is not None:
                 self.promo.add(rec.filter(pl.col("kind") == K_PROMOTE).sort("ts_ns"))
                 self.ssd_fine_flush.add(flushes)
+            if self.moves is not None:
+                self.moves.add(rec)
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - chunk.first_request)
         if skip >= chunk.n_requests:
@@ -265,7 +273,7 @@ class _Aggregates:
 
     def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""
-        flush = (records["kind"] != K_STALL) & (records["kind"] != K_PROMOTE)
+        flush = ~np.isin(records["kind"], NOT_FLUSHES)
         ts, ios = records["ts_ns"][flush], records["ios"][flush]
         if self.sums["first_ns"] is None:
             self._pending_write_ios.append((ts, ios))
@@ -392,6 +400,7 @@ class ReplayResult:
     summary: dict
     volume_intervals: pl.DataFrame
     rg_intervals: pl.DataFrame
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # FAST VP: pipelines.tiering.TIER_TABLES
 
 
 def _check_scenario(sc: Scenario) -> None:
@@ -414,7 +423,7 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
             raise ValueError("warmup_pct needs the trace's request count (total)")
         n_all = min(total, max_requests) if max_requests else total
         warm = int(n_all * scenario.replay.warmup_pct / 100)
-    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots)
+    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots, model.tiering.on)
     done = 0
     chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
     if prefetch:
@@ -427,8 +436,28 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
         if progress:
             progress(done, total or done)
     rid = run_id(trace_id, scenario, data_version)
-    vol, rg = _interval_tables(aggs, model, list(builder.volumes), trace_id, rid)
-    return ReplayResult(_summary(model, state, aggs, trace_id, rid), vol, rg)
+    names = list(builder.volumes)
+    vol, rg = _interval_tables(aggs, model, names, trace_id, rid)
+    summary = _summary(model, state, aggs, trace_id, rid)
+    tables = {}
+    if aggs.moves is not None:
+        tables, tier_summary = _tier_tables(model, state, aggs, rg, names)
+        summary.update(tier_summary)
+        rg = rg.with_columns(tier=pl.col("rg").replace_strict(tier_tables.tier_of_group(model), default=None,
+                                                              return_dtype=pl.String))
+        extra = {"trace_id": trace_id, "run_id": rid, "scenario": scenario.name}
+        tables = {k: t.with_columns(pl.lit(v).alias(c) for c, v in extra.items()) for k, t in tables.items()}
+    return ReplayResult(summary, vol, rg, tables)
+
+
+def _tier_tables(model: ArrayModel, state, aggs: _Aggregates, rg: pl.DataFrame,
+                 names: list[str]) -> tuple[dict[str, pl.DataFrame], dict]:
+    moves = tier_tables.moves_table(model, aggs.moves.result(), names)
+    slices = tier_tables.slices_table(model, state, names)
+    intervals = tier_tables.intervals_table(model, rg, aggs.hist.result(), moves, aggs.interval_ns, _percentiles)
+    tables = {"tier_intervals": intervals, "tier_moves": moves, "tier_slices": slices,
+              "tier_windows": tier_tables.windows_table(model, moves)}
+    return tables, tier_tables.summary(model, state, intervals, slices)
 
 
 def _limit(frames: Iterable[pl.DataFrame], n: int | None) -> Iterator[pl.DataFrame]:
@@ -532,6 +561,7 @@ def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
         "summary_json": root / "array_runs" / rid / "summary.json",
         "volume_intervals": root / "array_volume_intervals" / f"{rid}.parquet",
         "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
+        **{name: root / f"array_{name}" / f"{rid}.parquet" for name in tier_tables.TIER_TABLES},
     }
 
 
@@ -553,6 +583,8 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         # intervals first, summary last: a summary on disk means the run is complete
         _write_parquet(res.volume_intervals, paths["volume_intervals"])
         _write_parquet(res.rg_intervals, paths["rg_intervals"])
+        for name, table in res.tables.items():
+            _write_parquet(table, paths[name])
         _write_parquet(pl.DataFrame([summary]), paths["summary"])
         summary["results_dir"] = str(paths["summary"].parent)
         write_json_atomic(paths["summary_json"], summary)

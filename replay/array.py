@@ -59,6 +59,7 @@ from replay import dram_cache as dc
 from replay import host
 from replay import queueing as qk
 from replay import ssd_cache as ssd
+from replay import tiering as tier
 from replay.events import (
     K_FLUSH,
     K_FULL_STRIPE,
@@ -99,6 +100,7 @@ class Params(NamedTuple):
     dram: dc.DramParams
     backend: be.BackendParams
     ssd: ssd.SsdParams
+    tier: tier.TierParams
 
 
 class KernelState(NamedTuple):
@@ -108,6 +110,7 @@ class KernelState(NamedTuple):
     dram: dc.DramState
     backend: be.BackendState
     ssd: ssd.SsdState
+    tier: tier.TierState
     events: np.ndarray  # one replay.events.EVENTS record
     rec: np.ndarray  # int64 [n, N_REC] record buffer
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
@@ -129,16 +132,19 @@ class Requests(NamedTuple):
 @kernel
 def run_requests(params, state, req, shift, start, out, tmp):
     """Process requests ``start..``; returns the index of the first request not processed (the
-    record buffer would overflow: drain it and call again). ``shift``: the unit id table's hash
-    shift; ``tmp``: N_UP int64 scratch."""
+    record buffer would overflow: drain it and call again; or FAST VP's ranking is due: rank and
+    call again). ``shift``: the unit id table's hash shift; ``tmp``: N_UP int64 scratch."""
     hp = params.host
     dp = params.dram
     bp = params.backend
     sp = params.ssd
+    tp = params.tier
     hs = state.host
     ds = state.dram
     bs = state.backend
     ss = state.ssd
+    ts = state.tier
+    tcr = ts.c[0]
     sc = ss.c[0]
     ev = state.events[0]
     rec = state.rec
@@ -151,6 +157,15 @@ def run_requests(params, state, req, shift, start, out, tmp):
         p1 = req.pstart[i + 1]
         if ev.rec_n + 2 * cache.dirty_units + (p1 - p0) + 64 > cap_rec:
             return i
+        if tp.on:
+            # FAST VP: relocation pieces due, then (between kernel calls) the ranking
+            if ev.now >= tcr.next_move_ns:
+                tier.relocate(tp, ts, dp, ds, bp, bs, ev, rec, utab, shift, ev.now, cap_rec - 64)
+                if tcr.next_move_ns <= ev.now:
+                    return i
+            if ev.now >= tcr.next_rank_ns:
+                tcr.rank_due = 1
+                return i
         # 1. issue; 2. forced-flush stall in progress; 3. storage processor
         arr = host.issue(hp, hs, req.ts[i])
         ssd.idle(sp, ss, bp, bs, arr)
@@ -170,6 +185,8 @@ def run_requests(params, state, req, shift, start, out, tmp):
             ev.now = tc
         # 5. pages
         v = req.vol[i]
+        if tp.on and p1 > p0 and (o == OP_READ or o == OP_WRITE):
+            tier.touch(tp, ts, bs, v, req.unit_no[p0], req.unit_no[p1 - 1], tc)
         done = tc
         rp = 0
         rh = 0
@@ -226,6 +243,7 @@ class ArrayState:
     dram: dc.DramState
     backend: be.BackendState
     ssd: ssd.SsdState
+    tier: tier.TierState
     events: np.ndarray
     rec: np.ndarray
     unit_ids: IdMap = field(default_factory=IdMap)
@@ -235,7 +253,8 @@ class ArrayState:
     records: list[np.ndarray] = field(default_factory=list)
 
     def kernel_state(self) -> KernelState:
-        return KernelState(self.host, self.dram, self.backend, self.ssd, self.events, self.rec, self.unit_ids.table)
+        return KernelState(self.host, self.dram, self.backend, self.ssd, self.tier, self.events, self.rec,
+                           self.unit_ids.table)
 
 
 #: counters(): name -> (mechanism, field)
@@ -269,9 +288,11 @@ class ArrayModel(Model):
             raise TypeError("ArrayModel takes a replay.scenario.Scenario (see ArrayModel.from_section)")
         self.scenario = scenario
         self.backend = be.build(scenario)
+        self.tiering = tier.Tiering(scenario, scenario.dram.flush_unit_bytes)
         self.kernel_params = Params(host=host.params(scenario), dram=dc.params(scenario, PAGE_BITS),
                                     backend=be.params(self.backend),
-                                    ssd=ssd.params(scenario, be.raid_groups(scenario)))
+                                    ssd=ssd.params(scenario, be.raid_groups(scenario)),
+                                    tier=self.tiering.params)
 
     def raise_outstanding(self, state: ArrayState, outstanding: int) -> None:
         """Closed loop: from now on keep ``outstanding`` I/Os in flight (more than before; the
@@ -309,6 +330,7 @@ class ArrayModel(Model):
             dram=dc.new_state(self.scenario, p.dram, len(self.scenario.raid_groups), int(rgi[:, be.RG_WIDTH].max())),
             backend=be.new_state(p.backend),
             ssd=ssd.new_state(self.scenario, p.ssd, p.backend.dstat.shape[0]),
+            tier=self.tiering.new_state(),
             events=new_events(),
             rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
         )
@@ -350,11 +372,21 @@ class ArrayModel(Model):
         unit = state.unit_ids.assign(keys)
         if self.kernel_params.ssd.on and state.unit_ids.n_ids > n_units:
             self._map_chunks(state, unit, keys, n_units)
+        if self.tiering.on:
+            self._ensure_slices(state, vol, unit_no)
         pbit = (chunk.page_no & (ppu - 1)).astype(np.int64)
         counts = chunk.pages_per_request()
         pstart = np.zeros(chunk.n_requests + 1, dtype=np.int64)
         np.cumsum(counts, out=pstart[1:])
         return unit, pbit, unit_no, pstart
+
+    def _ensure_slices(self, state: ArrayState, vol: np.ndarray, unit_no: np.ndarray) -> None:
+        """FAST VP: slice ids for every slice this chunk's pages reach."""
+        top = np.zeros(state.n_vol, dtype=np.int64)
+        np.maximum.at(top, vol, unit_no // self.tiering.params.units_per_slice + 1)
+        state.tier, state.backend = self.tiering.ensure(
+            state.tier, state.backend, state.dram.vols["pool"][: state.n_vol], state.volume_names,
+            {int(v): int(n) for v, n in enumerate(top) if n})
 
     def _map_chunks(self, state: ArrayState, unit: np.ndarray, keys: np.ndarray, n_units: int) -> None:
         """SSD cache: the chunk and first sub-block of every unit first seen in this chunk (ids
@@ -410,7 +442,9 @@ class ArrayModel(Model):
             i = 0
             while i < n:
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
-                if nxt == i and state.events[0]["rec_n"] == 0:  # one request may need more room than the buffer
+                if state.tier.c[0]["rank_due"]:
+                    state.tier = self.tiering.rank(state.tier, state.backend, int(state.events[0]["now"]))
+                elif nxt == i and state.events[0]["rec_n"] == 0:  # one request may need more room than the buffer
                     state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
                 self._stash_records(state)

@@ -3,7 +3,8 @@
 Placement. A volume lives in one pool (``[volumes]`` of the scenario). A pool of several RAID
 groups spreads each volume over them in slices (``slice_bytes``, FAST VP: 256 MB on VNX2), round
 robin starting at a per-volume offset, as a pool's private RAID groups are filled; a pool of one
-group holds the volume whole. Inside a RAID group data is striped in ``stripe_element_bytes``
+group holds the volume whole. In a FAST VP pool (``replay.tiering``) a slice sits on the group
+``BackendState.slice_rg[vol_slice0[vol] + slice]`` says, which relocation changes. Inside a RAID group data is striped in ``stripe_element_bytes``
 elements over the data drives with rotating parity (RAID 5: left-symmetric, one parity drive
 per stripe; RAID 6: P and Q on consecutive drives; RAID 1/10: mirrored pairs; RAID 0: plain).
 
@@ -70,6 +71,7 @@ class BackendArrays:
     pool_rgs: np.ndarray  # int32 [n_pools, max_rgs] (-1 padded)
     pool_nrg: np.ndarray  # int32 [n_pools]
     pool_slice: np.ndarray  # int64 [n_pools] (0: no slicing)
+    pool_tiered: np.ndarray  # int8 [n_pools]: 1 for the FAST VP pool (slices placed by BackendState.slice_rg)
 
 
 class BackendParams(NamedTuple):
@@ -80,6 +82,7 @@ class BackendParams(NamedTuple):
     pool_rgs: np.ndarray
     pool_nrg: np.ndarray
     pool_slice: np.ndarray
+    pool_tiered: np.ndarray
 
 
 #: Back-end counters (one record of ``BackendState.c``).
@@ -87,22 +90,26 @@ BACKEND = np.dtype([("read_ios", np.int64), ("write_ios", np.int64), ("read_byte
 
 
 class BackendState(NamedTuple):
-    """Drive queues (``replay.queueing``'s ``ddyn`` / ``dflt`` columns) and back-end counters."""
+    """Drive queues (``replay.queueing``'s ``ddyn`` / ``dflt`` columns), back-end counters and the
+    FAST VP pool's slice placement (``replay.tiering`` lays out and moves it)."""
 
     ddyn: np.ndarray  # int64 [n_drives, N_DD]
     dflt: np.ndarray  # float64 [n_drives, 3]
     c: np.ndarray  # one BACKEND record
+    slice_rg: np.ndarray  # int32 per slice id: its RAID group (-1: not allocated)
+    vol_slice0: np.ndarray  # int64 per volume: its first slice id (-1: not in the FAST VP pool)
 
 
 def params(ba: BackendArrays) -> BackendParams:
     return BackendParams(ba.rgi.copy(), ba.dstat.copy(), ba.pool_rgs.copy(), ba.pool_nrg.copy(),
-                         ba.pool_slice.copy())
+                         ba.pool_slice.copy(), ba.pool_tiered.copy())
 
 
 def new_state(bp: BackendParams) -> BackendState:
     n = bp.dstat.shape[0]
     return BackendState(ddyn=np.zeros((n, qk.N_DD), dtype=np.int64),
-                        dflt=np.tile(np.array([0.0, 1.0, 0.0]), (n, 1)), c=np.zeros(1, BACKEND))
+                        dflt=np.tile(np.array([0.0, 1.0, 0.0]), (n, 1)), c=np.zeros(1, BACKEND),
+                        slice_rg=np.zeros(0, dtype=np.int32), vol_slice0=np.zeros(0, dtype=np.int64))
 
 
 def raid_groups(sc: Scenario) -> list[RaidGroup]:
@@ -153,6 +160,7 @@ def build(sc: Scenario) -> BackendArrays:
         rows += [row] * rg.width
         d0 += rg.width
     maxr = max(len(p.raid_groups) for p in sc.pools)
+    tiered = sc.tiering.pool if sc.tiering else None
     pool_rgs = np.full((len(sc.pools), maxr), -1, dtype=np.int32)
     for i, p in enumerate(sc.pools):
         pool_rgs[i, : len(p.raid_groups)] = [sc.rg_index(n) for n in p.raid_groups]
@@ -161,19 +169,27 @@ def build(sc: Scenario) -> BackendArrays:
         dstat=np.array(rows, dtype=np.float64).reshape(len(rows), qk.N_DS),
         pool_rgs=pool_rgs,
         pool_nrg=np.array([len(p.raid_groups) for p in sc.pools], dtype=np.int32),
-        pool_slice=np.array([p.slice_bytes if len(p.raid_groups) > 1 else 0 for p in sc.pools], dtype=np.int64),
+        pool_slice=np.array([p.slice_bytes if (len(p.raid_groups) > 1 or tiered == p.name) else 0
+                             for p in sc.pools], dtype=np.int64),
+        pool_tiered=np.array([1 if tiered == p.name else 0 for p in sc.pools], dtype=np.int8),
     )
 
 
 @kernel
-def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, pool_rgs, pool_nrg, pool_slice, rgi, out):
+def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, bp, bs, out):
     """Fill ``out`` (N_UP int64) with the RAID group, drives and stripe of a cache unit."""
+    pool_rgs = bp.pool_rgs
+    rgi = bp.rgi
     off = unit_no * unit_bytes
-    sl = pool_slice[pool]
-    nrg = pool_nrg[pool]
+    sl = bp.pool_slice[pool]
+    nrg = bp.pool_nrg[pool]
     if sl > 0:
         s = off // sl
         g = pool_rgs[pool, (vol_base + s) % nrg]
+        if bp.pool_tiered[pool]:
+            g0 = bs.vol_slice0[vol_index]
+            if g0 >= 0 and bs.slice_rg[g0 + s] >= 0:
+                g = bs.slice_rg[g0 + s]
         off_in = off - s * sl
     else:
         s = 0
@@ -273,6 +289,46 @@ def read(bp, bs, r, d, p1, nbytes, t):
     c.read_ios += 1
     c.read_bytes += nbytes
     return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, qk.HOST_READ)
+
+
+@kernel
+def copy_piece(bp, bs, src, dst, t, nbytes):
+    """One piece of a slice relocation at t: ``nbytes`` read sequentially from RAID group src
+    (element-size background reads spread over its drives, the data-bearing share of each) and
+    written as full stripes on dst (no read-modify-write); returns (done, busy, ios)."""
+    done = t
+    busy = np.int64(0)
+    ios = 0
+    for side in range(2):
+        r = src if side == 0 else dst
+        lvl = bp.rgi[r, RG_LEVEL]
+        width = bp.rgi[r, RG_WIDTH]
+        d0 = bp.rgi[r, RG_DRIVE0]
+        elem = bp.rgi[r, RG_ELEM]
+        ndata = bp.rgi[r, RG_DATA]
+        mirrored = lvl == 1 or lvl == 10
+        if side == 0:
+            # reads: data is on every drive of a parity group (rotating parity), one copy of a mirror
+            drives = ndata if mirrored else width
+            per = max(1, nbytes // elem // (ndata if mirrored else width))
+            kind = qk.BG_READ
+        else:
+            # full stripes: every drive writes one element per stripe (mirrors: both copies)
+            drives = width
+            per = max(1, nbytes // elem // ndata)
+            kind = qk.BG_WRITE
+        for j in range(drives):
+            d = d0 + (2 * j if (mirrored and side == 0) else j)
+            dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, per, elem, float(per), kind)
+            done = max(done, dn)
+            busy += s
+            ios += per
+        if side == 0:
+            bs.c[0].read_ios += per * drives
+            bs.c[0].read_bytes += nbytes
+        else:
+            bs.c[0].write_ios += per * drives
+    return done, busy, ios
 
 
 @kernel

@@ -109,6 +109,7 @@ F_CLEAN = 1  # in a clean LRU list
 F_FIFO = 2  # in its RAID group's dirty FIFO
 F_DUE = 4  # counted as due (MCx: older than the pre-cleaning age)
 F_PLACED = 8  # placement computed
+F_MOVED = 16  # its FAST VP slice moved while it was dirty: placed anew once clean
 
 #: The cache's view of a RAID group (``DramState.groups``): dirty FIFO, flusher, MCx control.
 GROUP = np.dtype([(n, I8) for n in (
@@ -462,10 +463,10 @@ def touch_volume(ds, v, t):
 
 # ---- cache operations ---------------------------------------------------------------------
 @kernel
-def place(dp, ds, bp, u, v, unit_no, tmp):
+def place(dp, ds, bp, bs, u, v, unit_no, tmp):
     """Compute where unit u (unit number ``unit_no`` of volume v) lives (``replay.backend``)."""
     vo = ds.vols[v]
-    be.place_unit(unit_no, dp.unit, vo.pool, vo.base, v, bp.pool_rgs, bp.pool_nrg, bp.pool_slice, bp.rgi, tmp)
+    be.place_unit(unit_no, dp.unit, vo.pool, vo.base, v, bp, bs, tmp)
     x = ds.units[u]
     x.rg = tmp[be.UP_RG]
     x.data = tmp[be.UP_DATA]
@@ -566,7 +567,28 @@ def clean_unit(dp, ds, u):
     g.flushed_pages += pages
     _leave_dirty_lists(dp, ds, u, r)
     lru_push(ds, u, dp.mode == MODE_MCX)
+    if x.flags & F_MOVED:
+        x.flags &= ~(F_PLACED | F_MOVED)
     return pages
+
+
+@kernel
+def forget_placement(dp, ds, utab, shift, v, first, n):
+    """FAST VP moved the slice holding units ``first .. first + n - 1`` of volume v: clean units
+    are placed anew at their next access; dirty ones once their pages are written (to the old
+    group: the relocation copied the slice as it was)."""
+    vkey = np.int64(v) << dp.page_bits
+    for k in range(n):
+        u = probe(utab, vkey | (first + k), shift)
+        if u < 0:
+            continue
+        x = ds.units[u]
+        if not (x.flags & F_PLACED):
+            continue
+        if x.dirty == np.uint64(0):
+            x.flags &= ~F_PLACED
+        else:
+            x.flags |= F_MOVED
 
 
 @kernel
@@ -954,7 +976,7 @@ def read(dp, ds, bp, bs, sp, ss, ev, rec, v, p0, p1, punit, pbit, puno, tc, tmp)
         u = punit[j]
         x = un[u]
         if not (x.flags & F_PLACED):
-            place(dp, ds, bp, u, v, puno[j], tmp)
+            place(dp, ds, bp, bs, u, v, puno[j], tmp)
         if rg_req < 0:
             rg_req = x.rg
         b = pbit[j]
@@ -1028,7 +1050,7 @@ def write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0, p1, punit, pbit, 
         u = punit[j]
         x = un[u]
         if not (x.flags & F_PLACED):
-            place(dp, ds, bp, u, v, puno[j], tmp)
+            place(dp, ds, bp, bs, u, v, puno[j], tmp)
         r = x.rg
         if rg_req < 0:
             rg_req = r

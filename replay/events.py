@@ -8,6 +8,9 @@ lowers it); ``rec_n``, records written to the record buffer since it was last dr
 Records (``drain_records``): one int64 row per flush, forced flush or SSD cache promotion,
 columns ``REC_COLUMNS``. A promotion's row: its start, ``bytes`` copied, ``ios`` (HDD reads and
 SSD writes), ``rg_dirty_pages`` = SSD slots in use after it, ``value_ns`` = the copy's duration.
+A FAST VP relocation's row (``replay.tiering``): its start, ``rg`` = the target group,
+``rg_dirty_pages`` = the source group, ``pages`` = the slice number in ``volume``, ``bytes`` = the
+slice, ``ios`` / ``busy_ns`` of the copy, ``value_ns`` = its duration.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ REC_SSD_HITS, REC_SSD_MISSES = 10, 11  # flushes with an SSD cache: runs written
 N_REC = 12
 REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns", "volume",
                "ssd_hits", "ssd_misses")
-K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, K_PROMOTE = 0, 1, 2, 3, 4
-RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush", "ssd_promotion")
+K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, K_PROMOTE, K_RELOCATE = 0, 1, 2, 3, 4, 5
+RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush", "ssd_promotion", "relocation")
 
 
 def new_events() -> np.ndarray:

@@ -9,10 +9,11 @@ marked *est*, our estimates; every one of them is a parameter.
 
 ``[ssd_cache]`` is an SSD cache below the DRAM cache: EMC FAST Cache (``kind = "fastcache"``)
 or QSAN QCache 2.0 (``kind = "qcache"``), see :class:`SsdCache` and ``replay.ssd_cache``.
-``[tiering]`` belongs to the next array issue (FAST VP): it is accepted as a free-form table so
-presets can carry it already, included in the hash, and reported as *not yet modelled*
-(``Scenario.ignored_sections``; the replay warns and records it in its summary). Nothing else is
-ignored.
+``[tiering]`` is FAST VP auto-tiering of one pool (:class:`Tiering`, ``replay.tiering``): the
+pool's RAID groups form tiers by drive class (flash: extreme performance; 10k/15k SAS:
+performance; NL-SAS: capacity), slices move between them by temperature. Nothing is ignored
+(``NOT_YET_MODELLED`` is empty; a future section listed there would be accepted, hashed and
+reported as not yet modelled).
 
 The hash (:attr:`Scenario.hash`) is the SHA-256 of the canonical JSON of the normalized model
 (sizes as integers, defaults filled in), without ``name``/``description``: the same array written
@@ -39,7 +40,7 @@ PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
 RAID_LEVELS = (0, 1, 5, 6, 10)
 PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
-NOT_YET_MODELLED = ("tiering",)
+NOT_YET_MODELLED: tuple[str, ...] = ()
 MAX_OUTSTANDING = 1 << 20  # closed-loop I/Os in flight
 MAX_WARMUP_PCT = 99.0  # at least 1 % of the requests is measured
 MIN_INTERVAL_NS = 1_000_000  # per-interval outputs: 1 ms
@@ -195,6 +196,17 @@ class DriveClass:
     read_iops: float = 0.0  # SSD: random reads/s at depth (0: planning_iops and the HDD queue law)
     write_iops: float = 0.0  # SSD: random writes/s at depth (0: as reads)
     read_latency_us: float = 100.0  # SSD: a read at queue depth 1 (est: SAS SSD data sheets 50-150 us)
+    tier: str = ""  # FAST VP tier ("": from the kind and rpm, see fast_vp_tier)
+
+    @property
+    def fast_vp_tier(self) -> str:
+        """The FAST VP tier of this class (doc): flash is Extreme Performance, 10k/15k rpm SAS
+        Performance, slower drives (NL-SAS, SATA) Capacity; ``tier`` overrides."""
+        if self.tier:
+            return self.tier
+        if self.kind == "ssd":
+            return "extreme_performance"
+        return "performance" if self.rpm >= 10_000 else "capacity"
 
     @property
     def parallelism(self) -> int:
@@ -329,6 +341,51 @@ class Controller:
     bandwidth_mb_per_s: float = 3200.0  # est: SP/front-end data rate
 
 
+#: FAST VP tiers, highest first (doc)
+TIER_NAMES = ("extreme_performance", "performance", "capacity")
+#: FAST VP tiering policies (doc); the VNX2 default is start_high_then_auto_tier
+TIER_POLICIES = ("highest_available", "auto_tier", "start_high_then_auto_tier", "lowest_available")
+
+
+@dataclass(frozen=True)
+class PolicyMap:
+    pattern: str  # fnmatch pattern on the trace's volume name
+    policy: str
+
+
+@dataclass(frozen=True)
+class Tiering:
+    """FAST VP on ``pool`` (``replay.tiering``). Slices of the pool's ``slice_bytes`` live on one
+    RAID group of one tier each. New slices are placed by the volume's policy; each slice's
+    temperature is its I/O count decayed with ``half_life_h``, updated every ``rank_interval_s``;
+    in each relocation window (``window_start_h`` after the trace's time zero, then every
+    ``window_every_h``, lasting ``window_hours``) slices move to the tier their rank earns, at
+    ``relocation_mb_per_s``, keeping ``free_pct`` of every tier free, and hot slices are spread
+    over the RAID groups of a tier until no group carries more than ``rebalance_tolerance_pct``
+    above the tier's mean temperature."""
+
+    enabled: bool = True
+    pool: str = ""  # the tiered pool ("": the default pool)
+    policy: str = "start_high_then_auto_tier"  # doc: the VNX2 default policy
+    policies: tuple[PolicyMap, ...] = ()  # per-volume policies, first match wins
+    half_life_h: float = 24.0  # doc: temperature weights "about halved after ~24 h"
+    rank_interval_s: float = 3600.0  # doc: slices ranked hourly
+    window_start_h: float = 23.0  # doc: default relocation schedule 23:00 (from the trace's time zero)
+    window_hours: float = 8.0  # doc: ... for 8 hours
+    window_every_h: float = 24.0  # doc: once a day
+    relocation_mb_per_s: float = 100.0  # est: the Low/Medium/High rates are not published in MB/s
+    free_pct: float = 10.0  # seed 000: FAST VP keeps 10 % free in every tier
+    promote_margin_pct: float = 10.0  # est: a promotion that displaces a slice must be this much hotter
+    rebalance: bool = True  # seed 000/doc: hot slices spread over the RAID groups of a tier
+    rebalance_tolerance_pct: float = 10.0  # est: a group this much hotter than its tier's mean is rebalanced
+
+    def policy_of(self, volume: str) -> str:
+        for m in self.policies:
+            if fnmatchcase(volume, m.pattern):
+                return m.policy
+        return self.policy
+
+
 SSD_KINDS = ("fastcache", "qcache")
 #: QCache 2.0 I/O types (doc, QSAN 1.x manual): block bytes, sub-block bytes, populate-on-read,
 #: populate-on-write. "custom" takes the four values from the scenario.
@@ -420,6 +477,7 @@ class Scenario:
     replay: ReplayOptions
     extra_sections: dict[str, dict] = field(default_factory=dict)  # tiering (not yet modelled)
     ssd_cache: SsdCache | None = None  # None or enabled = false: no SSD cache
+    tiering_section: Tiering | None = None  # None or enabled = false: no FAST VP
     source: str = ""
 
     # -- derived ---------------------------------------------------------------------------
@@ -474,6 +532,15 @@ class Scenario:
         """The SSD cache when it is switched on."""
         return self.ssd_cache if self.ssd_cache is not None and self.ssd_cache.enabled else None
 
+    @property
+    def tiering(self) -> Tiering | None:
+        """FAST VP when it is switched on."""
+        t = self.tiering_section
+        return t if t is not None and t.enabled else None
+
+    def rg_tier(self, rg: RaidGroup) -> str:
+        return self.drive_classes[rg.drive_class].fast_vp_tier
+
     def features(self) -> list[str]:
         """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
         f = [f"dram:{self.dram.mode}"]
@@ -482,6 +549,8 @@ class Scenario:
         f += sorted({f"raid{rg.level}" for rg in self.raid_groups})
         if any(self.drive_classes[rg.drive_class].kind == "ssd" for rg in self.raid_groups):
             f.append("flash_tier")
+        if self.tiering:
+            f.append(f"fast_vp:{self.tiering.policy}")
         f.append(f"{self.replay.mode}_loop")
         return f
 
@@ -522,7 +591,7 @@ class Scenario:
 # parsing
 # --------------------------------------------------------------------------------------------
 _TOP = {"name", "description", "controller", "dram", "drive_classes", "raid_groups", "pools", "volumes",
-        "replay", "ssd_cache", *NOT_YET_MODELLED}
+        "replay", "ssd_cache", "tiering", *NOT_YET_MODELLED}
 
 
 def _names(cls) -> set[str]:
@@ -550,6 +619,7 @@ def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
         read_iops=_get(w, sec, t, "read_iops", "float", d.read_iops, minimum=0),
         write_iops=_get(w, sec, t, "write_iops", "float", d.write_iops, minimum=0),
         read_latency_us=_get(w, sec, t, "read_latency_us", "float", d.read_latency_us, minimum=0, strict_min=True),
+        tier=_get(w, sec, t, "tier", "str", "", choices=TIER_NAMES),
     )
     if kind == "hdd":
         for k in ("read_iops", "write_iops", "read_latency_us"):
@@ -779,8 +849,65 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
         if k in data:
             extra[k] = _table(w, k, data[k])
     ssd = _parse_ssd(w, _table(w, "ssd_cache", data["ssd_cache"]), classes, dram) if "ssd_cache" in data else None
+    tiering = (_parse_tiering(w, _table(w, "tiering", data["tiering"]), pools, rgs, classes, default_pool)
+               if "tiering" in data else None)
     return Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
-                    replay_opts, extra, ssd, source)
+                    replay_opts, extra, ssd, tiering, source)
+
+
+def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, ...],
+                   classes: dict[str, DriveClass], default_pool: str) -> Tiering:
+    sec = "tiering"
+    _check_keys(w, sec, t, _names(Tiering))
+    d = Tiering()
+    maps = []
+    raw = t.get("policies", [])
+    if not isinstance(raw, list):
+        raise w.error(sec, "policies", "an array of {pattern, policy} tables")
+    for i, mt in enumerate(raw):
+        ms = f"tiering.policies[{i}]"
+        mt = _table(w, ms, mt)
+        _check_keys(w, ms, mt, {"pattern", "policy"})
+        if "pattern" not in mt or "policy" not in mt:
+            raise w.error(ms, None, "needs 'pattern' and 'policy'")
+        maps.append(PolicyMap(_get(w, ms, mt, "pattern", "str"), _get(w, ms, mt, "policy", "str", choices=TIER_POLICIES)))
+    tg = Tiering(
+        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
+        pool=_get(w, sec, t, "pool", "str", default_pool) or default_pool,
+        policy=_get(w, sec, t, "policy", "str", d.policy, choices=TIER_POLICIES),
+        policies=tuple(maps),
+        half_life_h=_get(w, sec, t, "half_life_h", "float", d.half_life_h, minimum=0, strict_min=True),
+        rank_interval_s=_get(w, sec, t, "rank_interval_s", "float", d.rank_interval_s, minimum=1),
+        window_start_h=_get(w, sec, t, "window_start_h", "float", d.window_start_h, minimum=0),
+        window_hours=_get(w, sec, t, "window_hours", "float", d.window_hours, minimum=0, strict_min=True),
+        window_every_h=_get(w, sec, t, "window_every_h", "float", d.window_every_h, minimum=0, strict_min=True),
+        relocation_mb_per_s=_get(w, sec, t, "relocation_mb_per_s", "float", d.relocation_mb_per_s, minimum=0,
+                                 strict_min=True),
+        free_pct=_get(w, sec, t, "free_pct", "float", d.free_pct, minimum=0, maximum=90),
+        promote_margin_pct=_get(w, sec, t, "promote_margin_pct", "float", d.promote_margin_pct, minimum=0),
+        rebalance=_get(w, sec, t, "rebalance", "bool", d.rebalance),
+        rebalance_tolerance_pct=_get(w, sec, t, "rebalance_tolerance_pct", "float", d.rebalance_tolerance_pct,
+                                     minimum=0),
+    )
+    names = [p.name for p in pools]
+    if tg.pool not in names:
+        raise w.error(sec, "pool", f"unknown pool {tg.pool!r}; defined: {', '.join(names)}")
+    pool = pools[names.index(tg.pool)]
+    if not pool.slice_bytes:
+        raise w.error(sec, "pool", f"pool {tg.pool!r} has no slice_bytes: FAST VP moves slices")
+    if tg.window_hours > tg.window_every_h:
+        raise w.error(sec, "window_hours", f"{tg.window_hours} h window is longer than its period "
+                      f"{tg.window_every_h} h")
+    by_name = {rg.name: rg for rg in rgs}
+    for m in pool.raid_groups:
+        rg = by_name[m]
+        cap = classes[rg.drive_class].capacity_bytes
+        if tg.enabled and cap <= 0:
+            raise w.error(sec, "pool", f"RAID group {m!r} of pool {tg.pool!r}: drive class {rg.drive_class!r} "
+                          "needs capacity_bytes (tiers fill by capacity)")
+        if tg.enabled and cap * (rg.data_drives) < pool.slice_bytes:
+            raise w.error(sec, "pool", f"RAID group {m!r} holds no {pool.slice_bytes} B slice")
+    return tg
 
 
 def _parse_ssd(w: _Where, t: dict, classes: dict[str, DriveClass], dram: Dram) -> SsdCache:

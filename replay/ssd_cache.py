@@ -246,8 +246,7 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
         acc[d] = 0
     first = ch.no * sp.units_per_chunk
     for k in range(sp.units_per_chunk):
-        be.place_unit(first + k, sp.unit, ch.pool, ch.base, ch.vol, bp.pool_rgs, bp.pool_nrg, bp.pool_slice,
-                      bp.rgi, tmp)
+        be.place_unit(first + k, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, tmp)
         acc[tmp[be.UP_DATA]] += sp.unit
     done = t
     ios = 0
@@ -286,8 +285,7 @@ def clean_slot(sp, ss, bp, bs, s, t):
             u0 = off0 // sp.unit
             u1 = (off1 + sp.unit - 1) // sp.unit
             for k in range(u0, u1):
-                be.place_unit(ch.no * sp.units_per_chunk + k, sp.unit, ch.pool, ch.base, ch.vol, bp.pool_rgs,
-                              bp.pool_nrg, bp.pool_slice, bp.rgi, ss.tmp)
+                be.place_unit(ch.no * sp.units_per_chunk + k, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, ss.tmp)
                 lo = max(off0, k * sp.unit)
                 hi = min(off1, (k + 1) * sp.unit)
                 tmp = ss.tmp
