@@ -149,11 +149,9 @@ def intervals_table(model: ArrayModel, rg_intervals: pl.DataFrame, hist: pl.Data
 
 
 def summary(model: ArrayModel, state: ArrayState, tier_intervals: pl.DataFrame, slices: pl.DataFrame) -> dict:
-    """``tier_*`` counters, per-tier shares (JSON list ``tiers``) and the slices' skew point."""
-    c = state.tier.c[0]
-    out = {f"tier_{k}": int(c[k]) for k in ("allocated", "overcommitted", "moves", "promotions", "demotions",
-                                             "rebalances", "moved_bytes", "relocation_ios", "windows", "deferred",
-                                             "dropped")}
+    """Per-tier shares (JSON list ``tiers``) and the slices' skew point (the ``tier_*`` counters
+    come with the model's counters)."""
+    out = {}
     tp = model.tiering.params
     total = max(1, int(tier_intervals["requests"].sum())) if tier_intervals.height else 1
     rows = []

@@ -186,7 +186,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         # 5. pages
         v = req.vol[i]
         if tp.on and p1 > p0 and (o == OP_READ or o == OP_WRITE):
-            tier.touch(tp, ts, bs, v, req.unit_no[p0], req.unit_no[p1 - 1], tc)
+            tier.touch(tp, ts, bs, v, req.unit_no[p0], req.unit_no[p1 - 1], arr)
         done = tc
         rp = 0
         rh = 0
@@ -481,6 +481,8 @@ class ArrayModel(Model):
         c["drive_busy_ns"] = int(state.backend.ddyn[:n_hdd, qk.DD_BUSY].sum())
         if self.kernel_params.ssd.on:
             c.update(self.ssd_counters(state))
+        if self.tiering.on:
+            c.update(self.tiering.counters(state.tier))
         return c
 
     def ssd_counters(self, state: ArrayState) -> dict[str, int | float]:

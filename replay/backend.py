@@ -307,27 +307,35 @@ def copy_piece(bp, bs, src, dst, t, nbytes):
         elem = bp.rgi[r, RG_ELEM]
         ndata = bp.rgi[r, RG_DATA]
         mirrored = lvl == 1 or lvl == 10
+        elems = max(1, nbytes // elem)
         if side == 0:
             # reads: data is on every drive of a parity group (rotating parity), one copy of a mirror
             drives = ndata if mirrored else width
-            per = max(1, nbytes // elem // (ndata if mirrored else width))
             kind = qk.BG_READ
         else:
-            # full stripes: every drive writes one element per stripe (mirrors: both copies)
+            # full stripes: parity groups write every drive once per stripe, mirrors both copies
             drives = width
-            per = max(1, nbytes // elem // ndata)
             kind = qk.BG_WRITE
+            if not mirrored:
+                elems = elems // ndata * width
+            else:
+                elems *= 2
+        n = 0
         for j in range(drives):
             d = d0 + (2 * j if (mirrored and side == 0) else j)
+            per = elems // drives + (1 if j < elems % drives else 0)
+            if per == 0:
+                continue
             dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, per, elem, float(per), kind)
             done = max(done, dn)
             busy += s
-            ios += per
+            n += per
+        ios += n
         if side == 0:
-            bs.c[0].read_ios += per * drives
+            bs.c[0].read_ios += n
             bs.c[0].read_bytes += nbytes
         else:
-            bs.c[0].write_ios += per * drives
+            bs.c[0].write_ios += n
     return done, busy, ios
 
 

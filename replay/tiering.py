@@ -18,8 +18,8 @@ and when the pool is full the slice overcommits the least full group (``tier_ove
 Inside a tier the group with the fewest allocated slices (share of capacity) takes it.
 
 **Temperature and relocation.** The kernel counts each slice's I/Os (a request counts for the slice
-of its first byte, as :mod:`replay.skew` does). Every ``rank_interval_s`` of simulated time it
-stops and :meth:`Tiering.rank` decays the temperatures, ``T = T * 0.5 ** (interval / half_life)
+of its first byte, as :mod:`replay.skew` does, in the ranking interval of its issue time). Every
+``rank_interval_s`` of simulated time it stops and :meth:`Tiering.rank` decays the temperatures, ``T = T * 0.5 ** (interval / half_life)
 + I/Os``, vectorized over all slices. At each window start the planner (:meth:`Tiering.plan`)
 ranks the allocated slices (policy class first: highest-available above auto-tier slices; then
 temperature), gives each the tier its rank earns by filling tiers from the top up to their
@@ -67,6 +67,8 @@ PIECE_BYTES = 8 << 20
 POLICY_CLASS = {"highest_available": 2, "auto_tier": 1, "start_high_then_auto_tier": 1, "lowest_available": 0}
 POL_HIGHEST, POL_AUTO, POL_START_HIGH, POL_LOWEST = range(4)
 MOVE_KINDS = ("promotion", "demotion", "rebalance")
+COUNTERS = ("allocated", "overcommitted", "moves", "promotions", "demotions", "rebalances", "moved_bytes",
+            "relocation_ios", "relocation_busy_ns", "windows", "deferred", "dropped")
 
 #: A slice (``TierState.slices``, indexed by slice id).
 SLICE = np.dtype([
@@ -83,6 +85,7 @@ SLICE = np.dtype([
 TIER = np.dtype([(n, I8) for n in (
     "next_rank_ns",  # the kernel stops for a ranking when the simulated time reaches it
     "rank_due",  # set by the kernel when it stopped for that
+    "late_gid", "late_ns",  # the one I/O issued after next_rank_ns before the kernel stopped (-1: none)
     "ranks",
     "plan_n", "plan_k", "piece",  # the plan: moves, the next one, its next piece
     "next_move_ns",  # when the next piece is due (INF: none)
@@ -193,8 +196,13 @@ def touch(tp, ts, bs, v, u_first, u_last, t):
         if bs.slice_rg[g0 + s] < 0:
             allocate(tp, ts, bs, g0 + s, t)
     sl = ts.slices[g0 + s0]
-    sl.ios += 1
     sl.total_ios += 1
+    c = ts.c[0]
+    if t >= c.next_rank_ns:  # belongs to a later ranking interval (the kernel stops before the next request)
+        c.late_gid = g0 + s0
+        c.late_ns = t
+    else:
+        sl.ios += 1
 
 
 @kernel
@@ -290,12 +298,19 @@ class Tiering:
     def new_state(self) -> TierState:
         c = np.zeros(1, TIER)
         c["next_rank_ns"] = self.rank_ns if self.on else INF
+        c["late_gid"] = -1
         c["next_move_ns"] = INF
         n_rg = self.params.rg_tier.shape[0]
         z8 = np.zeros(0, dtype=I8)
         return TierState(slices=new_slices(0), rg_used=np.zeros(n_rg, dtype=I8), vol_cap=np.zeros(0, dtype=I8),
                          vol_policy=np.zeros(0, dtype=I4), plan_ts=z8, plan_vol=np.zeros(0, dtype=I4), plan_no=z8,
                          plan_rg=np.zeros(0, dtype=I4), c=c)
+
+    def counters(self, ts: TierState) -> dict[str, int]:
+        """``tier_*``: slices allocated and overcommitted, relocations by kind, bytes and I/Os
+        moved, windows planned, slices deferred and moves dropped."""
+        c = ts.c[0]
+        return {f"tier_{k}": int(c[k]) for k in COUNTERS}
 
     # -- slice ids ------------------------------------------------------------------------
     def ensure(self, ts: TierState, bs: be.BackendState, vol_pool: np.ndarray, volume_names: list[str],
@@ -351,6 +366,9 @@ class Tiering:
             t = int(c["next_rank_ns"])
             c["ranks"] += 1
             c["next_rank_ns"] = t + self.rank_ns
+            if c["late_gid"] >= 0 and c["late_ns"] < c["next_rank_ns"]:
+                sl["ios"][c["late_gid"]] += 1
+                c["late_gid"] = -1
             w = int(c["window"])
             w_start = self.window_start_ns(w)
             if t >= w_start:
@@ -422,10 +440,11 @@ class Tiering:
         tier_limit = [int(tp.rg_limit[tp.tier_rgs[k, : tp.tier_nrg[k]]].sum()) for k in range(3)]
 
         def pick_group(tier: int) -> int:
-            """The group of ``tier`` with room and the least heat (-1: none)."""
+            """The group of ``tier`` with room inside its free-space limit and the least heat
+            (-1: none): moves never eat into the reserve."""
             best, best_heat = -1, np.inf
             for r in tp.tier_rgs[tier, : tp.tier_nrg[tier]]:
-                if used[r] < tp.rg_cap[r] and heat[r] < best_heat:
+                if used[r] < tp.rg_limit[r] and heat[r] < best_heat:
                     best, best_heat = int(r), heat[r]
             return best
 
@@ -501,7 +520,7 @@ class Tiering:
                 hot = max(groups, key=lambda r: heat[r])
                 cool = min(groups, key=lambda r: heat[r])
                 mean = sum(heat[r] for r in groups) / len(groups)
-                if mean <= 0 or heat[hot] <= mean * tol or used[cool] >= tp.rg_cap[cool]:
+                if mean <= 0 or heat[hot] <= mean * tol or used[cool] >= tp.rg_limit[cool]:
                     break
                 gap = (heat[hot] - heat[cool]) / 2.0
                 cand = np.flatnonzero((where == hot) & (temp <= gap) & (temp > 0))

@@ -106,11 +106,12 @@ def test_full_stripe_write_avoids_the_penalty():
 
 def test_raid5_placement_rotates_parity():
     sc = loads(scenario(5, 5), "t.toml")
-    ba = be.build(sc)
+    bp = be.params(be.build(sc))
+    bs = be.new_state(bp)
     out = np.zeros(be.N_UP, dtype=np.int64)
 
     def place(unit_no):
-        be.place_unit(unit_no, 64 << 10, 0, 0, 0, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.rgi, out)
+        be.place_unit(unit_no, 64 << 10, 0, 0, 0, bp, bs, out)
         return tuple(int(x) for x in out)
 
     # stripe 0: parity on drive 4, data units 0..3 on drives 0..3
@@ -122,12 +123,13 @@ def test_raid5_placement_rotates_parity():
 
 def test_pool_spreads_slices_round_robin():
     sc = load("vnx5400")
-    ba = be.build(sc)
+    bp = be.params(be.build(sc))
+    bs = be.new_state(bp)
     out = np.zeros(be.N_UP, dtype=np.int64)
     per_slice = (256 << 20) // (64 << 10)
     rgs = []
     for s in range(6):
-        be.place_unit(s * per_slice, 64 << 10, 0, 1, 1, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.rgi, out)
+        be.place_unit(s * per_slice, 64 << 10, 0, 1, 1, bp, bs, out)
         rgs.append(int(out[be.UP_RG]))
     assert rgs == [1, 2, 0, 1, 2, 0]  # volume base 1: slices start on the second group
 

@@ -80,8 +80,8 @@ def test_an_entry_of_an_array_of_tables_by_index_either_way():
 
 
 def test_a_missing_table_is_created_a_value_is_not_a_table():
-    s = load("vnx2-mcx", ["tiering.policy=auto"])
-    assert s.ignored_sections == ["tiering"] and s.extra_sections["tiering"] == {"policy": "auto"}
+    s = load("vnx5400", ["tiering.policy=lowest_available"])
+    assert s.tiering.policy == "lowest_available" and s.tiering.pool == "performance"
     with pytest.raises(ValueError, match=r"vnx2-mcx\.toml --set ssd_cache\.enabled=true: \[ssd_cache\] lacks 'kind'"):
         load("vnx2-mcx", ["ssd_cache.enabled=true"])  # created, then validated like a file's [ssd_cache]
     with pytest.raises(ValueError, match=r"vnx2-mcx\.toml --set dram\.cache_bytes\.x=1: dram\.cache_bytes is not "

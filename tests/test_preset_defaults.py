@@ -44,6 +44,9 @@ DELIBERATE = {
     ("vnx5400", "ssd_cache.proactive_cleaning"): "VNX2 cleans dirty chunks when idle (doc)",
     ("vnx5400-fastcache", "ssd_cache.proactive_cleaning"): "VNX2 cleans dirty chunks when idle (doc)",
     ("xs5224d", "ssd_cache.enabled"): "the HDD-only baseline of seed 003",
+    ("vnx5400-fastvp", "tiering.policy"): "seed 000's pool: Auto-Tier",
+    ("vnx5400-fastvp", "ssd_cache.enabled"): "FAST Cache off: FAST VP alone (as vnx5400)",
+    ("vnx5400-fastvp", "tiering.pool"): "seed 000's one pool over both tiers",
     **{(p, f"ssd_cache.{f}"): "QCache 2.0 as seed 003 set it up" for p in ("xs5224d", "xs5224d-qcache-read",
                                                                             "xs5224d-qcache-rw")
        for f in ("kind", "drives", "chunk_bytes", "sub_block_bytes", "populate_on_read", "fills_in_flight")},
@@ -53,7 +56,7 @@ DELIBERATE = {
 }
 #: Presets that are another preset with one mechanism switched on: they differ from the defaults
 #: where their base does (plus their own entries above).
-VARIANT_OF = {"vnx5400-fastcache": "vnx5400", "xs5224d-qcache-read": "xs5224d", "xs5224d-qcache-rw": "xs5224d"}
+VARIANT_OF = {"vnx5400-fastcache": "vnx5400", "vnx5400-fastvp": "vnx5400", "xs5224d-qcache-read": "xs5224d", "xs5224d-qcache-rw": "xs5224d"}
 
 
 
@@ -100,6 +103,8 @@ def test_preset_values_equal_the_dataclass_defaults_except_the_listed_ones(name)
     for p in sc.pools:
         diffs.update(_differences(p, f"pools.{p.name}", mode))
     diffs.update(_differences(sc.replay, "replay", mode))
+    if sc.tiering_section is not None:
+        diffs.update(_differences(sc.tiering_section, "tiering", mode))
     listed = {path for (preset, path) in DELIBERATE if preset in (name, VARIANT_OF.get(name))}
     if name in VARIANT_OF:  # the base preset's own SSD cache switch-off and mode do not apply
         listed -= {"ssd_cache.enabled", "ssd_cache.mode"} - {path for (p, path) in DELIBERATE if p == name}

@@ -100,12 +100,18 @@ def test_syntax_errors_and_unknown_presets():
         load(Path("/nonexistent/s.toml"))
 
 
-def test_next_issue_sections_are_accepted_reported_and_hashed():
-    text = MINIMAL + '\n[tiering]\npolicy = "auto"\n'
-    s = loads(text, "n.toml")
-    assert s.ignored_sections == ["tiering"]
-    assert s.describe()["not_yet_modelled"] == ["tiering"]
-    assert s.hash != loads(MINIMAL, "n.toml").hash
+def test_the_tiering_section_is_validated_and_hashed():
+    with pytest.raises(ValueError, match=r"n\.toml.*\[tiering\] policy.*'auto'.*highest_available"):
+        loads(MINIMAL + '\n[tiering]\npolicy = "auto"\n', "n.toml")
+    with pytest.raises(ValueError, match=r"\[tiering\].*unknown key.*halflife"):
+        loads(MINIMAL + '\n[tiering]\nhalflife = 3\n', "n.toml")
+    with pytest.raises(ValueError, match=r"drive class 'sas' needs capacity_bytes"):
+        loads(MINIMAL + '\n[tiering]\npolicy = "auto_tier"\n', "n.toml")
+    s = load("vnx5400-fastvp")
+    assert s.tiering.policy == "auto_tier" and s.tiering.pool == "pool0" and s.ignored_sections == []
+    assert "fast_vp:auto_tier" in s.features()
+    assert s.hash != load("vnx5400-fastvp", ["tiering.enabled=false"]).hash
+    assert load("vnx5400-fastvp", ["tiering.enabled=false"]).tiering is None
 
 
 def test_volume_mapping_by_pattern_then_default():
