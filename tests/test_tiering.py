@@ -5,6 +5,7 @@ on the drives, rebalancing inside a tier, the slice table and skew, chunked repl
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import polars as pl
@@ -270,3 +271,32 @@ def test_the_preset_is_seed_000s_pool():
     assert tp.rg_cap[flash] == 2 * (100 << 30) // (256 << 20)
     assert tp.rg_cap[names.index("rg0")] == 4 * (900 << 30) // (256 << 20)
     assert tp.rg_limit[flash] == int(tp.rg_cap[flash] * 0.9)
+
+
+def test_tiercast_replay_prints_and_writes_the_tier_tables(tmp_path):
+    """``tiercast replay`` with FAST VP (a window every 30 s of an open-loop synthetic trace)."""
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from pipelines.ingest import ingest_file
+    from traces import synth
+
+    w = synth.Workload(distribution="zipf:1.2", requests=20_000, region_bytes=40 << 30, block_size_bytes=8192,
+                       read_pct=67, iops=200.0, seed=5)
+    synth.write(w, tmp_path / "w.parquet")
+    tid = ingest_file(tmp_path / "w.parquet", tmp_path, validate="off").trace_id
+    args = ["replay", tid, "--scenario", "vnx5400-fastvp", "--data-dir", str(tmp_path), "--set", "replay.mode=open",
+            "--set", f"tiering.window_start_h={30 / 3600!r}", "--set", f"tiering.window_every_h={30 / 3600!r}",
+            "--set", f"tiering.window_hours={20 / 3600!r}", "--set", "tiering.rank_interval_s=10"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert re.search(r"tier extreme_performance\s+[\d.]+ % of I/O", r.stdout)
+    assert re.search(r"relocations up / down / rebalance\s+[1-9][\d,]* / ", r.stdout)
+    r = CliRunner().invoke(app, [*args, "--json"])
+    s = json.loads(r.stdout)
+    run = tmp_path / "results"
+    for name in ("tier_intervals", "tier_moves", "tier_slices", "tier_windows"):
+        t = pl.read_parquet(run / f"array_{name}" / f"{s['run_id']}.parquet")
+        assert t.height > 0 and (t["run_id"] == s["run_id"]).all()
+    moves = pl.read_parquet(run / "array_tier_moves" / f"{s['run_id']}.parquet")
+    assert moves.height == s["tier_moves"] and s["tier_promotions"] > 0

@@ -151,10 +151,32 @@ def replay(
             ("ssd promotions / deferred", f"{s['ssd_promotions']:,} / {s['ssd_deferred']:,}"),
             ("ssd time to 50 % / 90 % full", f"{_t(s['ssd_time_to_50pct_fill_s'])} / {_t(s['ssd_time_to_90pct_fill_s'])}"),
         ]
+    if "tier_moves" in s:  # FAST VP
+        rows += _tier_rows(s)
     for k, v in rows:
         out.print(f"{k:<30} {v:>20}")
     if s.get("results_dir"):
         out.print(f"results {s['results_dir']}")
+
+
+def _tier_rows(s: dict) -> list[tuple[str, str]]:
+    import json
+
+    rows = []
+    for t in json.loads(s["tiers"]):
+        lat = "-" if t["latency_mean_ms"] is None else f"{t['latency_mean_ms']:.2f} ms"
+        rows.append((f"tier {t['tier']}", f"{t['request_share'] * 100:.1f} % of I/O, {lat}, "
+                                          f"{t['used_bytes'] / 2**30:,.0f} of {t['capacity_bytes'] / 2**30:,.0f} GiB"))
+    rows += [
+        ("relocations up / down / rebalance",
+         f"{s['tier_promotions']:,} / {s['tier_demotions']:,} / {s['tier_rebalances']:,}"),
+        ("relocated GiB / windows", f"{s['tier_moved_bytes'] / 2**30:,.1f} / {s['tier_windows']:,}"),
+        ("slices off target / dropped", f"{s['tier_deferred']:,} / {s['tier_dropped']:,}"),
+    ]
+    if "tier_skew_io_share" in s:
+        rows.append(("skew (I/O on capacity)", f"{s['tier_skew_io_share'] * 100:.0f} % on "
+                                               f"{s['tier_skew_capacity_share'] * 100:.0f} %"))
+    return rows
 
 
 @app.command()
