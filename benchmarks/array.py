@@ -62,6 +62,7 @@ SCENARIOS = {
     "vnx5400-fastcache": ("vnx5400-fastcache", ()),
     "vnx5400-fastvp": ("vnx5400-fastvp", ()),
     "vnx5400-fastvp relocating": ("vnx5400-fastvp", ("tiering.window_start_h=0.25", "tiering.window_every_h=0.5",
+                                                     "tiering.window_hours=0.25",
                                                      "tiering.rank_interval_s=300")),
     "vnx5400": ("vnx5400", ()),
     "vnx2-mcx": ("vnx2-mcx", ()),
