@@ -383,7 +383,7 @@ class ArrayModel(Model):
     def _ensure_slices(self, state: ArrayState, vol: np.ndarray, unit_no: np.ndarray) -> None:
         """FAST VP: slice ids for every slice this chunk's pages reach."""
         top = np.zeros(state.n_vol, dtype=np.int64)
-        np.maximum.at(top, vol, unit_no // self.tiering.params.units_per_slice + 1)
+        tier.slices_needed(vol, unit_no, self.tiering.params.units_per_slice, top)
         state.tier, state.backend = self.tiering.ensure(
             state.tier, state.backend, state.dram.vols["pool"][: state.n_vol], state.volume_names,
             {int(v): int(n) for v, n in enumerate(top) if n})
