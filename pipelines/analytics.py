@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import TraceRef
-from replay.skew import Skew, skew
+from replay.skew import Skew, SkewCounter
 from replay.snapshots import SnapshotTimeline, snapshot_space
 
 DEFAULT_BATCH_ROWS = 1 << 21
@@ -44,8 +44,20 @@ def capacities(trace: TraceRef) -> dict[str, int]:
 
 
 def skew_trace(trace: TraceRef, slice_bytes: int, progress: Progress | None = None) -> Skew:
-    frames = part_frames(trace, ["volume", "op", "offset", "size"], progress=progress)
-    return skew(frames, slice_bytes, capacities(trace))
+    """One streaming Polars pass per part file (each holds one volume): counts per slice only, so
+    it runs near the Parquet decode rate and memory holds one row per touched slice."""
+    files = trace.volume_files
+    if not files:
+        raise LookupError(f"trace {trace.trace_id} has no request files under {trace.path}")
+    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    counter = SkewCounter(slice_bytes)
+    done = 0
+    for f in files:
+        counter.add_parquet(f)
+        done += pq.ParquetFile(f).metadata.num_rows
+        if progress is not None:
+            progress(done, total)
+    return counter.result(capacities(trace))
 
 
 def snapshots_trace(trace: TraceRef, every_ns: int, keep_ns: int, block_bytes: int,

@@ -37,7 +37,10 @@ MAX_CURVE_POINTS = 10_000
 #: skew points with io_share at or below this are "no skew", tiering cannot help (MODELS.md: a 50 %
 #: skew); 0.55, not 0.5: counting noise alone lifts a uniform trace's skew point a few points above 50 %
 NO_SKEW_IO_SHARE = 0.55
-_COUNTED = pl.col("op").cast(pl.String).is_in([OPS[0], OPS[1]])  # read, write
+_COUNTED = pl.col("op").cast(pl.String).is_in([OPS[0], OPS[1]])  # read, write (any op dtype)
+#: reads and writes are the first two codes of the op Enum: a comparison on the physical codes
+_N_COUNTED = 2
+assert OPS[:_N_COUNTED] == ("read", "write")
 _MERGE_ROWS = 1 << 22  # merge partial counts when they hold more rows than this
 
 
@@ -124,6 +127,23 @@ class SkewCounter:
         if self._rows > _MERGE_ROWS and len(self._parts) > 1:
             self._parts = [self._merged()]
             self._rows = self._parts[0].height
+
+    def add_parquet(self, path) -> int:
+        """Count one Parquet file of a single volume (an ingested trace's part file) in one
+        streaming pass: counts per slice, and the highest byte reached in a second output of the
+        same scan (per slice only the volume's maximum matters). Returns the rows counted."""
+        lf = pl.scan_parquet(path, hive_partitioning=False)
+        counted = lf.select("op", "offset", "size").filter(pl.col("op").to_physical() < _N_COUNTED)
+        counts, top = pl.collect_all([
+            counted.group_by(slice=pl.col("offset") // self.slice_bytes).agg(ios=pl.len().cast(pl.Int64)),
+            counted.select(end=(pl.col("offset") + pl.col("size").cast(pl.Int64)).max(), rows=pl.len()),
+        ], engine="streaming")
+        if counts.height:
+            volume = lf.select(pl.col("volume").cast(pl.String)).head(1).collect().item()
+            self._parts.append(counts.select(pl.lit(volume, pl.String).alias("volume"), "slice", "ios",
+                                             pl.lit(top["end"][0], pl.Int64).alias("end")))
+            self._rows += counts.height
+        return int(top["rows"][0])
 
     def _merged(self) -> pl.DataFrame:
         if not self._parts:
