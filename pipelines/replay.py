@@ -70,6 +70,7 @@ from replay.intervals import IntervalAggregator, outcome_frame
 from replay.model import Chunk
 from replay.pages import ChunkBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, preset_names
+from replay.snapshots import SnapshotTimeline
 from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
@@ -188,6 +189,7 @@ class _Aggregates:
     warmup_requests: int
     ssd_slots: int = 0  # 0: no SSD cache
     tiering: bool = False  # FAST VP: keep the relocation records
+    snapshot_every_ns: int = 0  # snapshots: per snapshot interval first writes (0: none)
     req: IntervalAggregator = field(init=False)
     promo: IntervalAggregator | None = field(init=False, default=None)
     ssd_fine: IntervalAggregator | None = field(init=False, default=None)
@@ -215,6 +217,10 @@ class _Aggregates:
                                         maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
         self.moves = tier_tables.TierRecords() if self.tiering else None
+        self.snap = IntervalAggregator(self.snapshot_every_ns, sums={
+            "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
+            "write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0).sum(),
+            "blocks": pl.col("snapshot_first_writes").sum()}, ratios={}) if self.snapshot_every_ns else None
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
                      "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
                      "stall_sum_ns": 0, "stalled_requests": 0, "throttle_sum_ns": 0, "throttled_requests": 0,
@@ -229,6 +235,8 @@ class _Aggregates:
         self.hist.add(frame)
         if self.ssd_fine is not None:
             self.ssd_fine.add(frame)
+        if self.snap is not None:
+            self.snap.add(frame)
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
@@ -400,7 +408,8 @@ class ReplayResult:
     summary: dict
     volume_intervals: pl.DataFrame
     rg_intervals: pl.DataFrame
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # FAST VP: pipelines.tiering.TIER_TABLES
+    # FAST VP: pipelines.tiering.TIER_TABLES; snapshots: snapshot_intervals
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def _check_scenario(sc: Scenario) -> None:
@@ -423,7 +432,8 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
             raise ValueError("warmup_pct needs the trace's request count (total)")
         n_all = min(total, max_requests) if max_requests else total
         warm = int(n_all * scenario.replay.warmup_pct / 100)
-    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots, model.tiering.on)
+    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots, model.tiering.on,
+                       model.kernel_params.snap.every if model.kernel_params.snap.on else 0)
     done = 0
     chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
     if prefetch:
@@ -447,7 +457,29 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
                                                               return_dtype=pl.String))
         extra = {"trace_id": trace_id, "run_id": rid, "scenario": scenario.name}
         tables = {k: t.with_columns(pl.lit(v).alias(c) for c, v in extra.items()) for k, t in tables.items()}
+    if aggs.snap is not None:
+        timeline = _snapshot_timeline(model, aggs)
+        tables["snapshot_intervals"] = timeline.rows().with_columns(
+            pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(scenario.name).alias("scenario"))
+        peak = timeline.summary()["peak"]
+        summary.update(snapshot_peak_bytes=peak["snapshot_bytes"], snapshot_peak_end_ns=peak["end_ns"],
+                       snapshot_retained_max=timeline.retained_max,
+                       snapshot_bytes_end=int(timeline.snapshot_blocks[-1]) * timeline.block_bytes
+                       if len(timeline.blocks) else 0)
     return ReplayResult(summary, vol, rg, tables)
+
+
+def _snapshot_timeline(model: ArrayModel, aggs: _Aggregates) -> SnapshotTimeline:
+    """The space held by the replay's snapshots (``replay.snapshots`` accounting, 64 KB chunks, on
+    the replay's clock), from the per-snapshot-interval sums of first writes."""
+    sp = model.kernel_params.snap
+    df = aggs.snap.result()
+    n = int(df["interval_start_ns"].max() // sp.every) + 1 if df.height else 0
+    full = pl.DataFrame({"interval_start_ns": np.arange(n, dtype=np.int64) * sp.every}).join(
+        df, on="interval_start_ns", how="left").fill_null(0)
+    keep = round(model.scenario.snapshots.keep_s * 1e9)
+    return SnapshotTimeline(sp.every, keep, sp.unit, full["writes"].to_numpy(), full["write_bytes"].to_numpy(),
+                            full["blocks"].to_numpy())
 
 
 def _tier_tables(model: ArrayModel, state, aggs: _Aggregates, rg: pl.DataFrame,
@@ -561,7 +593,8 @@ def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
         "summary_json": root / "array_runs" / rid / "summary.json",
         "volume_intervals": root / "array_volume_intervals" / f"{rid}.parquet",
         "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
-        **{name: root / f"array_{name}" / f"{rid}.parquet" for name in tier_tables.TIER_TABLES},
+        **{name: root / f"array_{name}" / f"{rid}.parquet" for name in (*tier_tables.TIER_TABLES,
+                                                                         "snapshot_intervals")},
     }
 
 

@@ -58,6 +58,7 @@ from replay import backend as be
 from replay import dram_cache as dc
 from replay import host
 from replay import queueing as qk
+from replay import snapshot_writes as snap
 from replay import ssd_cache as ssd
 from replay import tiering as tier
 from replay.events import (
@@ -86,11 +87,15 @@ O_ARR, O_DONE, O_RP, O_RH, O_WP, O_WH, O_STALL, O_THR, O_RG, O_BIOS, O_BBUSY, O_
 # wrote through, hits and misses, and its dirty slots after it (flushes to it and promotions are
 # records, with their own times)
 O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_DIRTY = range(13, 18)
+# with snapshots: the chunks the request wrote first since the latest snapshot
+O_SNAP = 18
 N_O = 13
 N_O_SSD = 18
+N_O_ALL = 19
 OUTCOMES = ("arrival_ns", "done_ns", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
             "stall_ns", "throttle_ns", "rg", "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages")
 SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
+SNAP_OUTCOMES = ("snapshot_first_writes",)
 
 
 class Params(NamedTuple):
@@ -101,6 +106,7 @@ class Params(NamedTuple):
     backend: be.BackendParams
     ssd: ssd.SsdParams
     tier: tier.TierParams
+    snap: snap.SnapParams
 
 
 class KernelState(NamedTuple):
@@ -111,6 +117,7 @@ class KernelState(NamedTuple):
     backend: be.BackendState
     ssd: ssd.SsdState
     tier: tier.TierState
+    snap: snap.SnapState
     events: np.ndarray  # one replay.events.EVENTS record
     rec: np.ndarray  # int64 [n, N_REC] record buffer
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
@@ -139,11 +146,13 @@ def run_requests(params, state, req, shift, start, out, tmp):
     bp = params.backend
     sp = params.ssd
     tp = params.tier
+    np_ = params.snap
     hs = state.host
     ds = state.dram
     bs = state.backend
     ss = state.ssd
     ts = state.tier
+    ns = state.snap
     tcr = ts.c[0]
     sc = ss.c[0]
     ev = state.events[0]
@@ -199,8 +208,13 @@ def run_requests(params, state, req, shift, start, out, tmp):
             done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, ev, rec, v, p0, p1, req.unit,
                                                         req.pbit, req.unit_no, tc, tmp)
         elif o == OP_WRITE:
+            tw = tc
+            if np_.on:
+                tw, first = snap.before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, req.unit, req.unit_no, arr, tc,
+                                               tmp)
+                out[O_SNAP, i] = first
             done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0,
-                                                            p1, req.unit, req.pbit, req.unit_no, tc, tmp)
+                                                            p1, req.unit, req.pbit, req.unit_no, tw, tmp)
             stall += st
         elif o == OP_TRIM:
             rg_req = dc.trim(dp, ds, p0, p1, req.unit, req.pbit)
@@ -220,6 +234,8 @@ def run_requests(params, state, req, shift, start, out, tmp):
         out[O_BBUSY, i] = bbusy
         out[O_DIRTY, i] = cache.dirty
         out[O_RGDIRTY, i] = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
+        if np_.on and o != OP_WRITE:
+            out[O_SNAP, i] = 0
         if sp.on:
             out[O_SSD_RH, i] = sc.read_hits - rh0
             out[O_SSD_RM, i] = sc.read_misses - rm0
@@ -244,6 +260,7 @@ class ArrayState:
     backend: be.BackendState
     ssd: ssd.SsdState
     tier: tier.TierState
+    snap: snap.SnapState
     events: np.ndarray
     rec: np.ndarray
     unit_ids: IdMap = field(default_factory=IdMap)
@@ -253,8 +270,8 @@ class ArrayState:
     records: list[np.ndarray] = field(default_factory=list)
 
     def kernel_state(self) -> KernelState:
-        return KernelState(self.host, self.dram, self.backend, self.ssd, self.tier, self.events, self.rec,
-                           self.unit_ids.table)
+        return KernelState(self.host, self.dram, self.backend, self.ssd, self.tier, self.snap, self.events,
+                           self.rec, self.unit_ids.table)
 
 
 #: counters(): name -> (mechanism, field)
@@ -292,7 +309,7 @@ class ArrayModel(Model):
         self.kernel_params = Params(host=host.params(scenario), dram=dc.params(scenario, PAGE_BITS),
                                     backend=be.params(self.backend),
                                     ssd=ssd.params(scenario, be.raid_groups(scenario)),
-                                    tier=self.tiering.params)
+                                    tier=self.tiering.params, snap=snap.params(scenario))
 
     def raise_outstanding(self, state: ArrayState, outstanding: int) -> None:
         """Closed loop: from now on keep ``outstanding`` I/Os in flight (more than before; the
@@ -331,6 +348,7 @@ class ArrayModel(Model):
             backend=be.new_state(p.backend),
             ssd=ssd.new_state(self.scenario, p.ssd, p.backend.dstat.shape[0]),
             tier=self.tiering.new_state(),
+            snap=snap.new_state(),
             events=new_events(),
             rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
         )
@@ -356,6 +374,8 @@ class ArrayModel(Model):
             return
         units = dc.grow(state.dram.units, max(n_units, 2 * have, 1024), dc.new_units)
         state.dram = state.dram._replace(units=units)
+        if self.kernel_params.snap.on:
+            state.snap = snap.grow(state.snap, units.shape[0])
 
     # -- replay ---------------------------------------------------------------------------
     def prepare(self, state: ArrayState, chunk: Chunk):
@@ -427,8 +447,9 @@ class ArrayModel(Model):
     def replay(self, state: ArrayState, chunk: Chunk) -> Outcomes:
         n = chunk.n_requests
         ssd_on = bool(self.kernel_params.ssd.on)
+        snap_on = bool(self.kernel_params.snap.on)
         # one contiguous row per outcome, all written
-        out = np.empty((N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
+        out = np.empty((N_O_ALL if snap_on else N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
         if n:
             self._ensure_volumes(state, int(chunk.volume.max()) + 1)
             unit, pbit, unit_no, pstart = self.prepare(state, chunk)
@@ -448,8 +469,12 @@ class ArrayModel(Model):
                     state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
                 self._stash_records(state)
-        names = OUTCOMES + SSD_OUTCOMES if ssd_on else OUTCOMES
-        return {name: out[k] for k, name in enumerate(names)}
+        rows = list(enumerate(OUTCOMES))
+        if ssd_on:
+            rows += list(enumerate(SSD_OUTCOMES, N_O))
+        if snap_on:
+            rows += list(enumerate(SNAP_OUTCOMES, N_O_SSD))
+        return {name: out[k] for k, name in rows}
 
     def _stash_records(self, state: ArrayState) -> None:
         r = int(state.events[0]["rec_n"])
@@ -483,6 +508,8 @@ class ArrayModel(Model):
             c.update(self.ssd_counters(state))
         if self.tiering.on:
             c.update(self.tiering.counters(state.tier))
+        if self.kernel_params.snap.on:
+            c.update({f"snapshot_{k}": int(state.snap.c[0][k]) for k in snap.SNAP.names})
         return c
 
     def ssd_counters(self, state: ArrayState) -> dict[str, int | float]:

@@ -386,6 +386,18 @@ class Tiering:
         return self.policy
 
 
+@dataclass(frozen=True)
+class Snapshots:
+    """Snapshots on a schedule (``replay.snapshot_writes``): one every ``every_s`` from time zero,
+    each kept ``keep_s``; ``mode`` row (redirect-on-write: the write path unchanged, only the
+    space counted) or cofw (copy-on-first-write: the old chunk is copied before the write)."""
+
+    enabled: bool = True
+    every_s: float = 3600.0  # seed 004: hourly snapshots
+    keep_s: float = 86400.0  # seed 004: -keepFor 1d
+    mode: str = "row"  # seed 004: VNX Snapshots redirect on write (SnapView: cofw)
+
+
 SSD_KINDS = ("fastcache", "qcache")
 #: QCache 2.0 I/O types (doc, QSAN 1.x manual): block bytes, sub-block bytes, populate-on-read,
 #: populate-on-write. "custom" takes the four values from the scenario.
@@ -478,6 +490,7 @@ class Scenario:
     extra_sections: dict[str, dict] = field(default_factory=dict)  # tiering (not yet modelled)
     ssd_cache: SsdCache | None = None  # None or enabled = false: no SSD cache
     tiering_section: Tiering | None = None  # None or enabled = false: no FAST VP
+    snapshots_section: Snapshots | None = None  # None or enabled = false: no snapshots
     source: str = ""
 
     # -- derived ---------------------------------------------------------------------------
@@ -538,6 +551,12 @@ class Scenario:
         t = self.tiering_section
         return t if t is not None and t.enabled else None
 
+    @property
+    def snapshots(self) -> Snapshots | None:
+        """The snapshot schedule when it is switched on."""
+        t = self.snapshots_section
+        return t if t is not None and t.enabled else None
+
     def rg_tier(self, rg: RaidGroup) -> str:
         return self.drive_classes[rg.drive_class].fast_vp_tier
 
@@ -551,6 +570,8 @@ class Scenario:
             f.append("flash_tier")
         if self.tiering:
             f.append(f"fast_vp:{self.tiering.policy}")
+        if self.snapshots:
+            f.append(f"snapshots:{self.snapshots.mode}")
         f.append(f"{self.replay.mode}_loop")
         return f
 
@@ -591,7 +612,7 @@ class Scenario:
 # parsing
 # --------------------------------------------------------------------------------------------
 _TOP = {"name", "description", "controller", "dram", "drive_classes", "raid_groups", "pools", "volumes",
-        "replay", "ssd_cache", "tiering", *NOT_YET_MODELLED}
+        "replay", "ssd_cache", "tiering", "snapshots", *NOT_YET_MODELLED}
 
 
 def _names(cls) -> set[str]:
@@ -851,8 +872,22 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     ssd = _parse_ssd(w, _table(w, "ssd_cache", data["ssd_cache"]), classes, dram) if "ssd_cache" in data else None
     tiering = (_parse_tiering(w, _table(w, "tiering", data["tiering"]), pools, rgs, classes, default_pool)
                if "tiering" in data else None)
+    snaps = _parse_snapshots(w, _table(w, "snapshots", data["snapshots"])) if "snapshots" in data else None
     return Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
-                    replay_opts, extra, ssd, tiering, source)
+                    replay_opts, extra, ssd, tiering, snaps, source)
+
+
+def _parse_snapshots(w: _Where, t: dict) -> Snapshots:
+    sec = "snapshots"
+    _check_keys(w, sec, t, _names(Snapshots))
+    d = Snapshots()
+    s = Snapshots(
+        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
+        every_s=_get(w, sec, t, "every_s", "float", d.every_s, minimum=0.001),
+        keep_s=_get(w, sec, t, "keep_s", "float", d.keep_s, minimum=0, strict_min=True),
+        mode=_get(w, sec, t, "mode", "str", d.mode, choices=("row", "cofw")),
+    )
+    return s
 
 
 def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, ...],
