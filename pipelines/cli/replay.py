@@ -153,6 +153,11 @@ def replay(
         ]
     if "tier_moves" in s:  # FAST VP
         rows += _tier_rows(s)
+    if "snapshot_first_writes" in s:
+        rows += [("snapshot chunks first written", f"{s['snapshot_first_writes']:,}"),
+                 ("snapshot space peak / end GiB", f"{s['snapshot_peak_bytes'] / 2**30:,.1f} / "
+                                                   f"{s['snapshot_bytes_end'] / 2**30:,.1f}"),
+                 ("COFW copies / wait s", f"{s['snapshot_cofw_copies']:,} / {s['snapshot_cofw_wait_ns'] / 1e9:,.1f}")]
     for k, v in rows:
         out.print(f"{k:<30} {v:>20}")
     if s.get("results_dir"):
