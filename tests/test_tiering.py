@@ -215,8 +215,12 @@ def test_rebalancing_spreads_hot_slices_over_the_groups_of_a_tier():
 
 
 def test_chunked_replay_with_relocations_equals_one_pass():
+    """With writes to the moving slices during the window (dirty units are destaged to the old
+    group, then placed anew)."""
     sc = loads(scenario(), "t.toml")
     rows = window_rows() + reads([(14, 4)], t0=H + 30 * S)
+    rows += [(H + 5 * 10**7 + k * 10**8, "a", "write", (14 + k % 3) * SLICE + (k % 7) * 65536, 8192) for k in range(60)]
+    rows.sort(key=lambda r: r[0])
     rng = np.random.default_rng(7)
     cuts = [sorted(rng.choice(np.arange(1, len(rows)), size=6, replace=False).tolist()) for _ in range(3)]
     c = assert_chunking_invariant(sc, rows, [1, 37, *cuts])
