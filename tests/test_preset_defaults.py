@@ -47,6 +47,8 @@ DELIBERATE = {
     ("vnx5400-fastvp", "tiering.policy"): "seed 000's pool: Auto-Tier",
     ("vnx5400-fastvp", "ssd_cache.enabled"): "FAST Cache off: FAST VP alone (as vnx5400)",
     ("vnx5400-fastvp", "tiering.pool"): "seed 000's one pool over both tiers",
+    ("vnx5500-snapshots", "tiering.pool"): "seed 004's one pool over both drive types",
+    ("vnx5500-snapshots", "pools.pool0.slice_bytes"): "1 GB slices on VNX1 (doc)",
     **{(p, f"ssd_cache.{f}"): "QCache 2.0 as seed 003 set it up" for p in ("xs5224d", "xs5224d-qcache-read",
                                                                             "xs5224d-qcache-rw")
        for f in ("kind", "drives", "chunk_bytes", "sub_block_bytes", "populate_on_read", "fills_in_flight")},
@@ -56,7 +58,7 @@ DELIBERATE = {
 }
 #: Presets that are another preset with one mechanism switched on: they differ from the defaults
 #: where their base does (plus their own entries above).
-VARIANT_OF = {"vnx5400-fastcache": "vnx5400", "vnx5400-fastvp": "vnx5400", "xs5224d-qcache-read": "xs5224d", "xs5224d-qcache-rw": "xs5224d"}
+VARIANT_OF = {"vnx5400-fastcache": "vnx5400", "vnx5400-fastvp": "vnx5400", "vnx5500-snapshots": "vnx1-flare", "xs5224d-qcache-read": "xs5224d", "xs5224d-qcache-rw": "xs5224d"}
 
 
 
