@@ -56,6 +56,7 @@ import numpy as np
 
 from replay import backend as be
 from replay import dram_cache as dc
+from replay import flash as fl
 from replay import host
 from replay import queueing as qk
 from replay import ssd_cache as ssd
@@ -87,6 +88,10 @@ O_ARR, O_DONE, O_RP, O_RH, O_WP, O_WH, O_STALL, O_THR, O_RG, O_BIOS, O_BBUSY, O_
 O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_DIRTY = range(13, 18)
 N_O = 13
 N_O_SSD = 18
+# all-flash: free space after the request, GC bytes copied while it was processed (rows after the SSD ones)
+O_FL_FREE, O_FL_GC = 18, 19
+N_O_FLASH = 20
+FLASH_OUTCOMES = ("flash_free_bytes", "flash_gc_bytes")
 OUTCOMES = ("arrival_ns", "done_ns", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
             "stall_ns", "throttle_ns", "rg", "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages")
 SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
@@ -99,6 +104,7 @@ class Params(NamedTuple):
     dram: dc.DramParams
     backend: be.BackendParams
     ssd: ssd.SsdParams
+    flash: fl.FlashParams
 
 
 class KernelState(NamedTuple):
@@ -111,6 +117,7 @@ class KernelState(NamedTuple):
     events: np.ndarray  # one replay.events.EVENTS record
     rec: np.ndarray  # int64 [n, N_REC] record buffer
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
+    flash: fl.FlashState
 
 
 class Requests(NamedTuple):
@@ -140,6 +147,9 @@ def run_requests(params, state, req, shift, start, out, tmp):
     bs = state.backend
     ss = state.ssd
     sc = ss.c[0]
+    fp = params.flash
+    fs = state.flash
+    fc = fs.c[0]
     ev = state.events[0]
     rec = state.rec
     utab = state.utab
@@ -170,6 +180,19 @@ def run_requests(params, state, req, shift, start, out, tmp):
             ev.now = tc
         # 5. pages
         v = req.vol[i]
+        if fp.on:  # all-flash: no cache, no RAID back end (replay.flash)
+            gc0 = fc.gc_moved
+            done, thr = fl.request(fp, fs, o, req.size[i], tc, hs.c[0].requests)
+            out[O_ARR, i] = arr
+            out[O_DONE, i] = done
+            out[O_RP:O_RGDIRTY + 1, i] = 0
+            out[O_STALL, i] = stall
+            out[O_THR, i] = thr
+            out[O_RG, i] = bp.pool_rgs[ds.vols[v].pool, 0]
+            out[O_FL_FREE, i] = np.int64(fc.free + 0.5)
+            out[O_FL_GC, i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
+            host.complete(hp, hs, arr, done, stall, thr)
+            continue
         done = tc
         rp = 0
         rh = 0
@@ -233,9 +256,11 @@ class ArrayState:
     volume_names: list[str] = field(default_factory=list)
     n_vol: int = 0
     records: list[np.ndarray] = field(default_factory=list)
+    flash: fl.FlashState | None = None
 
     def kernel_state(self) -> KernelState:
-        return KernelState(self.host, self.dram, self.backend, self.ssd, self.events, self.rec, self.unit_ids.table)
+        return KernelState(self.host, self.dram, self.backend, self.ssd, self.events, self.rec, self.unit_ids.table,
+                           self.flash)
 
 
 #: counters(): name -> (mechanism, field)
@@ -271,7 +296,8 @@ class ArrayModel(Model):
         self.backend = be.build(scenario)
         self.kernel_params = Params(host=host.params(scenario), dram=dc.params(scenario, PAGE_BITS),
                                     backend=be.params(self.backend),
-                                    ssd=ssd.params(scenario, be.raid_groups(scenario)))
+                                    ssd=ssd.params(scenario, be.raid_groups(scenario)),
+                                    flash=fl.params(scenario))
 
     def raise_outstanding(self, state: ArrayState, outstanding: int) -> None:
         """Closed loop: from now on keep ``outstanding`` I/Os in flight (more than before; the
@@ -311,6 +337,7 @@ class ArrayModel(Model):
             ssd=ssd.new_state(self.scenario, p.ssd, p.backend.dstat.shape[0]),
             events=new_events(),
             rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
+            flash=fl.new_state(p.flash),
         )
 
     def _ensure_volumes(self, state: ArrayState, n_vol: int) -> None:
@@ -395,11 +422,16 @@ class ArrayModel(Model):
     def replay(self, state: ArrayState, chunk: Chunk) -> Outcomes:
         n = chunk.n_requests
         ssd_on = bool(self.kernel_params.ssd.on)
-        # one contiguous row per outcome, all written
-        out = np.empty((N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
+        flash_on = bool(self.kernel_params.flash.on)
+        # one contiguous row per outcome, all written (with flash: the SSD rows are not)
+        out = np.empty((N_O_FLASH if flash_on else N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
         if n:
             self._ensure_volumes(state, int(chunk.volume.max()) + 1)
-            unit, pbit, unit_no, pstart = self.prepare(state, chunk)
+            if flash_on:  # no cache units: the flash path reads requests only
+                unit = pbit = unit_no = np.zeros(0, dtype=np.int64)
+                pstart = np.zeros(n + 1, dtype=np.int64)
+            else:
+                unit, pbit, unit_no, pstart = self.prepare(state, chunk)
             self._ensure_units(state, state.unit_ids.n_ids)
             req = Requests(ts=np.ascontiguousarray(chunk.ts_ns, dtype=np.int64),
                            op=np.ascontiguousarray(chunk.op, dtype=np.uint8),
@@ -414,6 +446,10 @@ class ArrayModel(Model):
                     state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
                 self._stash_records(state)
+        if flash_on:
+            res = {name: out[k] for k, name in enumerate(OUTCOMES)}
+            res.update({name: out[k] for k, name in zip((O_FL_FREE, O_FL_GC), FLASH_OUTCOMES, strict=True)})
+            return res
         names = OUTCOMES + SSD_OUTCOMES if ssd_on else OUTCOMES
         return {name: out[k] for k, name in enumerate(names)}
 
@@ -447,6 +483,8 @@ class ArrayModel(Model):
         c["drive_busy_ns"] = int(state.backend.ddyn[:n_hdd, qk.DD_BUSY].sum())
         if self.kernel_params.ssd.on:
             c.update(self.ssd_counters(state))
+        if self.kernel_params.flash.on:
+            c.update(fl.counters(self.kernel_params.flash, state.flash))
         return c
 
     def ssd_counters(self, state: ArrayState) -> dict[str, int | float]:

@@ -32,7 +32,7 @@ F = TypeVar("F", bound=Callable)
 
 #: Modules with compiled functions (or constants compiled into them); their source keys the cache.
 KERNEL_MODULES = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.fast_cache",
-                  "replay.qcache", "replay.dlist", "replay.host", "replay.events",
+                  "replay.qcache", "replay.dlist", "replay.host", "replay.events", "replay.flash",
                   "replay.queueing", "replay.ids",
                   "replay.pages", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)
 
