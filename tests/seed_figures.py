@@ -32,6 +32,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from pipelines.replay import replay_frames, sweep_frames  # noqa: E402
 from replay.backend import planning_host_iops  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads  # noqa: E402
+from schemas.units import parse_size  # noqa: E402
 from traces import synth  # noqa: E402
 
 GIB = 1 << 30
@@ -261,6 +262,60 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     run["warmup_s"] = run["t_s"][k] + 10
     run["plateau_iops"] = max(run["iops_t"][k:])
     return run
+
+
+# -- seed 001 ------------------------------------------------------------------------------------
+#: seed 001: 8 LUNs over the whole user capacity of the Violin 6232 (the preset's, est)
+SEED001_REGION = 17 << 40
+SEED001_PROFILES = {"randread": "randread-4k", "randwrite": "randwrite-4k", "randrw": "randrw-70-30"}
+#: seed 001 group 2: block sizes (1 KB .. 1 MB), numjobs, and sync (iodepth 1) / async QD 32 / 64
+SEED001_BLOCKS = (1 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 1 << 20)
+SEED001_JOBS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192)
+SEED001_DEPTHS = (1, 32, 64)
+MIB = 1 << 20
+
+
+@functools.lru_cache(maxsize=256)
+def seed001_point(profile: str, block_bytes: int, jobs: int, iodepth: int = 1, requests: int | None = None) -> dict:
+    """One fio point of seed 001's group 2 on ``violin6232``: ``profile`` (randread, randwrite,
+    randrw 70/30) at ``block_bytes``, ``jobs`` x ``iodepth`` outstanding (sync I/O: iodepth 1),
+    closed loop over the whole capacity, measured after 20 % warm-up (fio's ramp_time). Far
+    fewer bytes than the free space are written: no GC wait (the seed paused between tests for
+    the GC to catch up). 100 requests per outstanding I/O by default (at least 20,000): the closed
+    loop's drain at the end then costs ~1 % of the measured time."""
+    requests = requests or max(20_000, 100 * jobs * iodepth)
+    df = synth.generate(synth.pattern(SEED001_PROFILES[profile], requests=requests, region_bytes=SEED001_REGION,
+                                      block_size_bytes=block_bytes, seed=1))
+    rows = sweep_frames(lambda: [df], load("violin6232"), [jobs * iodepth], "seed001", total=df.height,
+                        warmup_pct=20)
+    return rows[0]
+
+
+def seed001_matrix(requests: int | None = None) -> list[dict]:
+    """The whole group-2 matrix as closed-loop sweeps (``--seed001``: ~630 points, a few minutes)."""
+    out = []
+    for profile in SEED001_PROFILES:
+        for depth in SEED001_DEPTHS:
+            for bs in SEED001_BLOCKS:
+                for jobs in SEED001_JOBS:
+                    r = seed001_point(profile, bs, jobs, depth, requests)
+                    out.append({"profile": profile, "iodepth": depth, "block_bytes": bs, "jobs": jobs,
+                                "iops": r["iops"], "mib_per_s": r["mb_per_s"] * 1e6 / MIB,
+                                "latency_mean_ms": r["latency_mean_ms"]})
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def seed001_cliff(block_bytes: int = 4096, capacity: str = "1GiB", requests: int | None = None) -> dict:
+    """Seed 001 group 1: random writes, fio numjobs 64 x iodepth 64, long enough to pass the
+    write cliff, on ``violin6232`` with the user capacity scaled down to ``capacity`` (the cliff
+    then comes in seconds, not hours; the GC-bound rate does not depend on the capacity: WA
+    depends on the spare factor only). Returns the run summary (``flash_*``)."""
+    n = requests or max(2_000, int(3 * parse_size(capacity) / block_bytes))
+    df = synth.generate(synth.pattern("randwrite-4k", requests=n, region_bytes=parse_size(capacity),
+                                      block_size_bytes=block_bytes, seed=5))
+    sc = load("violin6232", [f"flash.user_capacity_bytes={capacity}", "replay.interval=100ms"])
+    return replay_frames([df], sc.with_replay(mode="closed", outstanding=64 * 64), "seed001-cliff").summary
 
 
 def err(model: float, published: float) -> float:
