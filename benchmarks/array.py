@@ -1,5 +1,6 @@
 """Array model throughput: requests/s per core of ``vnx5400-fastcache`` (DRAM + FAST Cache + back
-end + latency), ``vnx5400`` (FAST Cache off), ``vnx2-mcx`` and ``vnx1-flare`` on one trace, with
+end + latency), ``vnx5400`` (FAST Cache off), ``vnx2-mcx``, ``vnx1-flare`` and the all-flash
+``violin6232`` (no cache: controller, media, flash servers, free space and GC) on one trace, with
 libCacheSim's LRU on the same page sequence as the yardstick.
 
 The trace: seed 000's IOMeter database pattern (8 KiB, 67 % read, 100 % random) over a 15 GiB
@@ -55,7 +56,7 @@ from replay.scenario import load  # noqa: E402
 from traces import synth  # noqa: E402
 
 ORACLE_RECORD = np.dtype([("time", "<u4"), ("obj_id", "<u8"), ("size", "<u4"), ("next_access", "<i8")])
-SCENARIOS = ("vnx5400-fastcache", "vnx5400", "vnx2-mcx", "vnx1-flare")
+SCENARIOS = ("vnx5400-fastcache", "vnx5400", "vnx2-mcx", "vnx1-flare", "violin6232")
 
 
 def prepare(requests: int, work: Path):
