@@ -540,7 +540,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "scenario_hash": sc.hash,
         "tiercast_version": package_version(),
         "model_version": array_model_version(),
-        "dram_mode": sc.dram.mode,
+        "dram_mode": "none" if sc.flash else sc.dram.mode,  # all-flash: no cache
         "replay_mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
         "warmup_requests": aggs.warmup_requests,

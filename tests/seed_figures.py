@@ -8,6 +8,7 @@ misses (~3 min):
     .venv/bin/python tests/seed_figures.py --readme   # the README table
     .venv/bin/python tests/seed_figures.py --sensitivity
     .venv/bin/python tests/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
+    .venv/bin/python tests/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
 
 Every measurement is a closed-loop replay of the seed's synthetic pattern (``traces.synth``) on
 the seed's preset, as IOMeter would drive it: the trace gives the address/op sequence, the model
@@ -580,6 +581,12 @@ if __name__ == "__main__":
         sensitivity()
     elif "--readme" in sys.argv:
         print(readme_table())
+    elif "--seed001" in sys.argv:
+        print("| profile | iodepth | block | jobs | IOPS | MiB/s | latency ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for r in seed001_matrix():
+            print(f"| {r['profile']} | {r['iodepth']} | {r['block_bytes'] // 1024} KiB | {r['jobs']} | {r['iops']:,.0f} "
+                  f"| {r['mib_per_s']:,.0f} | {r['latency_mean_ms']:.3f} |", flush=True)
     else:
         for f, v in table():
             print(f"{f.key:14s} published {f.published:10.2f} model {v:10.2f} ({err(v, f.published):+.1f} %) "
