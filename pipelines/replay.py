@@ -33,7 +33,10 @@ belongs to the RAID group of its first page. Percentiles come from a per-interva
 QCache), also: ssd_read_hits / ssd_read_misses / ssd_write_hits / ssd_write_misses (host I/Os
 reaching the SSD cache: DRAM read-miss runs and flush runs) and ssd_promotions, as counts and
 ``_per_s``, ssd_hit_ratio, ssd_fill_pct (slots in use at the interval's end) and
-ssd_dirty_pct_max. Background work (flushes, and the promotions they cause) counts in the
+ssd_dirty_pct_max. All-flash (``[flash]``, replay.flash), array-wide in both tables:
+flash_free_bytes / flash_free_pct (free space at its lowest in the interval), flash_gc_bytes,
+flash_gc_mib_per_s, flash_write_amplification, flash_host_write_mib_per_s, flash_gc_waits,
+flash_gc_wait_sum_ms. Background work (flushes, and the promotions they cause) counts in the
 interval and for the volume / group of the request during whose processing it ran.
 
 Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
@@ -42,7 +45,8 @@ Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50
 ``throttle_delay_mean_ms`` (per throttled request) and the same three for forced-flush stalls,
 ``ssd_*`` counters, ``ssd_time_to_50pct_fill_s`` / ``ssd_time_to_90pct_fill_s`` and
 ``ssd_hit_ratio_last10pct`` / ``ssd_read_hit_ratio_last10pct`` (the last 10 % of the simulated
-time) with an SSD cache, computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
+time) with an SSD cache, ``flash_time_to_cliff_s`` and pre- / post-cliff write IOPS and MiB/s
+on an all-flash array, computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
 first issue to the last completion of those. The model's counters (``*_ns`` sums, counts) cover
 every request.
 """

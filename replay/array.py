@@ -39,6 +39,9 @@ scalar state and counters one structured record, ``ds.c[0].dirty``):
   ``write_stripe``; queues in :mod:`replay.queueing`);
 * :mod:`replay.events`: the event loop's clock (``now``, ``next_ev``) and the record buffer.
 
+* :mod:`replay.flash`: an all-flash array (``[flash]``): reads and writes go there instead of
+  the DRAM cache and back end (media, flash servers, free space and GC; one branch per request).
+
 :func:`run_requests` composes them with a few calls per request: ``host.issue``,
 ``dram_cache.suspended``, ``host.storage_processor``, ``dram_cache.advance`` (background work
 due), ``dram_cache.read`` / ``write`` / ``trim``, ``dram_cache.touch_volume``, ``host.complete``.
