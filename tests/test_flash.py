@@ -5,6 +5,7 @@ full-stripe writes without RAID penalty, the flash path's timing, chunked replay
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -12,7 +13,10 @@ import polars as pl
 import pytest
 from seed_figures import BY_KEY, err, seed001_cliff, seed001_point
 from test_backend import assert_chunking_invariant, replay_rows
+from typer.testing import CliRunner
 
+from pipelines.cli import app
+from pipelines.ingest import ingest_file
 from pipelines.replay import replay_frames
 from replay import flash as fl
 from replay.array import ArrayModel
@@ -286,3 +290,30 @@ def test_seed001_4k_runs_at_peak_longer_than_larger_blocks():
 def test_seed001_sweep_rows_come_from_the_closed_loop():
     r = seed001_point("randwrite", 4096, 4, 1)
     assert r["outstanding"] == 4 and r["iops"] == pytest.approx(4 / 0.146e-3, rel=0.02)
+
+
+# -- the CLI ----------------------------------------------------------------------------------------
+def test_tiercast_replay_and_sweep_with_the_preset(tmp_path):
+    """``tiercast replay`` prints the cliff lines and writes the flash interval columns;
+    ``tiercast sweep`` runs the preset closed loop (fio numjobs x iodepth)."""
+    df = synth.generate(synth.pattern("randwrite-4k", requests=120_000, region_bytes=256 * MIB, seed=2))
+    df.write_parquet(tmp_path / "w.parquet")
+    tid = ingest_file(tmp_path / "w.parquet", tmp_path, validate="off").trace_id
+    args = ["--scenario", "violin6232", "--set", "flash.user_capacity_bytes=256MiB", "--data-dir", str(tmp_path)]
+    r = CliRunner().invoke(app, ["replay", tid[:10], *args, "--outstanding", "256"])
+    assert r.exit_code == 0, r.output
+    for line in ("writes that waited for GC", "flash time to cliff", "write MiB/s pre / post cliff",
+                 "flash GC-bound write MiB/s            600 (WA 2.36)"):
+        assert line in r.output, r.output
+    assert "dirty pages" not in r.output and "(none, closed 256 outstanding)" in r.output
+    iv = pl.read_parquet(next((tmp_path / "results" / "array_rg_intervals").glob("*.parquet")))
+    assert {"flash_free_bytes", "flash_free_pct", "flash_gc_bytes", "flash_write_amplification",
+            "flash_host_write_mib_per_s"} <= set(iv.columns)
+    assert iv["rg"].unique().to_list() == ["vraid"]
+    r = CliRunner().invoke(app, ["sweep", tid[:10], *args, "--outstanding", "1,32", "--requests", "20000",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["outstanding"] for row in rows] == [1, 32]
+    assert rows[0]["latency_mean_ms"] == pytest.approx(0.146, abs=0.001)
+    assert rows[1]["iops"] == pytest.approx(32 / 0.146e-3, rel=0.05)
