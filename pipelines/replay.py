@@ -33,7 +33,10 @@ belongs to the RAID group of its first page. Percentiles come from a per-interva
 QCache), also: ssd_read_hits / ssd_read_misses / ssd_write_hits / ssd_write_misses (host I/Os
 reaching the SSD cache: DRAM read-miss runs and flush runs) and ssd_promotions, as counts and
 ``_per_s``, ssd_hit_ratio, ssd_fill_pct (slots in use at the interval's end) and
-ssd_dirty_pct_max. Background work (flushes, and the promotions they cause) counts in the
+ssd_dirty_pct_max. All-flash (``[flash]``, replay.flash), array-wide in both tables:
+flash_free_bytes / flash_free_pct (free space at its lowest in the interval), flash_gc_bytes,
+flash_gc_mib_per_s, flash_write_amplification, flash_host_write_mib_per_s, flash_gc_waits,
+flash_gc_wait_sum_ms. Background work (flushes, and the promotions they cause) counts in the
 interval and for the volume / group of the request during whose processing it ran.
 
 Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
@@ -42,7 +45,8 @@ Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50
 ``throttle_delay_mean_ms`` (per throttled request) and the same three for forced-flush stalls,
 ``ssd_*`` counters, ``ssd_time_to_50pct_fill_s`` / ``ssd_time_to_90pct_fill_s`` and
 ``ssd_hit_ratio_last10pct`` / ``ssd_read_hit_ratio_last10pct`` (the last 10 % of the simulated
-time) with an SSD cache, computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
+time) with an SSD cache, ``flash_time_to_cliff_s`` and pre- / post-cliff write IOPS and MiB/s
+on an all-flash array, computed over the requests after the scenario's ``warmup_pct`` (IOMeter's ramp-up), from the
 first issue to the last completion of those. The model's counters (``*_ns`` sums, counts) cover
 every request.
 """
@@ -156,6 +160,15 @@ _PROMO_MAXES = {"ssd_used_max": pl.col("rg_dirty_pages").max()}
 SSD_EVENTS = ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits", "ssd_write_misses", "ssd_promotions")
 #: the SSD hit ratio of the run's last 10 % of simulated time comes from per-second sums
 SSD_FINE_NS = 1_000_000_000
+#: All-flash (``replay.flash``), array-wide per interval: host writes, GC copies and waits, and the
+#: space used (free space at its lowest in the interval = the space GC can free - this maximum)
+_FLASH_SUMS = {
+    "flash_host_write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0)
+    .cast(pl.Int64).sum(),
+    "flash_gc_bytes": pl.col("flash_gc_bytes").sum(),
+    "flash_gc_wait_ns": pl.col("throttle_ns").sum(),
+    "flash_gc_waits": (pl.col("throttle_ns") > 0).sum().cast(pl.Int64),
+}
 
 
 def _lat_bucket(latency_ns: pl.Expr) -> pl.Expr:
@@ -190,6 +203,7 @@ class _Aggregates:
     ssd_slots: int = 0  # 0: no SSD cache
     tiering: bool = False  # FAST VP: keep the relocation records
     snapshot_every_ns: int = 0  # snapshots: per snapshot interval first writes (0: none)
+    flash_free_full: int = 0  # all-flash: the space GC can free (0: not an all-flash array)
     req: IntervalAggregator = field(init=False)
     promo: IntervalAggregator | None = field(init=False, default=None)
     ssd_fine: IntervalAggregator | None = field(init=False, default=None)
@@ -199,6 +213,8 @@ class _Aggregates:
     stalls: IntervalAggregator = field(init=False)
     lat_hist: np.ndarray = field(default_factory=lambda: np.zeros(4096, dtype=np.int64))
     sums: dict = field(default_factory=dict)
+    flash: IntervalAggregator | None = field(init=False, default=None)
+    cliff: dict = field(default_factory=dict)  # all-flash: writes before / after the first GC wait
 
     def __post_init__(self) -> None:
         n = self.interval_ns
@@ -221,6 +237,13 @@ class _Aggregates:
             "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
             "write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0).sum(),
             "blocks": pl.col("snapshot_first_writes").sum()}, ratios={}) if self.snapshot_every_ns else None
+        if self.flash_free_full:
+            used = pl.lit(self.flash_free_full, dtype=pl.Int64) - pl.col("flash_free_bytes")
+            self.flash = IntervalAggregator(n, sums=_FLASH_SUMS, ratios={}, maxes={"flash_used_max": used.max()})
+            none = np.zeros(0, dtype=np.int64)
+            self.cliff = {"req": None, "ns": None, "first_ns": None, "last_ns": 0, "pre_writes": 0,
+                          "pre_bytes": 0, "post_writes": 0, "post_bytes": 0, "pending_done": none,
+                          "pending_size": none}
         self.sums = {"requests": 0, "bytes": 0, "latency_sum_ns": 0, "latency_max_ns": 0, "first_ns": None,
                      "last_ns": 0, "read_pages": 0, "read_hit_pages": 0, "write_pages": 0, "write_hit_pages": 0,
                      "stall_sum_ns": 0, "stalled_requests": 0, "throttle_sum_ns": 0, "throttled_requests": 0,
@@ -237,6 +260,9 @@ class _Aggregates:
             self.ssd_fine.add(frame)
         if self.snap is not None:
             self.snap.add(frame)
+        if self.flash is not None:
+            self.flash.add(frame)
+            self._split_at_cliff(chunk, out)
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
@@ -278,6 +304,37 @@ class _Aggregates:
         if top > self.lat_hist.size:
             self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
         self.lat_hist += np.bincount(b, minlength=self.lat_hist.size)
+
+    def _split_at_cliff(self, chunk: Chunk, out: dict[str, np.ndarray]) -> None:
+        """All-flash, over all requests (the warm-up included: the cliff may come during it): the
+        writes *completed* before the cliff (the arrival of the first write that waited for GC)
+        and the writes *issued* from that one on, which GC admits at its rate (the writes in
+        flight at the cliff had their space already: counted in neither). Until the cliff is
+        found, a write done before the latest arrival so far is surely done before it (the cliff
+        comes at or after that arrival); the others wait in ``pending`` (about those in flight)."""
+        c = self.cliff
+        if c["first_ns"] is None:
+            c["first_ns"] = int(out["arrival_ns"][0])
+        c["last_ns"] = max(c["last_ns"], int(out["done_ns"].max()))
+        writes = chunk.op == OP_WRITE
+        cut = 0
+        if c["ns"] is None:
+            waited = np.flatnonzero(writes & (out["throttle_ns"] > 0))
+            cut = int(waited[0]) if waited.size else chunk.n_requests
+            if waited.size:
+                c["req"] = chunk.first_request + cut
+                c["ns"] = int(out["arrival_ns"][cut])
+            w = writes[:cut]
+            done = np.concatenate([c["pending_done"], out["done_ns"][:cut][w]])
+            size = np.concatenate([c["pending_size"], chunk.size_bytes[:cut][w].astype(np.int64)])
+            bound = c["ns"] if c["ns"] is not None else int(out["arrival_ns"][-1])
+            pre = done < bound
+            c["pre_writes"] += int(pre.sum())
+            c["pre_bytes"] += int(size[pre].sum())
+            c["pending_done"], c["pending_size"] = done[~pre], size[~pre]
+        w = writes[cut:]
+        c["post_writes"] += int(w.sum())
+        c["post_bytes"] += int(chunk.size_bytes[cut:][w].sum())
 
     def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""
@@ -369,6 +426,26 @@ def _ssd_intervals(aggs: _Aggregates) -> pl.DataFrame:
         fill.select("interval_start_ns", "ssd_fill_pct"), on="interval_start_ns", how="full", coalesce=True)
 
 
+def _flash_intervals(aggs: _Aggregates) -> pl.DataFrame:
+    """All-flash, array-wide per interval: free space at its lowest (bytes and % of the space GC
+    can free), GC bytes copied and MiB/s, write amplification ((host writes + GC copies) / host
+    writes), host write MiB/s, GC waits."""
+    sec = aggs.interval_ns / 1e9
+    full = aggs.flash_free_full
+    host = pl.col("flash_host_write_bytes")
+    return aggs.flash.result().select(
+        "interval_start_ns",
+        flash_free_bytes=pl.lit(full, dtype=pl.Int64) - pl.col("flash_used_max"),
+        flash_free_pct=(pl.lit(full, dtype=pl.Int64) - pl.col("flash_used_max")) / full * 100,
+        flash_gc_bytes=pl.col("flash_gc_bytes"),
+        flash_gc_mib_per_s=pl.col("flash_gc_bytes") / sec / (1 << 20),
+        flash_write_amplification=pl.when(host > 0).then((host + pl.col("flash_gc_bytes")) / host),
+        flash_host_write_mib_per_s=host / sec / (1 << 20),
+        flash_gc_waits=pl.col("flash_gc_waits"),
+        flash_gc_wait_sum_ms=pl.col("flash_gc_wait_ns") / 1e6,
+    )
+
+
 def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[str], trace_id: str, rid: str):
     sc = model.scenario
     cache_pages = sc.dram.write_cache_bytes // sc.dram.page_bytes
@@ -381,6 +458,10 @@ def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[st
     vol = vol.with_columns(pl.col("volume").replace_strict(dict(enumerate(volume_names)), default=None,
                                                           return_dtype=pl.String))
     rg = _finish_intervals(req, hist, flush, stalls, "rg", n, cache_pages, ssd, slots)
+    if aggs.flash is not None:
+        fl = _flash_intervals(aggs)
+        vol = vol.join(fl, on="interval_start_ns", how="left")
+        rg = rg.join(fl, on="interval_start_ns", how="left")
     widths = {i: r.width for i, r in enumerate(sc.raid_groups)}
     rg = (rg.filter(pl.col("rg") >= 0)
           .with_columns(
@@ -432,8 +513,10 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
             raise ValueError("warmup_pct needs the trace's request count (total)")
         n_all = min(total, max_requests) if max_requests else total
         warm = int(n_all * scenario.replay.warmup_pct / 100)
+    fp = model.kernel_params.flash
     aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots, model.tiering.on,
-                       model.kernel_params.snap.every if model.kernel_params.snap.on else 0)
+                       model.kernel_params.snap.every if model.kernel_params.snap.on else 0,
+                       int(round(fp.free_full)) if fp.on else 0)
     done = 0
     chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
     if prefetch:
@@ -522,7 +605,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "scenario_hash": sc.hash,
         "tiercast_version": package_version(),
         "model_version": array_model_version(),
-        "dram_mode": sc.dram.mode,
+        "dram_mode": "none" if sc.flash else sc.dram.mode,  # all-flash: no cache
         "replay_mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
         "warmup_requests": aggs.warmup_requests,
@@ -557,7 +640,32 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
     out["raid_groups"] = json.dumps(model.rg_counters(state))
     if aggs.ssd_fine is not None:
         out.update(_ssd_summary(c, aggs))
+    if aggs.flash is not None:
+        out.update(_flash_summary(aggs))
     return out
+
+
+def _flash_summary(aggs: _Aggregates) -> dict:
+    """The write cliff: when the first write waited for GC (seconds after the first request; None
+    if never), host write IOPS and MiB/s before it (writes completed by then) and after it (writes
+    issued from it on, over the time from it to the last completion)."""
+    c = aggs.cliff
+    first, cliff, last = c["first_ns"], c["ns"], c["last_ns"]
+    pre_s = ((cliff if cliff is not None else last) - first) / 1e9 if first is not None else 0.0
+    post_s = (last - cliff) / 1e9 if cliff is not None else 0.0
+
+    def rate(n: int, s: float) -> float | None:
+        return n / s if s > 0 else None
+
+    mib = 1 << 20
+    return {
+        "flash_time_to_cliff_s": (cliff - first) / 1e9 if cliff is not None else None,
+        "flash_cliff_request": c["req"],
+        "flash_pre_cliff_write_iops": rate(c["pre_writes"], pre_s),
+        "flash_pre_cliff_write_mib_per_s": rate(c["pre_bytes"] / mib, pre_s),
+        "flash_post_cliff_write_iops": rate(c["post_writes"], post_s),
+        "flash_post_cliff_write_mib_per_s": rate(c["post_bytes"] / mib, post_s),
+    }
 
 
 def _ssd_summary(c: dict, aggs: _Aggregates) -> dict:

@@ -39,6 +39,9 @@ scalar state and counters one structured record, ``ds.c[0].dirty``):
   ``write_stripe``; queues in :mod:`replay.queueing`);
 * :mod:`replay.events`: the event loop's clock (``now``, ``next_ev``) and the record buffer.
 
+* :mod:`replay.flash`: an all-flash array (``[flash]``): reads and writes go there instead of
+  the DRAM cache and back end (media, flash servers, free space and GC; one branch per request).
+
 :func:`run_requests` composes them with a few calls per request: ``host.issue``,
 ``dram_cache.suspended``, ``host.storage_processor``, ``dram_cache.advance`` (background work
 due), ``dram_cache.read`` / ``write`` / ``trim``, ``dram_cache.touch_volume``, ``host.complete``.
@@ -56,6 +59,7 @@ import numpy as np
 
 from replay import backend as be
 from replay import dram_cache as dc
+from replay import flash as fl
 from replay import host
 from replay import queueing as qk
 from replay import snapshot_writes as snap
@@ -91,7 +95,10 @@ O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_DIRTY = range(13, 18)
 O_SNAP = 18
 N_O = 13
 N_O_SSD = 18
-N_O_ALL = 19
+N_O_ALL = 21  # with snapshots or all-flash (rows a run does not use are not written)
+# all-flash: free space after the request, GC bytes copied while it was processed
+O_FL_FREE, O_FL_GC = 19, 20
+FLASH_OUTCOMES = ("flash_free_bytes", "flash_gc_bytes")
 OUTCOMES = ("arrival_ns", "done_ns", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
             "stall_ns", "throttle_ns", "rg", "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages")
 SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
@@ -107,6 +114,7 @@ class Params(NamedTuple):
     ssd: ssd.SsdParams
     tier: tier.TierParams
     snap: snap.SnapParams
+    flash: fl.FlashParams
 
 
 class KernelState(NamedTuple):
@@ -121,6 +129,7 @@ class KernelState(NamedTuple):
     events: np.ndarray  # one replay.events.EVENTS record
     rec: np.ndarray  # int64 [n, N_REC] record buffer
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
+    flash: fl.FlashState
 
 
 class Requests(NamedTuple):
@@ -155,6 +164,9 @@ def run_requests(params, state, req, shift, start, out, tmp):
     ns = state.snap
     tcr = ts.c[0]
     sc = ss.c[0]
+    fp = params.flash
+    fs = state.flash
+    fc = fs.c[0]
     ev = state.events[0]
     rec = state.rec
     utab = state.utab
@@ -196,6 +208,19 @@ def run_requests(params, state, req, shift, start, out, tmp):
         v = req.vol[i]
         if tp.on and p1 > p0 and (o == OP_READ or o == OP_WRITE):
             tier.touch(tp, ts, bs, v, req.unit_no[p0], req.unit_no[p1 - 1], arr)
+        if fp.on:  # all-flash: no cache, no RAID back end (replay.flash)
+            gc0 = fc.gc_moved
+            done, thr = fl.request(fp, fs, o, req.size[i], tc, hs.c[0].requests)
+            out[O_ARR, i] = arr
+            out[O_DONE, i] = done
+            out[O_RP:O_RGDIRTY + 1, i] = 0
+            out[O_STALL, i] = stall
+            out[O_THR, i] = thr
+            out[O_RG, i] = bp.pool_rgs[ds.vols[v].pool, 0]
+            out[O_FL_FREE, i] = np.int64(fc.free + 0.5)
+            out[O_FL_GC, i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
+            host.complete(hp, hs, arr, done, stall, thr)
+            continue
         done = tc
         rp = 0
         rh = 0
@@ -268,10 +293,11 @@ class ArrayState:
     volume_names: list[str] = field(default_factory=list)
     n_vol: int = 0
     records: list[np.ndarray] = field(default_factory=list)
+    flash: fl.FlashState | None = None
 
     def kernel_state(self) -> KernelState:
         return KernelState(self.host, self.dram, self.backend, self.ssd, self.tier, self.snap, self.events,
-                           self.rec, self.unit_ids.table)
+                           self.rec, self.unit_ids.table, self.flash)
 
 
 #: counters(): name -> (mechanism, field)
@@ -309,7 +335,8 @@ class ArrayModel(Model):
         self.kernel_params = Params(host=host.params(scenario), dram=dc.params(scenario, PAGE_BITS),
                                     backend=be.params(self.backend),
                                     ssd=ssd.params(scenario, be.raid_groups(scenario)),
-                                    tier=self.tiering.params, snap=snap.params(scenario))
+                                    tier=self.tiering.params, snap=snap.params(scenario),
+                                    flash=fl.params(scenario))
 
     def raise_outstanding(self, state: ArrayState, outstanding: int) -> None:
         """Closed loop: from now on keep ``outstanding`` I/Os in flight (more than before; the
@@ -351,6 +378,7 @@ class ArrayModel(Model):
             snap=snap.new_state(),
             events=new_events(),
             rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
+            flash=fl.new_state(p.flash),
         )
 
     def _ensure_volumes(self, state: ArrayState, n_vol: int) -> None:
@@ -448,11 +476,16 @@ class ArrayModel(Model):
         n = chunk.n_requests
         ssd_on = bool(self.kernel_params.ssd.on)
         snap_on = bool(self.kernel_params.snap.on)
-        # one contiguous row per outcome, all written
-        out = np.empty((N_O_ALL if snap_on else N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
+        flash_on = bool(self.kernel_params.flash.on)
+        # one contiguous row per outcome, all written (with flash: the SSD rows are not)
+        out = np.empty((N_O_ALL if (snap_on or flash_on) else N_O_SSD if ssd_on else N_O, n), dtype=np.int64)
         if n:
             self._ensure_volumes(state, int(chunk.volume.max()) + 1)
-            unit, pbit, unit_no, pstart = self.prepare(state, chunk)
+            if flash_on:  # no cache units: the flash path reads requests only
+                unit = pbit = unit_no = np.zeros(0, dtype=np.int64)
+                pstart = np.zeros(n + 1, dtype=np.int64)
+            else:
+                unit, pbit, unit_no, pstart = self.prepare(state, chunk)
             self._ensure_units(state, state.unit_ids.n_ids)
             req = Requests(ts=np.ascontiguousarray(chunk.ts_ns, dtype=np.int64),
                            op=np.ascontiguousarray(chunk.op, dtype=np.uint8),
@@ -470,10 +503,12 @@ class ArrayModel(Model):
                 i = nxt
                 self._stash_records(state)
         rows = list(enumerate(OUTCOMES))
-        if ssd_on:
+        if ssd_on and not flash_on:
             rows += list(enumerate(SSD_OUTCOMES, N_O))
         if snap_on:
-            rows += list(enumerate(SNAP_OUTCOMES, N_O_SSD))
+            rows += list(enumerate(SNAP_OUTCOMES, O_SNAP))
+        if flash_on:
+            rows += list(zip((O_FL_FREE, O_FL_GC), FLASH_OUTCOMES, strict=True))
         return {name: out[k] for k, name in rows}
 
     def _stash_records(self, state: ArrayState) -> None:
@@ -510,6 +545,8 @@ class ArrayModel(Model):
             c.update(self.tiering.counters(state.tier))
         if self.kernel_params.snap.on:
             c.update({f"snapshot_{k}": int(state.snap.c[0][k]) for k in snap.SNAP.names})
+        if self.kernel_params.flash.on:
+            c.update(fl.counters(self.kernel_params.flash, state.flash))
         return c
 
     def ssd_counters(self, state: ArrayState) -> dict[str, int | float]:

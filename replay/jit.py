@@ -31,8 +31,9 @@ from replay.version import SCHEMA_MODULES, model_version
 F = TypeVar("F", bound=Callable)
 
 #: Modules with compiled functions (or constants compiled into them); their source keys the cache.
-KERNEL_MODULES = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.tiering", "replay.snapshot_writes", "replay.fast_cache",
-                  "replay.qcache", "replay.dlist", "replay.host", "replay.events",
+KERNEL_MODULES = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.tiering",
+                  "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.dlist", "replay.host",
+                  "replay.events", "replay.flash",
                   "replay.queueing", "replay.ids",
                   "replay.pages", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)
 

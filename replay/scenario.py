@@ -468,6 +468,28 @@ class SsdCache:
 
 
 @dataclass(frozen=True)
+class Flash:
+    """An all-flash array (``replay.flash``, seed 001 Violin 6232): no DRAM cache, full-stripe
+    writes without RAID penalty, free-space accounting with greedy-GC write amplification from
+    the spare factor, and a GC bandwidth limit. The defaults are the ``violin6232`` preset's."""
+
+    enabled: bool = True
+    user_capacity_bytes: int = 17 << 40  # est: 32 TB raw less 4 spare VIMMs of 64, vRAID parity and spare
+    spare_factor: float = 0.3  # est: spare / user space (Violin does not publish it; MODELS.md's example)
+    valid_pct: float = 100.0  # seed 001: LUNs cover the whole user capacity, written before the test
+    gc_mib_per_s: float = 818.5  # (fit: seed 001 ~600 MiB/s after the cliff: 600 x (WA(0.3) - 1) = 818.5)
+    gc_start_pct: float = 100.0  # est: GC reclaims while free space < this % of the space not holding data
+    stripe_unit_bytes: int = 1024  # seed 001: vRAID stripe unit 1 KB
+    stripe_data_units: int = 4  # seed 001: vRAID RAID 5 (4+P): 4 KB full stripes
+    stripe_parity_units: int = 1  # seed 001
+    read_iops: float = 300_000.0  # (fit: seed 001 4 KB random read 300,000 IOPS, QD 32)
+    read_latency_us: float = 210.0  # (fit: seed 001 minimum read latency 0.21 ms, 4 KB, jobs = 1)
+    write_iops: float = 307_000.0  # (fit: seed 001 4 KB random write 307,000 IOPS, QD 32)
+    write_latency_us: float = 146.0  # (fit: seed 001 minimum write latency 0.146 ms, 4 KB, jobs = 1)
+    media_mib_per_s: float = 2750.0  # (fit: seed 001 read bandwidth 2,750 MB/s, fio MB = MiB)
+
+
+@dataclass(frozen=True)
 class ReplayOptions:
     mode: str = "open"  # open: trace timestamps; closed: `outstanding` I/Os in flight
     outstanding: int = 16  # IOMeter workers x outstanding, fio numjobs x iodepth
@@ -492,11 +514,14 @@ class Scenario:
     tiering_section: Tiering | None = None  # None or enabled = false: no FAST VP
     snapshots_section: Snapshots | None = None  # None or enabled = false: no snapshots
     source: str = ""
+    flash_array: Flash | None = None  # None or enabled = false: not an all-flash array
 
     # -- derived ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("source")
+        if d["flash_array"] is None:  # scenarios without [flash] keep the hash they had before it existed
+            d.pop("flash_array")
         return d
 
     def model_dict(self) -> dict:
@@ -560,6 +585,11 @@ class Scenario:
     def rg_tier(self, rg: RaidGroup) -> str:
         return self.drive_classes[rg.drive_class].fast_vp_tier
 
+    @property
+    def flash(self) -> Flash | None:
+        """The all-flash mechanism when it is switched on."""
+        return self.flash_array if self.flash_array is not None and self.flash_array.enabled else None
+
     def features(self) -> list[str]:
         """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
         f = [f"dram:{self.dram.mode}"]
@@ -573,6 +603,8 @@ class Scenario:
         if self.snapshots:
             f.append(f"snapshots:{self.snapshots.mode}")
         f.append(f"{self.replay.mode}_loop")
+        if self.flash:
+            f.append("all_flash")
         return f
 
     def with_replay(self, **changes) -> Scenario:
@@ -612,7 +644,7 @@ class Scenario:
 # parsing
 # --------------------------------------------------------------------------------------------
 _TOP = {"name", "description", "controller", "dram", "drive_classes", "raid_groups", "pools", "volumes",
-        "replay", "ssd_cache", "tiering", "snapshots", *NOT_YET_MODELLED}
+        "replay", "ssd_cache", "tiering", "snapshots", "flash", *NOT_YET_MODELLED}
 
 
 def _names(cls) -> set[str]:
@@ -873,8 +905,11 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     tiering = (_parse_tiering(w, _table(w, "tiering", data["tiering"]), pools, rgs, classes, default_pool)
                if "tiering" in data else None)
     snaps = _parse_snapshots(w, _table(w, "snapshots", data["snapshots"])) if "snapshots" in data else None
+    flash = _parse_flash(w, _table(w, "flash", data["flash"])) if "flash" in data else None
+    if flash is not None and flash.enabled and ssd is not None and ssd.enabled:
+        raise w.error("flash", "enabled", "an all-flash array has no SSD cache: switch [ssd_cache] off")
     return Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
-                    replay_opts, extra, ssd, tiering, snaps, source)
+                    replay_opts, extra, ssd, tiering, snaps, source, flash)
 
 
 def _parse_snapshots(w: _Where, t: dict) -> Snapshots:
@@ -943,6 +978,33 @@ def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, 
         if tg.enabled and cap * (rg.data_drives) < pool.slice_bytes:
             raise w.error(sec, "pool", f"RAID group {m!r} holds no {pool.slice_bytes} B slice")
     return tg
+
+
+def _parse_flash(w: _Where, t: dict) -> Flash:
+    sec = "flash"
+    _check_keys(w, sec, t, _names(Flash))
+    d = Flash()
+    pos = {"minimum": 0, "strict_min": True}
+    f = Flash(
+        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
+        user_capacity_bytes=_get(w, sec, t, "user_capacity_bytes", "size", d.user_capacity_bytes, minimum=1),
+        spare_factor=_get(w, sec, t, "spare_factor", "float", d.spare_factor, maximum=100, **pos),
+        valid_pct=_get(w, sec, t, "valid_pct", "float", d.valid_pct, minimum=0, maximum=100),
+        gc_mib_per_s=_get(w, sec, t, "gc_mib_per_s", "float", d.gc_mib_per_s, **pos),
+        gc_start_pct=_get(w, sec, t, "gc_start_pct", "float", d.gc_start_pct, maximum=100, **pos),
+        stripe_unit_bytes=_get(w, sec, t, "stripe_unit_bytes", "size", d.stripe_unit_bytes, minimum=512),
+        stripe_data_units=_get(w, sec, t, "stripe_data_units", "int", d.stripe_data_units, minimum=1, maximum=64),
+        stripe_parity_units=_get(w, sec, t, "stripe_parity_units", "int", d.stripe_parity_units, minimum=0,
+                                 maximum=2),
+        read_iops=_get(w, sec, t, "read_iops", "float", d.read_iops, **pos),
+        read_latency_us=_get(w, sec, t, "read_latency_us", "float", d.read_latency_us, **pos),
+        write_iops=_get(w, sec, t, "write_iops", "float", d.write_iops, **pos),
+        write_latency_us=_get(w, sec, t, "write_latency_us", "float", d.write_latency_us, **pos),
+        media_mib_per_s=_get(w, sec, t, "media_mib_per_s", "float", d.media_mib_per_s, **pos),
+    )
+    if f.stripe_unit_bytes & (f.stripe_unit_bytes - 1):
+        raise w.error(sec, "stripe_unit_bytes", f"{f.stripe_unit_bytes} is not a power of two")
+    return f
 
 
 def _parse_ssd(w: _Where, t: dict, classes: dict[str, DriveClass], dram: Dram) -> SsdCache:

@@ -8,6 +8,7 @@ misses (~3 min):
     .venv/bin/python tests/seed_figures.py --readme   # the README table
     .venv/bin/python tests/seed_figures.py --sensitivity
     .venv/bin/python tests/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
+    .venv/bin/python tests/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
 
 Every measurement is a closed-loop replay of the seed's synthetic pattern (``traces.synth``) on
 the seed's preset, as IOMeter would drive it: the trace gives the address/op sequence, the model
@@ -34,6 +35,7 @@ import numpy as np  # noqa: E402
 from pipelines.replay import replay_frames, sweep_frames  # noqa: E402
 from replay.backend import planning_host_iops  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads  # noqa: E402
+from schemas.units import parse_size  # noqa: E402
 from traces import synth  # noqa: E402
 
 GIB = 1 << 30
@@ -265,6 +267,60 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     return run
 
 
+# -- seed 001 ------------------------------------------------------------------------------------
+#: seed 001: 8 LUNs over the whole user capacity of the Violin 6232 (the preset's, est)
+SEED001_REGION = 17 << 40
+SEED001_PROFILES = {"randread": "randread-4k", "randwrite": "randwrite-4k", "randrw": "randrw-70-30"}
+#: seed 001 group 2: block sizes (1 KB .. 1 MB), numjobs, and sync (iodepth 1) / async QD 32 / 64
+SEED001_BLOCKS = (1 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 1 << 20)
+SEED001_JOBS = (1, 2, 4, 8, 16, 32, 64, 128, 160, 192)
+SEED001_DEPTHS = (1, 32, 64)
+MIB = 1 << 20
+
+
+@functools.lru_cache(maxsize=256)
+def seed001_point(profile: str, block_bytes: int, jobs: int, iodepth: int = 1, requests: int | None = None) -> dict:
+    """One fio point of seed 001's group 2 on ``violin6232``: ``profile`` (randread, randwrite,
+    randrw 70/30) at ``block_bytes``, ``jobs`` x ``iodepth`` outstanding (sync I/O: iodepth 1),
+    closed loop over the whole capacity, measured after 20 % warm-up (fio's ramp_time). Far
+    fewer bytes than the free space are written: no GC wait (the seed paused between tests for
+    the GC to catch up). 100 requests per outstanding I/O by default (at least 20,000): the closed
+    loop's drain at the end then costs ~1 % of the measured time."""
+    requests = requests or max(20_000, 100 * jobs * iodepth)
+    df = synth.generate(synth.pattern(SEED001_PROFILES[profile], requests=requests, region_bytes=SEED001_REGION,
+                                      block_size_bytes=block_bytes, seed=1))
+    rows = sweep_frames(lambda: [df], load("violin6232"), [jobs * iodepth], "seed001", total=df.height,
+                        warmup_pct=20)
+    return rows[0]
+
+
+def seed001_matrix(requests: int | None = None) -> list[dict]:
+    """The whole group-2 matrix as closed-loop sweeps (``--seed001``: ~630 points, a few minutes)."""
+    out = []
+    for profile in SEED001_PROFILES:
+        for depth in SEED001_DEPTHS:
+            for bs in SEED001_BLOCKS:
+                for jobs in SEED001_JOBS:
+                    r = seed001_point(profile, bs, jobs, depth, requests)
+                    out.append({"profile": profile, "iodepth": depth, "block_bytes": bs, "jobs": jobs,
+                                "iops": r["iops"], "mib_per_s": r["mb_per_s"] * 1e6 / MIB,
+                                "latency_mean_ms": r["latency_mean_ms"]})
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def seed001_cliff(block_bytes: int = 4096, capacity: str = "1GiB", requests: int | None = None) -> dict:
+    """Seed 001 group 1: random writes, fio numjobs 64 x iodepth 64, long enough to pass the
+    write cliff, on ``violin6232`` with the user capacity scaled down to ``capacity`` (the cliff
+    then comes in seconds, not hours; the GC-bound rate does not depend on the capacity: WA
+    depends on the spare factor only). Returns the run summary (``flash_*``)."""
+    n = requests or max(2_000, int(3 * parse_size(capacity) / block_bytes))
+    df = synth.generate(synth.pattern("randwrite-4k", requests=n, region_bytes=parse_size(capacity),
+                                      block_size_bytes=block_bytes, seed=5))
+    sc = load("violin6232", [f"flash.user_capacity_bytes={capacity}", "replay.interval=100ms"])
+    return replay_frames([df], sc.with_replay(mode="closed", outstanding=64 * 64), "seed001-cliff").summary
+
+
 def err(model: float, published: float) -> float:
     return 100.0 * (model / published - 1.0)
 
@@ -355,11 +411,24 @@ MEASURE = {
     "s003_qc_read_iops": lambda: seed003_qcache("read")["plateau_iops"],
     "s003_qc_write_iops": lambda: seed003_qcache("write")["plateau_iops"],
     "s003_qc_write_warmup": lambda: seed003_qcache("write")["warmup_s"] / 60,
+    "s001_write_iops": lambda: seed001_point("randwrite", 4096, 8, 32)["iops"],
+    "s001_read_iops": lambda: seed001_point("randread", 4096, 64, 32)["iops"],
+    "s001_write_lat1": lambda: seed001_point("randwrite", 4096, 1)["latency_mean_ms"],
+    "s001_read_lat1": lambda: seed001_point("randread", 4096, 1)["latency_mean_ms"],
+    "s001_read_bw": lambda: seed001_point("randread", 32 << 10, 64, 32)["mb_per_s"] * 1e6 / MIB,
+    "s001_gc_4k": lambda: seed001_cliff(4096)["flash_post_cliff_write_mib_per_s"],
+    "s001_gc_32k": lambda: seed001_cliff(32 << 10)["flash_post_cliff_write_mib_per_s"],
+    "s001_write_bw": lambda: seed001_point("randwrite", 1 << 20, 32)["mb_per_s"] * 1e6 / MIB,
+    "s001_mixed_iops": lambda: seed001_point("randrw", 4096, 32, 64)["iops"],
+    "s001_mixed_bw": lambda: seed001_point("randrw", 32 << 10, 64, 32)["mb_per_s"] * 1e6 / MIB,
+    "s001_read_sync": lambda: seed001_point("randread", 4096, 192)["iops"],
+    "s001_mixed_sync": lambda: seed001_point("randrw", 4096, 192)["iops"],
     "s004_row_ratio": lambda: seed004("row")["mb_per_s"] / seed004("off")["mb_per_s"],
     "s004_write": lambda: seed004("row")["mb_per_s"],
 }
 
 CAL = "tests/test_array_seeds.py::"
+CAL001 = "tests/test_flash.py::"
 VAL = "tests/test_seed_validation.py::"
 FIGURES = [
     Figure("s000_planning", "seed 000: host IOPS where each of the 15 drives does its planning 150 IOPS (15 GB file)",
@@ -418,6 +487,45 @@ FIGURES = [
            "write cache fills in seconds, then host I/O stops for 2 min while the flushes populate blocks with "
            "no host reads competing for the drives); the array seed 003 tested did not stall",
            VAL + "test_validation_figure_within_15_percent[s003_qc_write_warmup]", "{:.1f} min"),
+    Figure("s001_write_iops", "seed 001: Violin 6232, 4 KB random write, async QD 32 (8 jobs assumed)", 307_000.0,
+           "307,000", 303_405, "calibration", "`write_iops` 307,000 was fitted to it",
+           CAL001 + "test_seed001_published_maxima_and_latencies"),
+    Figure("s001_read_iops", "seed 001: 4 KB random read, async QD 32 (64 jobs: 300,000 x 6.7 ms = 2,010 in flight)",
+           300_000.0, "300,000", 296_273, "calibration", "`read_iops` 300,000 was fitted to it",
+           CAL001 + "test_seed001_published_maxima_and_latencies"),
+    Figure("s001_write_lat1", "seed 001: minimum write latency, 4 KB, jobs = 1", 0.146, "0.146 ms", 0.146, "calibration",
+           "`write_latency_us` 146 was fitted to it", CAL001 + "test_seed001_published_maxima_and_latencies",
+           "{:.3f} ms"),
+    Figure("s001_read_lat1", "seed 001: minimum read latency, 4 KB, jobs = 1", 0.21, "0.21 ms", 0.210, "calibration",
+           "`read_latency_us` 210 was fitted to it", CAL001 + "test_seed001_published_maxima_and_latencies",
+           "{:.3f} ms"),
+    Figure("s001_read_bw", "seed 001: read bandwidth, medium blocks (32 KB, 64 jobs x QD 32), MiB/s", 2750.0,
+           "2,750", 2716, "calibration", "`media_mib_per_s` 2,750 was fitted to it",
+           CAL001 + "test_seed001_published_maxima_and_latencies"),
+    Figure("s001_gc_4k", "seed 001: write MiB/s after the cliff (GC-bound), 4 KB random writes, 64 jobs x 64",
+           600.0, "~600", 599.9, "calibration", "`gc_mib_per_s` 818.5 = 600 x (WA(0.3) - 1) was fitted to it",
+           CAL001 + "test_seed001_gc_bound_write_rate"),
+    Figure("s001_gc_32k", "seed 001: the same with 32 KB writes (\"block size does not affect GC\")", 600.0, "~600", 598.3, "validation", "within 15 %; the model's GC rate does not depend on the block size by construction, "
+           "so this checks only that nothing else (media, front end) binds after the cliff",
+           VAL + "test_validation_figure_within_15_percent[s001_gc_32k]"),
+    Figure("s001_write_bw", "seed 001: write bandwidth, large blocks (1 MB, 32 jobs), MiB/s", 2224.0, "2,224", 2196,
+           "validation", "within 15 %: media 2,750 x 4/5 (vRAID writes 5 units per 4 of data, no reads)",
+           VAL + "test_validation_figure_within_15_percent[s001_write_bw]"),
+    Figure("s001_mixed_iops", "seed 001: 70/30 random read/write 4 KB, async QD 64 (32 jobs: 305,000 x 6.7 ms = "
+           "2,043 in flight)", 305_000.0, "305,000", 298_345, "validation",
+           "within 15 %: one pool of flash servers for reads and writes, 1 / (0.7 / 300k + 0.3 / 307k)",
+           VAL + "test_validation_figure_within_15_percent[s001_mixed_iops]"),
+    Figure("s001_mixed_bw", "seed 001: 70/30 bandwidth, medium blocks (32 KB, 64 jobs x QD 32), MiB/s", 2700.0,
+           "2,700", 2526, "validation", "within 15 %: the media carries reads x 1 and writes x 5/4",
+           VAL + "test_validation_figure_within_15_percent[s001_mixed_bw]"),
+    Figure("s001_read_sync", "seed 001: 4 KB random read, sync I/O (192 jobs: 256,000 x 0.7 ms = 179 in flight)",
+           256_000.0, "256,000 at 0.7 ms", 296_550, "validation",
+           "miss: the model's flash is saturated at ~300,000 from ~64 requests in flight, sync or async; the "
+           "article's load server (two CPUs running 192 fio processes) was overloaded, which the model has no "
+           "host side for", VAL + "test_validation_figure_within_15_percent[s001_read_sync]"),
+    Figure("s001_mixed_sync", "seed 001: 70/30 random read/write 4 KB, sync I/O (192 jobs)", 256_000.0,
+           "256,000 at 0.7 ms", 298_477, "validation", "miss: same cause as the sync read (host CPU-bound; the model "
+           "saturates at ~301,000)", VAL + "test_validation_figure_within_15_percent[s001_mixed_sync]"),
     Figure("s004_row_ratio", "seed 004: streaming 1 MB writes with a redirect-on-write snapshot per 10 GB pass / "
            "without (\"no real degradation\")", sum(SEED004_WITH) / len(SEED004_WITH) / 550.0,
            "1.06 (584 / ~550)", 1.00, "validation",
@@ -512,6 +620,12 @@ if __name__ == "__main__":
         sensitivity()
     elif "--readme" in sys.argv:
         print(readme_table())
+    elif "--seed001" in sys.argv:
+        print("| profile | iodepth | block | jobs | IOPS | MiB/s | latency ms |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for r in seed001_matrix():
+            print(f"| {r['profile']} | {r['iodepth']} | {r['block_bytes'] // 1024} KiB | {r['jobs']} | {r['iops']:,.0f} "
+                  f"| {r['mib_per_s']:,.0f} | {r['latency_mean_ms']:.3f} |", flush=True)
     else:
         for f, v in table():
             print(f"{f.key:14s} published {f.published:10.2f} model {v:10.2f} ({err(v, f.published):+.1f} %) "

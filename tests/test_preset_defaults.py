@@ -55,6 +55,11 @@ DELIBERATE = {
     ("xs5224d", "ssd_cache.mode"): "read cache (seed 003's read test)",
     ("xs5224d-qcache-read", "ssd_cache.mode"): "read cache (seed 003's read test)",
     ("xs5224d-qcache-rw", "ssd_cache.populate_on_write"): "seed 003's write test",
+    # the all-flash array (seed 001): four controllers, fio's group-1 write-cliff run
+    ("violin6232", "controller.overhead_us"): "four controllers reaching ~300k IOPS (seed 001)",
+    ("violin6232", "replay.mode"): "closed loop like fio",
+    ("violin6232", "replay.outstanding"): "fio numjobs 64 x iodepth 64 (seed 001 group 1)",
+    ("violin6232", "replay.interval_ns"): "10 s: the cliff in vxstat's 5 s samples",
 }
 #: Presets that are another preset with one mechanism switched on: they differ from the defaults
 #: where their base does (plus their own entries above).
@@ -100,6 +105,8 @@ def test_preset_values_equal_the_dataclass_defaults_except_the_listed_ones(name)
         diffs.update(_differences(dc, f"drive_classes.{n}", mode))
     if sc.ssd_cache is not None:
         diffs.update(_differences(sc.ssd_cache, "ssd_cache", mode))
+    if sc.flash_array is not None:
+        diffs.update(_differences(sc.flash_array, "flash", mode))
     for rg in sc.raid_groups:
         diffs.update(_differences(rg, f"raid_groups.{rg.name}", mode))
     for p in sc.pools:

@@ -151,6 +151,8 @@ def replay(
             ("ssd promotions / deferred", f"{s['ssd_promotions']:,} / {s['ssd_deferred']:,}"),
             ("ssd time to 50 % / 90 % full", f"{_t(s['ssd_time_to_50pct_fill_s'])} / {_t(s['ssd_time_to_90pct_fill_s'])}"),
         ]
+    if "flash_servers" in s:  # an all-flash array (replay.flash): no cache lines
+        rows = rows[:4] + _flash_rows(s)
     if "tier_moves" in s:  # FAST VP
         rows += _tier_rows(s)
     if "snapshot_first_writes" in s:
@@ -182,6 +184,26 @@ def _tier_rows(s: dict) -> list[tuple[str, str]]:
         rows.append(("skew (I/O on capacity)", f"{s['tier_skew_io_share'] * 100:.0f} % on "
                                                f"{s['tier_skew_capacity_share'] * 100:.0f} %"))
     return rows
+
+
+def _flash_rows(s: dict) -> list[tuple[str, str]]:
+    """All-flash summary lines: free space, GC, write amplification, the write cliff."""
+    def _v(x, fmt):
+        return "-" if x is None else fmt.format(x)
+
+    gib = 1 << 30
+    return [
+        ("writes that waited for GC", f"{s['flash_gc_waits']:,} (wait sum {s['flash_gc_wait_ns'] / 1e6:,.0f} ms)"),
+        ("flash free GiB / %", f"{s['flash_free_bytes'] / gib:,.1f} / {s['flash_free_pct']:.1f}"),
+        ("flash GC GiB copied / WA", f"{s['flash_gc_bytes'] / gib:,.1f} / {s['flash_write_amplification']:.3f}"),
+        ("flash GC-bound write MiB/s", f"{s['flash_steady_write_mib_per_s']:,.0f} (WA {s['flash_gc_write_amplification']:.2f})"),
+        ("flash time to cliff", _v(s["flash_time_to_cliff_s"], "{:,.1f} s") if s["flash_time_to_cliff_s"] is not None
+         else "no cliff"),
+        ("write IOPS pre / post cliff", f"{_v(s['flash_pre_cliff_write_iops'], '{:,.0f}')} / "
+                                        f"{_v(s['flash_post_cliff_write_iops'], '{:,.0f}')}"),
+        ("write MiB/s pre / post cliff", f"{_v(s['flash_pre_cliff_write_mib_per_s'], '{:,.0f}')} / "
+                                         f"{_v(s['flash_post_cliff_write_mib_per_s'], '{:,.0f}')}"),
+    ]
 
 
 @app.command()
