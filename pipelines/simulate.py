@@ -43,7 +43,7 @@ from pipelines.dataset import Staging, remove_stale_staging
 from replay.intervals import CacheIntervals
 from replay.kernels import cache_model
 from replay.model import Chunk
-from replay.mrc import Shards, StackDistances, curve_frame, default_sizes
+from replay.mrc import AveragedShards, Shards, StackDistances, curve_frame, default_sizes
 from replay.page_stream import PageStream, PageStreamWriter, StreamError
 from replay.pages import ChunkBuilder, check_page_size, chunk_page_keys
 from replay.version import CACHE_MODEL, model_version
@@ -259,19 +259,22 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
 def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         sizes: Sequence[int] | None = None, method: str = "exact", rate: float | None = None, max_pages: int = 0,
         n_sizes: int = 20, batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None,
-        page_stream: bool = True) -> pl.DataFrame:
+        page_stream: bool = True, seeds: int = 1) -> pl.DataFrame:
     """LRU hit-ratio curve of ``trace`` at ``sizes`` (bytes; default ``n_sizes`` log-spaced sizes
     up to the footprint). ``method``: ``exact`` (stack distances) or ``shards``: fixed-rate at
     ``rate`` (default 0.01), or fixed-size with at most ``max_pages`` sampled pages when
     ``max_pages`` > 0 (starting at ``rate``, default 1.0, and lowering it as pages arrive).
     Returns the result rows and writes them to ``mrc_path`` under ``data_dir`` (unless None).
-    The exact method reads and writes the page stream like ``simulate``; SHARDS reads it when
-    present and never writes one (it needs no dense ids)."""
+    ``seeds`` > 1 (fixed-rate SHARDS only): that many disjoint samples at ``rate``, curves averaged
+    (``replay.mrc.AveragedShards``). The exact method reads and writes the page stream like
+    ``simulate``; SHARDS reads it when present and never writes one (it needs no dense ids)."""
     page_size = check_page_size(page_size)
     if method not in ("exact", "shards"):
         raise ValueError(f"unknown MRC method {method!r}: use exact or shards")
-    if method == "exact" and (rate is not None or max_pages):
-        raise ValueError("the sampling rate and max_pages apply to the shards method only, not exact")
+    if method == "exact" and (rate is not None or max_pages or seeds != 1):
+        raise ValueError("the sampling rate, max_pages and seeds apply to the shards method only, not exact")
+    if seeds < 1 or (seeds > 1 and max_pages):
+        raise ValueError(f"seeds must be >= 1, and 1 with max_pages (fixed-size SHARDS); got {seeds}")
     if sizes is not None:
         if not len(sizes):
             raise ValueError("no cache sizes given (None: the default sizes)")
@@ -293,8 +296,9 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         footprint = sd.distinct_pages
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
-        def run_shards(chunks: TraceChunks) -> Shards:
-            sh = Shards(rate=rate if rate is not None else (1.0 if max_pages else 0.01), max_pages=max_pages)
+        def run_shards(chunks: TraceChunks) -> Shards | AveragedShards:
+            r = rate if rate is not None else (1.0 if max_pages else 0.01)
+            sh = AveragedShards(rate=r, seeds=seeds) if seeds > 1 else Shards(rate=r, max_pages=max_pages)
             if chunks.from_stream:  # page keys from the stream: no Parquet read, no page split
                 items = ((c.n_requests, *_accesses(c, chunk_page_keys(c), c.page_bytes)) for c in chunks)
             else:  # keys only: SHARDS needs no dense ids, so no stream is written here
