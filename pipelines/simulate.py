@@ -127,8 +127,8 @@ class TraceChunks:
     """The chunks of ``trace`` at ``page_size`` in time order, for any model: from the trace's
     page stream when one is ready, else built from its Parquet files (``ChunkBuilder``), and then,
     with ``record``, written as its page stream on the way (published once the last chunk is
-    written; an interrupted or failed pass leaves nothing). After iterating, ``n_ids`` and
-    ``volumes`` are the trace's distinct pages and volume names (dense id order).
+    written; an interrupted or failed pass leaves nothing). ``n_ids`` and ``volumes`` are the
+    trace's distinct pages and volume names (dense id order) seen so far (all of them with a stream).
 
     A stream that turns out damaged while it is read raises ``StreamError``; ``replay_with_stream``
     then removes it and runs again from the Parquet files."""
@@ -136,25 +136,33 @@ class TraceChunks:
     def __init__(self, trace: TraceRef, page_size: int, batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True):
         self.trace, self.page_size, self.batch_rows, self.record = trace, check_page_size(page_size), batch_rows, record
         self.stream = open_page_stream(trace, self.page_size)
-        self.n_ids = self.stream.n_ids if self.stream else 0
-        self.volumes: list[str] = list(self.stream.volumes) if self.stream else []
+        self.builder = ChunkBuilder(self.page_size)
         self.total = self.stream.n_requests if self.stream else total_rows(trace)
 
     @property
     def from_stream(self) -> bool:
         return self.stream is not None
 
+    @property
+    def n_ids(self) -> int:
+        """Distinct pages: of the whole trace from a stream, else of the chunks built so far."""
+        return self.stream.n_ids if self.stream else self.builder.ids.n_ids
+
+    @property
+    def volumes(self) -> list[str]:
+        """Volume names by dense volume id (from a stream: all of them from the start)."""
+        return list(self.stream.volumes) if self.stream else list(self.builder.volumes)
+
     def __iter__(self) -> Iterator[Chunk]:
         if self.stream is not None:
             yield from prefetch(self.stream.chunks(self.batch_rows), depth=1)
             return
-        builder = ChunkBuilder(self.page_size)
+        builder = self.builder
         built = (builder.build(df) for df in prefetch(read_frames(self.trace, self.batch_rows), depth=1))
         if not self.record:
             yield from prefetch(built, depth=1)
         else:
             yield from self._recorded(built, builder)
-        self.n_ids, self.volumes = builder.ids.n_ids, list(builder.volumes)
 
     def _recorded(self, built: Iterator[Chunk], builder: ChunkBuilder) -> Iterator[Chunk]:
         root = self.trace.path / PAGES_DIR
