@@ -27,6 +27,7 @@ stream that fails its checks is removed and the trace read again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -165,31 +166,42 @@ class TraceChunks:
             yield from self._recorded(built, builder)
 
     def _recorded(self, built: Iterator[Chunk], builder: ChunkBuilder) -> Iterator[Chunk]:
+        """``built``, written as the page stream on the way. Writing is an optimisation: a trace
+        directory that cannot be written (read-only, disk full) costs the stream, not the replay."""
         root = self.trace.path / PAGES_DIR
         final = page_stream_dir(self.trace, self.page_size)
-        try:
-            remove_stale_staging(root) if root.is_dir() else None
-            stage = Staging(root).__enter__()
-        except OSError:  # a read-only trace directory: replay without writing the stream
-            yield from prefetch(built, depth=1)
-            return
-        writer = PageStreamWriter(stage.path, self.page_size, final.name.rpartition("-")[2])
-        try:
+        with contextlib.ExitStack() as cleanup:
+            try:
+                if root.is_dir():
+                    remove_stale_staging(root)
+                stage = cleanup.enter_context(Staging(root))
+                writer = PageStreamWriter(stage.path, self.page_size, final.name.rpartition("-")[2])
+                cleanup.callback(writer.close)
+            except OSError:
+                writer = None
+
             def write(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+                nonlocal writer
                 for chunk in chunks:
-                    writer.add(chunk)  # in the preparing thread, while the kernel runs
+                    if writer is not None:
+                        try:
+                            writer.add(chunk)  # in the preparing thread, while the kernel runs
+                        except OSError:
+                            writer = None
                     yield chunk
 
             yield from prefetch(write(built), depth=1)
-            writer.finish(builder.ids.n_ids, list(builder.volumes),
-                          {"trace_id": self.trace.trace_id, "data_version": self.trace.data_version})
-            for old in root.glob(f"{self.page_size}-*"):  # streams of older code at this page size
-                if old.name != final.name:
-                    shutil.rmtree(old, ignore_errors=True)
-            stage.publish(final.name)
-        finally:
-            writer.close()
-            stage.__exit__(None, None, None)
+            if writer is None:
+                return
+            try:
+                writer.finish(builder.ids.n_ids, list(builder.volumes),
+                              {"trace_id": self.trace.trace_id, "data_version": self.trace.data_version})
+                for old in root.glob(f"{self.page_size}-*"):  # streams of older code at this page size
+                    if old.name != final.name:
+                        shutil.rmtree(old, ignore_errors=True)
+                stage.publish(final.name)
+            except OSError:
+                pass  # left unpublished: the staging directory is removed on the way out
 
 
 def replay_with_stream(trace: TraceRef, page_size: int, run: Callable[[TraceChunks], T],

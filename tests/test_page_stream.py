@@ -235,3 +235,23 @@ def test_traces_du_shows_the_page_streams(mixed):
     assert 0 < row["trace_bytes"] < streams
     r = CliRunner().invoke(app, ["traces", "--du", "--data-dir", str(d)])
     assert "page streams" in r.output
+
+
+def test_a_stream_that_cannot_be_written_costs_the_stream_not_the_replay(tmp_path, monkeypatch):
+    trace = _ingest(tmp_path, _requests(6, 3000))
+    ref = sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s", page_stream=False)
+
+    def full(self, chunk):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sim.PageStreamWriter, "add", full)
+    assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s", batch_rows=500) == ref
+    assert list((trace.path / PAGES_DIR).iterdir()) == []
+    monkeypatch.undo()
+
+    def read_only(root):
+        raise OSError(30, "Read-only file system", str(root))
+
+    monkeypatch.setattr(sim, "Staging", read_only)
+    assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s") == ref
+    assert list((trace.path / PAGES_DIR).iterdir()) == []
