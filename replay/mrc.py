@@ -49,35 +49,57 @@ MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.In
 
 
 # ---------------------------------------------------------------------------------------------
-# Fenwick tree over access positions with compaction (shared by exact and SHARDS).
-# Each access takes the next position; the tree counts *holes*, positions whose page has been
-# accessed again since (appending a live position then needs no tree update: one prefix query
-# and one update per access instead of one query and two updates). meta = [next position,
-# live positions]; holes = next position - live.
+# Holes over access positions with compaction (shared by exact and SHARDS).
+# Each access takes the next position; a *hole* is a position whose page has been accessed again
+# since (appending a live position then needs no update: one prefix query and one update per
+# access instead of one query and two updates). Holes are one bit per position (``bits``) and a
+# Fenwick tree over the 64-position words (``tree``: holes per word), so the tree is 64x smaller
+# than one over positions and stays in cache: a prefix count is a tree query over whole words plus
+# a popcount of the last word. meta = [next position, live positions]; holes = next - live.
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
 
 @njit
-def _prefix(tree, p):
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@njit
+def _prefix(bits, tree, p):
     """Holes at positions 0..p."""
+    w = p >> 6
     s = 0
-    i = p + 1
+    i = w
     while i > 0:
         s += tree[i]
         i -= i & -i
-    return s
+    b = p & 63
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) if b == 63 else (np.uint64(1) << np.uint64(b + 1)) - np.uint64(1)
+    return s + _popcount(bits[w] & mask)
 
 
 @njit
-def _add(tree, p, v):
+def _hole(bits, tree, p):
+    """Position p becomes a hole."""
+    w = p >> 6
+    bits[w] |= np.uint64(1) << np.uint64(p & 63)
     n = tree.shape[0] - 1
-    i = p + 1
+    i = w + 1
     while i <= n:
-        tree[i] += v
+        tree[i] += 1
         i += i & -i
 
 
 @njit
-def _compact(tree, owner, last_pos, meta):
-    """Renumber live positions to 0..live-1 in order; no holes remain, so the tree is zero."""
+def _compact(bits, tree, owner, last_pos, meta):
+    """Renumber live positions to 0..live-1 in order; no holes remain, so bits and tree are zero."""
     cur = meta[0]
     k = 0
     for p in range(cur):
@@ -87,31 +109,32 @@ def _compact(tree, owner, last_pos, meta):
             owner[k] = x
             last_pos[x] = k
             k += 1
+    bits[:] = 0
     tree[:] = 0
     meta[0] = k  # next free position
     meta[1] = k  # live positions
 
 
 @njit
-def _drop(x, tree, owner, last_pos, meta):
+def _drop(x, bits, tree, owner, last_pos, meta):
     """Forget page x (SHARDS fixed-size): its position becomes a hole."""
     lp = last_pos[x]
     if lp >= 0:
-        _add(tree, lp, 1)
+        _hole(bits, tree, lp)
         owner[lp] = -1
         meta[1] -= 1
 
 
 @njit
-def _touch(x, tree, owner, last_pos, meta):
+def _touch(x, bits, tree, owner, last_pos, meta):
     """Stack distance of an access to x (0 for a first access); x moves to the next position.
     Assumes a free position exists (meta[0] < T)."""
     cur = meta[0]
     last = last_pos[x]
     if last >= 0:
         # live positions after ``last`` = (cur - last - 1) - holes after last; + 1 for x itself
-        d = cur - last - ((cur - meta[1]) - _prefix(tree, last))
-        _add(tree, last, 1)
+        d = cur - last - ((cur - meta[1]) - _prefix(bits, tree, last))
+        _hole(bits, tree, last)
         owner[last] = -1
     else:
         d = 0
@@ -123,16 +146,16 @@ def _touch(x, tree, owner, last_pos, meta):
 
 
 @njit
-def _exact_kernel(ids, nbytes, start, tree, owner, last_pos, meta, hist, hist_bytes, cold):
+def _exact_kernel(ids, nbytes, start, bits, tree, owner, last_pos, meta, hist, hist_bytes, cold):
     """Distances of ids[start:], into integer histograms; returns the index reached (stops early
     when the position space needs to grow)."""
     T = owner.shape[0]
     for j in range(start, ids.shape[0]):
         if meta[0] == T:
-            _compact(tree, owner, last_pos, meta)
+            _compact(bits, tree, owner, last_pos, meta)
             if 2 * meta[1] > T:
                 return j
-        d = _touch(ids[j], tree, owner, last_pos, meta)
+        d = _touch(ids[j], bits, tree, owner, last_pos, meta)
         if d == 0:
             cold[0] += 1
             cold[1] += nbytes[j]
@@ -144,9 +167,11 @@ def _exact_kernel(ids, nbytes, start, tree, owner, last_pos, meta, hist, hist_by
 
 @dataclass
 class Positions:
-    """Fenwick tree + owner of each position + compaction bookkeeping; grows on demand."""
+    """Hole bits + Fenwick tree over their words + owner of each position + compaction
+    bookkeeping; grows on demand."""
 
-    tree: np.ndarray = field(default_factory=lambda: np.zeros(MIN_POSITIONS + 1, dtype=np.int32))
+    bits: np.ndarray = field(default_factory=lambda: np.zeros(MIN_POSITIONS >> 6, dtype=np.uint64))
+    tree: np.ndarray = field(default_factory=lambda: np.zeros((MIN_POSITIONS >> 6) + 1, dtype=np.int32))
     owner: np.ndarray = field(default_factory=lambda: np.full(MIN_POSITIONS, -1, dtype=np.int64))
     meta: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))  # next position, live
 
@@ -156,8 +181,9 @@ class Positions:
         owner = np.full(size, -1, dtype=np.int64)
         owner[: self.owner.shape[0]] = self.owner
         self.owner = owner
-        self.tree = np.zeros(size + 1, dtype=np.int32)
-        _compact(self.tree, self.owner, last_pos, self.meta)
+        self.bits = np.zeros(size >> 6, dtype=np.uint64)
+        self.tree = np.zeros((size >> 6) + 1, dtype=np.int32)
+        _compact(self.bits, self.tree, self.owner, last_pos, self.meta)
 
 
 def _grown(arr: np.ndarray, n: int, fill) -> np.ndarray:
@@ -194,8 +220,8 @@ class StackDistances:
         self.hist_bytes = _grown(self.hist_bytes, n_ids + 1, 0)
         start = 0
         while start < page_ids.shape[0]:
-            start = _exact_kernel(page_ids, page_bytes, start, self.pos.tree, self.pos.owner, self.last_pos,
-                                  self.pos.meta, self.hist, self.hist_bytes, self.cold)
+            start = _exact_kernel(page_ids, page_bytes, start, self.pos.bits, self.pos.tree, self.pos.owner,
+                                  self.last_pos, self.pos.meta, self.hist, self.hist_bytes, self.cold)
             if start < page_ids.shape[0]:
                 self.pos.grow(self.last_pos)
 
@@ -289,7 +315,7 @@ def _heap_pop(hh, hx, n):
 
 
 @njit
-def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, hist, hist_bytes, cold,
+def _shards_kernel(sids, hashes, nbytes, start, bits, tree, owner, last_pos, meta, hist, hist_bytes, cold,
                    heap_h, heap_x, smeta, max_pages):
     """SHARDS over candidate accesses [start:]; smeta = [threshold, heap size]; last_pos codes:
     -1 never seen, -2 dropped (fixed-size), -3 admitted but not yet touched. Returns
@@ -315,7 +341,7 @@ def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, his
                 while smeta[1] > 0 and heap_h[0] == top:
                     smeta[1] = _heap_pop(heap_h, heap_x, smeta[1])
                     v = heap_x[smeta[1]]
-                    _drop(v, tree, owner, last_pos, meta)
+                    _drop(v, bits, tree, owner, last_pos, meta)
                     last_pos[v] = -2
                 smeta[0] = top
                 if h == top:
@@ -324,7 +350,7 @@ def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, his
             smeta[1] = _heap_push(heap_h, heap_x, smeta[1], h, x)
             last_pos[x] = -3
         if meta[0] == T:
-            _compact(tree, owner, last_pos, meta)
+            _compact(bits, tree, owner, last_pos, meta)
             if 2 * meta[1] > T:
                 return j, 1
         rate = smeta[0] / 9.223372036854775808e18
@@ -332,7 +358,7 @@ def _shards_kernel(sids, hashes, nbytes, start, tree, owner, last_pos, meta, his
         # buckets are estimated full distances
         if (meta[1] + 2.0 if max_pages == 0 else (meta[1] + 1) / rate + 2.0) >= L:
             return j, 2
-        d = _touch(x, tree, owner, last_pos, meta)
+        d = _touch(x, bits, tree, owner, last_pos, meta)
         w = 1.0 / rate
         if d == 0:
             cold[0] += w
@@ -410,7 +436,7 @@ class Shards:
         self.counts[: self.ids.n_ids] += np.bincount(sids, minlength=self.ids.n_ids)
         start = 0
         while start < sids.shape[0]:
-            start, why = _shards_kernel(sids, hashes, nbytes, start, self.pos.tree, self.pos.owner,
+            start, why = _shards_kernel(sids, hashes, nbytes, start, self.pos.bits, self.pos.tree, self.pos.owner,
                                         self.last_pos, self.pos.meta, self.hist, self.hist_bytes, self.cold,
                                         self.heap_h, self.heap_x, self.smeta, self.max_pages)
             if why == 1:
