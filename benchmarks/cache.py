@@ -307,7 +307,7 @@ def whole_process(args) -> dict:
         trace, n, footprint, oracle = prepare_large(name, dists[name], args.requests, args.region_gib << 30, work)
         tiercast = partial(_tiercast, trace, work)
         wr: dict = {"pages": n, "footprint_pages": footprint, "cells": []}
-        for frac in (0.01, 0.10):
+        for frac in args.fractions:
             cap = max(20, int(footprint * frac))
             sim_args = ["simulate", trace.trace_id, "--policy", "lru", "--cache-size", str(cap * PAGE)]
             run_timed([sys.executable, "-c", LCS_PROCESS, str(oracle), "LRU", str(cap)])  # untimed warm-up
@@ -349,6 +349,8 @@ def main() -> None:
     ap.add_argument("--whole-process", action="store_true",
                     help="time tiercast simulate / mrc and libCacheSim as whole processes (see above)")
     ap.add_argument("--traces", default="zipf,uniform", help="--whole-process: which traces (zipf,uniform)")
+    ap.add_argument("--fractions", default=[0.01, 0.10], type=lambda t: [float(x) for x in t.split(",")],
+                    help="--whole-process: cache sizes as fractions of the footprint (default 0.01,0.1)")
     args = ap.parse_args()
     report = whole_process(args) if args.whole_process else run(args)
     if args.json:
