@@ -310,13 +310,18 @@ def whole_process(args) -> dict:
         for frac in args.fractions:
             cap = max(20, int(footprint * frac))
             sim_args = ["simulate", trace.trace_id, "--policy", "lru", "--cache-size", str(cap * PAGE)]
-            run_timed([sys.executable, "-c", LCS_PROCESS, str(oracle), "LRU", str(cap)])  # untimed warm-up
+            lcs_argv = [sys.executable, "-c", LCS_PROCESS, str(oracle), "LRU", str(cap)]
+            run_timed(lcs_argv)  # untimed warm-up
             tiercast(sim_args, first=False)
-            lcs = _cell([run_timed([sys.executable, "-c", LCS_PROCESS, str(oracle), "LRU", str(cap)])
-                         for _ in range(args.repeat)])
+            runs: dict[str, list] = {"lcs": [], "first run": [], "repeat run": []}
+            for _ in range(args.repeat):  # interleaved, so that load from other work hits all three alike
+                runs["lcs"].append(run_timed(lcs_argv))
+                runs["first run"].append(tiercast(sim_args, first=True))
+                runs["repeat run"].append(tiercast(sim_args, first=False))
+            lcs = _cell(runs["lcs"])
             hits_lcs = round(float(lcs.pop("output")) * n)
-            for label, first in (("first run", True), ("repeat run", False)):
-                ours = _cell([tiercast(sim_args, first) for _ in range(args.repeat)])
+            for label in ("first run", "repeat run"):
+                ours = _cell(runs[label])
                 hits = json.loads(ours.pop("output"))["hits"]
                 ratio = lcs["best_s"] / ours["best_s"]
                 wr["cells"].append({"fraction": frac, "run": label, "capacity_pages": cap, "tiercast": ours,
@@ -327,8 +332,12 @@ def whole_process(args) -> dict:
         caps = np.unique(np.round(np.geomspace(max(1, footprint // 100), footprint, 20)).astype(np.int64))
         sizes = ",".join(str(int(c) * PAGE) for c in caps)
         lcs_best = min(c["libcachesim"]["best_s"] for c in wr["cells"])
-        for label, first in (("first run", True), ("repeat run", False)):
-            ours = _cell([tiercast(["mrc", trace.trace_id, "--sizes", sizes], first) for _ in range(args.repeat)])
+        curve_runs: dict[str, list] = {"first run": [], "repeat run": []}
+        for _ in range(args.repeat):
+            for label in curve_runs:
+                curve_runs[label].append(tiercast(["mrc", trace.trace_id, "--sizes", sizes], label == "first run"))
+        for label, runs_ in curve_runs.items():
+            ours = _cell(runs_)
             ours.pop("output")
             wr[f"curve_{label.split()[0]}"] = {**ours, "sizes": len(caps), "libcachesim_one_run_s": lcs_best,
                                                "ratio": lcs_best / ours["best_s"]}
