@@ -46,7 +46,7 @@ from replay.kernels import cache_model
 from replay.model import Chunk
 from replay.mrc import AveragedShards, Shards, StackDistances, curve_frame, default_sizes
 from replay.page_stream import PageStream, PageStreamWriter, StreamError
-from replay.pages import ChunkBuilder, check_page_size, chunk_page_keys
+from replay.pages import ChunkBuilder, check_page_size, chunk_head, chunk_page_keys
 from replay.version import CACHE_MODEL, model_version
 from schemas.trace import OP_WRITE
 from traces.source import prefetch
@@ -130,15 +130,21 @@ class TraceChunks:
     with ``record``, written as its page stream on the way (published once the last chunk is
     written; an interrupted or failed pass leaves nothing). ``n_ids`` and ``volumes`` are the
     trace's distinct pages and volume names (dense id order) seen so far (all of them with a stream).
+    ``max_requests``: only the trace's first requests (the last chunk cut; no stream is written).
 
     A stream that turns out damaged while it is read raises ``StreamError``; ``replay_with_stream``
     then removes it and runs again from the Parquet files."""
 
-    def __init__(self, trace: TraceRef, page_size: int, batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True):
-        self.trace, self.page_size, self.batch_rows, self.record = trace, check_page_size(page_size), batch_rows, record
+    def __init__(self, trace: TraceRef, page_size: int, batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True,
+                 max_requests: int | None = None):
+        self.trace, self.page_size, self.batch_rows = trace, check_page_size(page_size), batch_rows
+        self.max_requests = max_requests
+        self.record = record and max_requests is None  # a stream is written from a whole pass only
         self.stream = open_page_stream(trace, self.page_size)
         self.builder = ChunkBuilder(self.page_size)
         self.total = self.stream.n_requests if self.stream else total_rows(trace)
+        if max_requests is not None:
+            self.total = min(self.total, max_requests)
 
     @property
     def from_stream(self) -> bool:
@@ -155,6 +161,17 @@ class TraceChunks:
         return list(self.stream.volumes) if self.stream else list(self.builder.volumes)
 
     def __iter__(self) -> Iterator[Chunk]:
+        if self.max_requests is None:
+            yield from self._chunks()
+            return
+        left = self.max_requests
+        for chunk in self._chunks():
+            if left <= 0:
+                return
+            yield chunk_head(chunk, left) if chunk.n_requests > left else chunk
+            left -= chunk.n_requests
+
+    def _chunks(self) -> Iterator[Chunk]:
         if self.stream is not None:
             yield from prefetch(self.stream.chunks(self.batch_rows), depth=1)
             return

@@ -117,6 +117,16 @@ def single_page_chunk(offset: np.ndarray, size_bytes: np.ndarray, shift: int):
     return np.arange(offset.shape[0], dtype=np.int64), offset >> shift, size_bytes
 
 
+def chunk_head(chunk: Chunk, n: int) -> Chunk:
+    """The first ``n`` requests of ``chunk`` and their page accesses (``n_ids`` kept: ids stay
+    below it)."""
+    cut = int(np.searchsorted(chunk.page_req, n))
+    return Chunk(ts_ns=chunk.ts_ns[:n], op=chunk.op[:n], volume=chunk.volume[:n], offset=chunk.offset[:n],
+                 size_bytes=chunk.size_bytes[:n], page_id=chunk.page_id[:cut], page_no=chunk.page_no[:cut],
+                 page_req=chunk.page_req[:cut], page_bytes=chunk.page_bytes[:cut], page_size=chunk.page_size,
+                 first_request=chunk.first_request, n_ids=chunk.n_ids)
+
+
 def chunk_page_keys(chunk: Chunk) -> np.ndarray:
     """Page keys (volume id and page number packed, as ``ChunkBuilder`` makes them) of every page
     access of ``chunk``."""

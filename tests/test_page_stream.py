@@ -255,3 +255,20 @@ def test_a_stream_that_cannot_be_written_costs_the_stream_not_the_replay(tmp_pat
     monkeypatch.setattr(sim, "Staging", read_only)
     assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s") == ref
     assert list((trace.path / PAGES_DIR).iterdir()) == []
+
+
+def test_max_requests_cuts_the_trace_and_writes_no_stream(mixed, tmp_path):
+    """What the array replay's --requests needs: the first N requests, from the stream or not."""
+    d, trace = mixed
+    reqs = pl.concat(list(sim.read_frames(trace))).head(2500)
+    want = ChunkBuilder(PAGE).build(reqs)
+    fresh = _ingest(tmp_path, _requests(5, 6000))
+    for t in (fresh, trace):  # without a stream (none is written), then from the fixture's
+        sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
+        chunks = list(sim.TraceChunks(t, PAGE, batch_rows=1000, max_requests=2500))
+        assert [c.n_requests for c in chunks] == [1000, 1000, 500]
+        for name in ("ts_ns", "op", "offset", "page_id", "page_req", "page_bytes"):
+            got = np.concatenate([getattr(c, name) + (c.first_request if name == "page_req" else 0)
+                                  for c in chunks])
+            assert np.array_equal(got, getattr(want, name)), name
+    assert _streams(fresh) == []
