@@ -58,7 +58,6 @@ DEFAULT_BATCH_ROWS = 1 << 21
 #: stream, 0.37 GB on the first run, vs 0.43 / 0.58 GB at 1 M), large enough that the per-chunk
 #: Python work stays negligible
 CACHE_BATCH_ROWS = 1 << 18
-READ_ROWS = 1 << 20  # rows per Parquet scan of read_frames
 Progress = Callable[[int, int], None]  # (rows done, rows total)
 T = TypeVar("T")
 
@@ -92,15 +91,13 @@ def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
     for f in files:  # one volume: its part files are in time order already
         # Polars' reader (multi-threaded, one contiguous chunk per column) is ~3x faster here
         # than pyarrow iter_batches + from_arrow, whose batches stop at every row group.
-        # Read at least READ_ROWS at a time: each scan has a fixed cost (10 M rows in 256 k slices
-        # took 0.72 s, in 1 M slices 0.26 s); smaller frames are zero-copy slices of the read.
         rows = pq.ParquetFile(f).metadata.num_rows
         lf = pl.scan_parquet(f).select(columns)
-        step = max(batch_rows, READ_ROWS)
-        for start in range(0, rows, step):
-            df = lf.collect() if rows <= step else lf.slice(start, step).collect()
-            for at in range(0, df.height, batch_rows):
-                yield df.slice(at, batch_rows) if df.height > batch_rows else df
+        if rows <= batch_rows:
+            yield lf.collect()
+        else:
+            for start in range(0, rows, batch_rows):
+                yield lf.slice(start, batch_rows).collect()
 
 
 def page_stream_key(trace: TraceRef, page_size: int) -> str:
