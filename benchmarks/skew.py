@@ -7,7 +7,7 @@ so memory stays bounded while generating; the hot set differs per part) and inge
 trace (not timed). Then, each in a fresh process: ``tiercast skew TRACE --json`` (256 MiB
 slices) and ``tiercast snapshots TRACE --every 1min --keep 1h --json`` (8 KiB blocks), timed
 wall-clock from start to exit (Python and Polars start-up included), with the peak RSS of that
-process (``ru_maxrss`` from ``os.wait4``, measured by a small launcher process: see ``LAUNCHER``).
+process (``ru_maxrss`` from ``os.wait4``, measured by a small launcher process: ``benchmarks/processes.py``).
 
     .venv/bin/python benchmarks/skew.py                       # 4 M requests
     .venv/bin/python benchmarks/skew.py --requests 100000000  # 100 M (~4 GB of Parquet)
@@ -26,18 +26,17 @@ sys.path[0] = str(ROOT)
 import argparse  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 
 import pyarrow.parquet as pq  # noqa: E402
 
+from benchmarks.processes import TIERCAST, run_timed  # noqa: E402
 from pipelines.ingest import ingest_file  # noqa: E402
 from schemas.trace import ARROW_SCHEMA  # noqa: E402
 from traces import synth  # noqa: E402
 
 PART_REQUESTS = 5_000_000
 IOPS = 20_000.0
-TIERCAST = [sys.executable, "-c", "from pipelines.cli import main; main()"]
 
 
 def make_trace(path: Path, requests: int) -> None:
@@ -55,27 +54,10 @@ def make_trace(path: Path, requests: int) -> None:
             done += n
 
 
-#: runs its arguments as a child and reports that child's wall time and peak RSS. Linux keeps a
-#: process's RSS high-water mark across fork and exec, so a child of this (large) benchmark
-#: process would report the benchmark's own peak; a child of this small launcher reports its own.
-LAUNCHER = """
-import os, subprocess, sys, time
-t = time.perf_counter()
-p = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(p.pid, 0)
-sys.stderr.write(f"\\nLAUNCHER {time.perf_counter() - t} {usage.ru_maxrss}\\n")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
 def timed(args: list[str], data_dir: Path) -> tuple[float, int, dict]:
     """(wall seconds, peak RSS bytes, JSON output) of ``tiercast ARGS`` in a fresh process."""
-    p = subprocess.run([sys.executable, "-c", LAUNCHER, *TIERCAST, *args, "--data-dir", str(data_dir), "--json"],
-                       capture_output=True, text=True, cwd=ROOT)
-    if p.returncode != 0:
-        raise SystemExit(f"tiercast {' '.join(args)} failed ({p.returncode}): {p.stdout} {p.stderr}")
-    wall, maxrss_kib = p.stderr.rpartition("\nLAUNCHER ")[2].split()
-    return float(wall), int(maxrss_kib) * 1024, json.loads(p.stdout)
+    wall, rss, stdout = run_timed([*TIERCAST, *args, "--data-dir", str(data_dir), "--json"])
+    return wall, rss, json.loads(stdout)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ Layout (every path below ``data_dir``)::
     traces/<trace_id>/validation.json
     traces/<trace_id>/volume=<quoted volume>/part-<k>.parquet
     traces/<trace_id>/rejects/part-<k>.parquet
+    traces/<trace_id>/pages/<page_size>-<key>/*.npy   page streams (pipelines.simulate), rebuilt on demand
     traces/_sources.json        fast re-ingest check: (path, size, mtime, options) -> trace_id
 
 A trace directory appears only by an atomic rename of a finished temporary directory, so a
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # Polars is imported where a trace is read, not by `tiercast 
 DEFAULT_DATA_DIR = "tiercast-data"
 ENV_DATA_DIR = "TIERCAST_DATA_DIR"
 MAX_LISTED_CANDIDATES = 10
+PAGES_DIR = "pages"  # a trace's page streams (pipelines.simulate)
 T = TypeVar("T")
 
 
@@ -66,6 +68,15 @@ class TraceRef:
     @property
     def reject_files(self) -> list[Path]:
         return sorted((self.path / "rejects").glob("part-*.parquet"))
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes on disk: ``trace_bytes`` (requests, rejects, manifests) and ``page_stream_bytes``
+        (the replay-ready page streams under ``pages/``, which can be deleted and are rebuilt)."""
+        out = {"trace_bytes": 0, "page_stream_bytes": 0}
+        for root, _, files in os.walk(self.path):
+            kind = "page_stream_bytes" if Path(root).relative_to(self.path).parts[:1] == (PAGES_DIR,) else "trace_bytes"
+            out[kind] += sum(os.stat(os.path.join(root, f)).st_size for f in files)
+        return out
 
     def scan(self) -> pl.LazyFrame:
         """All accepted requests, volume by volume (each volume in time order)."""

@@ -14,35 +14,65 @@ from disk, so a model change cannot serve stale numbers; the version says which 
 
 A single-volume trace is read straight from its Parquet files (already in time order); a
 multi-volume trace goes through the catalog's DuckDB merge.
+
+**Page streams.** The first replay of a trace at a page size also writes what it prepared (dense
+page ids and the per-request columns, ``replay.page_stream``) to
+``traces/<trace_id>/pages/<page_size>-<key>/``; later replays at that page size read it instead of
+the Parquet files (``TraceChunks``). The key hashes the trace id, its data version, the source's
+sha256, the page size and the source of the code that prepares pages (``STREAM_CODE``), so a
+re-ingest (which replaces the trace directory, streams included) or a code change never serves an
+old stream. A stream is written in a staging directory and renamed into place once complete; a
+stream that fails its checks is removed and the trace read again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
-from pipelines.catalog import TraceRef
-from replay.intervals import IntervalAggregator, outcome_frame
+from pipelines.catalog import PAGES_DIR, TraceRef
+from pipelines.dataset import Staging, remove_stale_staging
+from replay.intervals import CacheIntervals
 from replay.kernels import cache_model
-from replay.mrc import Shards, StackDistances, curve_frame, default_sizes
-from replay.pages import ChunkBuilder, check_page_size
+from replay.model import Chunk
+from replay.mrc import AveragedShards, Shards, StackDistances, curve_frame, default_sizes
+from replay.page_stream import PageStream, PageStreamWriter, StreamError
+from replay.pages import ChunkBuilder, check_page_size, chunk_head, chunk_page_keys
 from replay.version import CACHE_MODEL, model_version
 from schemas.trace import OP_WRITE
 from traces.source import prefetch
 
 REPLAY_COLUMNS = ["ts_ns", "volume", "op", "offset", "size"]
 DEFAULT_BATCH_ROWS = 1 << 21
+#: requests per chunk of simulate and mrc: small enough that the few chunks in flight (read,
+#: prepared, replayed) stay well below the kernel state (10 M requests: peak RSS 0.27 GB from a page
+#: stream, 0.37 GB on the first run, vs 0.43 / 0.58 GB at 1 M), large enough that the per-chunk
+#: Python work stays negligible
+CACHE_BATCH_ROWS = 1 << 18
 Progress = Callable[[int, int], None]  # (rows done, rows total)
+T = TypeVar("T")
+
+#: what decides a page stream's content besides the trace: page split, dense ids, the stream
+#: format, the chunk layout, and the reading of the trace in time order (here and the catalog)
+STREAM_CODE = ("replay.pages", "replay.ids", "replay.page_stream", "replay.model", "pipelines.simulate",
+               "pipelines.catalog", "schemas.trace")
 
 
 def total_rows(trace: TraceRef) -> int:
-    return int(trace.manifest.get("rows_accepted") or sum(pq.ParquetFile(f).metadata.num_rows
-                                                          for f in trace.volume_files))
+    if trace.manifest.get("rows_accepted") is not None:
+        return int(trace.manifest["rows_accepted"])
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in trace.volume_files)
 
 
 def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
@@ -56,6 +86,8 @@ def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
         # iter_ordered quotes the names itself (OFFSET is an SQL keyword)
         yield from trace.iter_ordered(batch_rows, list(columns))
         return
+    import pyarrow.parquet as pq
+
     for f in files:  # one volume: its part files are in time order already
         # Polars' reader (multi-threaded, one contiguous chunk per column) is ~3x faster here
         # than pyarrow iter_batches + from_arrow, whose batches stop at every row group.
@@ -66,6 +98,151 @@ def read_frames(trace: TraceRef, batch_rows: int = DEFAULT_BATCH_ROWS,
         else:
             for start in range(0, rows, batch_rows):
                 yield lf.slice(start, batch_rows).collect()
+
+
+def page_stream_key(trace: TraceRef, page_size: int) -> str:
+    """16 hex digits naming the page stream of ``trace`` at ``page_size`` with the current code."""
+    what = [trace.trace_id, trace.data_version, trace.manifest.get("sha256"), int(page_size),
+            model_version(STREAM_CODE)]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
+def page_stream_dir(trace: TraceRef, page_size: int) -> Path:
+    return trace.path / PAGES_DIR / f"{page_size}-{page_stream_key(trace, page_size)}"
+
+
+def open_page_stream(trace: TraceRef, page_size: int) -> PageStream | None:
+    """The trace's finished page stream at ``page_size``, or None (none yet, or one that fails
+    its checks: then it is removed, to be written again)."""
+    d = page_stream_dir(trace, page_size)
+    if not d.is_dir():
+        return None
+    try:
+        return PageStream(d, d.name.rpartition("-")[2])
+    except StreamError:
+        shutil.rmtree(d, ignore_errors=True)
+        return None
+
+
+class TraceChunks:
+    """The chunks of ``trace`` at ``page_size`` in time order, for any model: from the trace's
+    page stream when one is ready, else built from its Parquet files (``ChunkBuilder``), and then,
+    with ``record``, written as its page stream on the way (published once the last chunk is
+    written; an interrupted or failed pass leaves nothing). ``n_ids`` and ``volumes`` are the
+    trace's distinct pages and volume names (dense id order) seen so far (all of them with a stream).
+    ``max_requests``: only the trace's first requests (the last chunk cut; no stream is written).
+
+    A stream that turns out damaged while it is read raises ``StreamError``; ``replay_with_stream``
+    then removes it and runs again from the Parquet files."""
+
+    def __init__(self, trace: TraceRef, page_size: int, batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True,
+                 max_requests: int | None = None):
+        self.trace, self.page_size, self.batch_rows = trace, check_page_size(page_size), batch_rows
+        self.max_requests = max_requests
+        self.record = record and max_requests is None  # a stream is written from a whole pass only
+        self.stream = open_page_stream(trace, self.page_size)
+        self.builder = ChunkBuilder(self.page_size)
+        self.total = self.stream.n_requests if self.stream else total_rows(trace)
+        if max_requests is not None:
+            self.total = min(self.total, max_requests)
+
+    @property
+    def from_stream(self) -> bool:
+        return self.stream is not None
+
+    @property
+    def n_ids(self) -> int:
+        """Distinct pages: of the whole trace from a stream, else of the chunks built so far."""
+        return self.stream.n_ids if self.stream else self.builder.ids.n_ids
+
+    @property
+    def volumes(self) -> list[str]:
+        """Volume names by dense volume id (from a stream: all of them from the start)."""
+        return list(self.stream.volumes) if self.stream else list(self.builder.volumes)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        if self.max_requests is None:
+            yield from self._chunks()
+            return
+        left = self.max_requests
+        for chunk in self._chunks():
+            if left <= 0:
+                return
+            yield chunk_head(chunk, left) if chunk.n_requests > left else chunk
+            left -= chunk.n_requests
+
+    def _chunks(self) -> Iterator[Chunk]:
+        if self.stream is not None:
+            yield from prefetch(self.stream.chunks(self.batch_rows), depth=1)
+            return
+        builder = self.builder
+        built = (builder.build(df) for df in prefetch(read_frames(self.trace, self.batch_rows), depth=1))
+        if not self.record:
+            yield from prefetch(built, depth=1)
+        else:
+            yield from self._recorded(built, builder)
+
+    def _recorded(self, built: Iterator[Chunk], builder: ChunkBuilder) -> Iterator[Chunk]:
+        """``built``, written as the page stream on the way. Writing is an optimisation: a trace
+        directory that cannot be written (read-only, disk full) costs the stream, not the replay."""
+        root = self.trace.path / PAGES_DIR
+        final = page_stream_dir(self.trace, self.page_size)
+        with contextlib.ExitStack() as cleanup:
+            try:
+                if root.is_dir():
+                    remove_stale_staging(root)
+                stage = cleanup.enter_context(Staging(root))
+                writer = PageStreamWriter(stage.path, self.page_size, final.name.rpartition("-")[2])
+                cleanup.callback(writer.close)
+            except OSError:
+                writer = None
+
+            def write(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+                nonlocal writer
+                for chunk in chunks:
+                    if writer is not None:
+                        try:
+                            writer.add(chunk)  # in the preparing thread, while the kernel runs
+                        except OSError:
+                            writer = None
+                    yield chunk
+
+            yield from prefetch(write(built), depth=1)
+            if writer is None:
+                return
+            try:
+                writer.finish(builder.ids.n_ids, list(builder.volumes),
+                              {"trace_id": self.trace.trace_id, "data_version": self.trace.data_version})
+                for old in root.glob(f"{self.page_size}-*"):  # streams of older code at this page size
+                    if old.name != final.name:
+                        shutil.rmtree(old, ignore_errors=True)
+                stage.publish(final.name)
+            except OSError:
+                pass  # left unpublished: the staging directory is removed on the way out
+
+
+def replay_with_stream(trace: TraceRef, page_size: int, run: Callable[[TraceChunks], T],
+                       batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True) -> T:
+    """``run(chunks)`` over ``TraceChunks(trace, page_size, ...)``; when the page stream proves
+    damaged mid-way, it is removed and ``run`` called again on chunks built from the Parquet
+    files (``run`` must start from a fresh state each call)."""
+    chunks = TraceChunks(trace, page_size, batch_rows, record)
+    try:
+        return run(chunks)
+    except StreamError:
+        if not chunks.from_stream:
+            raise
+        shutil.rmtree(chunks.stream.dir, ignore_errors=True)
+    return run(TraceChunks(trace, page_size, batch_rows, record))
+
+
+def _accesses(chunk: Chunk, *page_values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``page_values`` (per page access) of the read/write accesses only (trims and flushes are
+    not cache accesses)."""
+    if chunk.op.size and chunk.op.max() > OP_WRITE:
+        access = chunk.op[chunk.page_req] <= OP_WRITE
+        return tuple(v[access] for v in page_values)
+    return page_values
 
 
 def results_dir(data_dir: str | Path, kind: str, trace_id: str) -> Path:
@@ -82,28 +259,32 @@ def _write_atomic(df: pl.DataFrame, path: Path) -> Path:
 
 def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_bytes: int,
              page_size: int = 4096, interval: str | int | None = "60s", params: dict | None = None,
-             batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> dict:
+             batch_rows: int = CACHE_BATCH_ROWS, progress: Progress | None = None, page_stream: bool = True) -> dict:
     """Replay ``trace`` through one cache policy; returns the summary (requests, pages, hits,
     hit_ratio, byte_hit_ratio, the model's other counters, and ``distinct_pages``: pages any
     request touches, trims included) and writes summary and
     per-interval Parquet under ``data_dir`` (skipped when ``data_dir`` is None; no per-interval
-    metrics when ``interval`` is None)."""
+    metrics when ``interval`` is None). ``page_stream``: write the trace's page stream when it
+    has none at this page size (it is read whenever present)."""
     model = cache_model(policy, cache_bytes, page_size, **(params or {}))
-    state = model.new_state()
-    builder = ChunkBuilder(model.page_size_bytes)
-    agg = IntervalAggregator(interval) if interval is not None else None
-    total = total_rows(trace)
-    done = 0
-    for chunk in prefetch(builder.build(df) for df in prefetch(read_frames(trace, batch_rows))):
-        outcomes = model.replay(state, chunk)
-        if agg is not None:
-            agg.add(outcome_frame(chunk, outcomes))
-        done += chunk.n_requests
-        if progress:
-            progress(done, total)
+
+    def run(chunks: TraceChunks):
+        state = model.new_state()
+        agg = CacheIntervals(interval) if interval is not None else None
+        done = 0
+        for chunk in chunks:
+            outcomes = model.replay(state, chunk)
+            if agg is not None:
+                agg.add_outcomes(chunk, outcomes)
+            done += chunk.n_requests
+            if progress:
+                progress(done, chunks.total)
+        return state, agg, chunks.n_ids
+
+    state, agg, n_ids = replay_with_stream(trace, model.page_size_bytes, run, batch_rows, page_stream)
     c = model.counters(state)
     summary = {"trace_id": trace.trace_id, "policy": model.name, "cache_bytes": model.cache_bytes,
-               "page_size": model.page_size_bytes, "distinct_pages": builder.ids.n_ids,
+               "page_size": model.page_size_bytes, "distinct_pages": n_ids,
                "model_version": model_version(CACHE_MODEL), **c}
     if data_dir is not None:
         out = results_dir(data_dir, "simulate", trace.trace_id) / f"{model.name}-{model.cache_bytes}-{model.page_size_bytes}"
@@ -119,47 +300,62 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
 
 def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         sizes: Sequence[int] | None = None, method: str = "exact", rate: float | None = None, max_pages: int = 0,
-        n_sizes: int = 20, batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> pl.DataFrame:
+        n_sizes: int = 20, batch_rows: int = CACHE_BATCH_ROWS, progress: Progress | None = None,
+        page_stream: bool = True, seeds: int = 1) -> pl.DataFrame:
     """LRU hit-ratio curve of ``trace`` at ``sizes`` (bytes; default ``n_sizes`` log-spaced sizes
     up to the footprint). ``method``: ``exact`` (stack distances) or ``shards``: fixed-rate at
     ``rate`` (default 0.01), or fixed-size with at most ``max_pages`` sampled pages when
     ``max_pages`` > 0 (starting at ``rate``, default 1.0, and lowering it as pages arrive).
-    Returns the result rows and writes them to ``mrc_path`` under ``data_dir`` (unless None)."""
+    Returns the result rows and writes them to ``mrc_path`` under ``data_dir`` (unless None).
+    ``seeds`` > 1 (fixed-rate SHARDS only): that many disjoint samples at ``rate``, curves averaged
+    (``replay.mrc.AveragedShards``). The exact method reads and writes the page stream like
+    ``simulate``; SHARDS reads it when present and never writes one (it needs no dense ids)."""
     page_size = check_page_size(page_size)
     if method not in ("exact", "shards"):
         raise ValueError(f"unknown MRC method {method!r}: use exact or shards")
-    if method == "exact" and (rate is not None or max_pages):
-        raise ValueError("the sampling rate and max_pages apply to the shards method only, not exact")
+    if method == "exact" and (rate is not None or max_pages or seeds != 1):
+        raise ValueError("the sampling rate, max_pages and seeds apply to the shards method only, not exact")
+    if seeds < 1 or (seeds > 1 and max_pages):
+        raise ValueError(f"seeds must be >= 1, and 1 with max_pages (fixed-size SHARDS); got {seeds}")
     if sizes is not None:
         if not len(sizes):
             raise ValueError("no cache sizes given (None: the default sizes)")
         bad = [s for s in sizes if s < page_size]
         if bad:
             raise ValueError(f"cache size(s) {bad} B smaller than one {page_size} B page")
-    builder = ChunkBuilder(page_size)
-    total = total_rows(trace)
-    done = 0
     if method == "exact":
-        sd = StackDistances()
-        for chunk in prefetch(builder.build(df) for df in prefetch(read_frames(trace, batch_rows))):
-            ids, nbytes = chunk.page_id, chunk.page_bytes
-            if chunk.op.size and chunk.op.max() > OP_WRITE:
-                access = chunk.op[chunk.page_req] <= OP_WRITE
-                ids, nbytes = ids[access], nbytes[access]
-            sd.update(ids, nbytes, n_ids=chunk.n_ids)
-            done += chunk.n_requests
-            if progress:
-                progress(done, total)
+        def run(chunks: TraceChunks) -> StackDistances:
+            sd = StackDistances()
+            done = 0
+            for chunk in chunks:
+                sd.update(*_accesses(chunk, chunk.page_id, chunk.page_bytes), n_ids=chunk.n_ids)
+                done += chunk.n_requests
+                if progress:
+                    progress(done, chunks.total)
+            return sd
+
+        sd = replay_with_stream(trace, page_size, run, batch_rows, page_stream)
         footprint = sd.distinct_pages
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
-        sh = Shards(rate=rate if rate is not None else (1.0 if max_pages else 0.01), max_pages=max_pages)
-        for n, keys, nbytes in prefetch((df.height, *builder.page_keys(df))
-                                         for df in prefetch(read_frames(trace, batch_rows))):
-            sh.update(keys, nbytes)
-            done += n
-            if progress:
-                progress(done, total)
+        def run_shards(chunks: TraceChunks) -> Shards | AveragedShards:
+            r = rate if rate is not None else (1.0 if max_pages else 0.01)
+            sh = AveragedShards(rate=r, seeds=seeds) if seeds > 1 else Shards(rate=r, max_pages=max_pages)
+            if chunks.from_stream:  # page keys from the stream: no Parquet read, no page split
+                items = ((c.n_requests, *_accesses(c, chunk_page_keys(c), c.page_bytes)) for c in chunks)
+            else:  # keys only: SHARDS needs no dense ids, so no stream is written here
+                builder = ChunkBuilder(page_size)
+                items = prefetch((df.height, *builder.page_keys(df))
+                                 for df in prefetch(read_frames(trace, batch_rows), depth=1))
+            done = 0
+            for n, keys, nbytes in items:
+                sh.update(keys, nbytes)
+                done += n
+                if progress:
+                    progress(done, chunks.total)
+            return sh
+
+        sh = replay_with_stream(trace, page_size, run_shards, batch_rows, record=False)
         footprint = int(round(sh.cold[0]))
         estimator, sample_rate = sh, sh.current_rate
         name = "shards_max" if max_pages else "shards"

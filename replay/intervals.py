@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from replay.jit import njit
 from replay.model import Chunk
 from schemas.trace import OP_READ, OP_WRITE
 from schemas.units import parse_duration_ns
@@ -109,3 +110,57 @@ class IntervalAggregator:
             pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(None).alias(name)
             for name, (num, den) in self.ratios.items()
         )
+
+
+#: one record per window: the CACHE_SUMS of the compiled path, by name
+CACHE_SUM_DTYPE = np.dtype([(name, np.int64) for name in CACHE_SUMS])
+
+
+@njit
+def _cache_sums(ts_ns, op, size_bytes, pages, hit_pages, hit_bytes, interval_ns, w0, sums):
+    """``CACHE_SUMS`` of each request added to its window's record ``sums[ts_ns // interval_ns - w0]``."""
+    for r in range(ts_ns.shape[0]):
+        s = sums[ts_ns[r] // interval_ns - w0]
+        o = op[r]
+        b = size_bytes[r]
+        s.requests += 1
+        if o == OP_READ:
+            s.reads += 1
+            s.read_bytes += b
+        elif o == OP_WRITE:
+            s.writes += 1
+            s.write_bytes += b
+        s.pages += pages[r]
+        s.hits += hit_pages[r]
+        if pages[r] > 0 and hit_pages[r] == pages[r]:
+            s.hit_requests += 1
+        s.bytes += b
+        s.hit_bytes += hit_bytes[r]
+
+
+class CacheIntervals(IntervalAggregator):
+    """``IntervalAggregator`` with the cache sums (no keys) computed by one compiled pass over a
+    chunk's outcomes instead of a Polars group-by on a frame of them (~10x less time, no
+    per-request frame); the same rows."""
+
+    def __init__(self, interval: str | int = "60s"):
+        super().__init__(interval)
+
+    def add_outcomes(self, chunk: Chunk, outcomes: Mapping[str, np.ndarray]) -> None:
+        ts = chunk.ts_ns
+        if ts.shape[0] == 0:
+            return
+        n = self.interval_ns
+        w0, w1 = int(ts.min()) // n, int(ts.max()) // n
+        if w1 - w0 > 4 * ts.shape[0] + 1024:  # windows far sparser than requests: group instead
+            self.add(outcome_frame(chunk, outcomes))
+            return
+        sums = np.zeros(w1 - w0 + 1, dtype=CACHE_SUM_DTYPE)
+        _cache_sums(ts, chunk.op, chunk.size_bytes, outcomes["pages"], outcomes["hit_pages"], outcomes["hit_bytes"],
+                    n, w0, sums)
+        used = np.flatnonzero(sums["requests"])
+        part = {"interval_start_ns": (used + w0) * n}
+        part.update((name, sums[name][used]) for name in CACHE_SUMS)
+        self._parts.append(pl.DataFrame(part))
+        if len(self._parts) >= 64:
+            self._parts = [self._merge(self._parts)]

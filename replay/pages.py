@@ -91,6 +91,50 @@ def split_pages(offset: np.ndarray, size_bytes: np.ndarray, page_size: int) -> P
     return PageSplit(page_no, page_req, hi - lo)
 
 
+@njit
+def _expand(offset, counts, shift, page_req, page_no):
+    j = 0
+    for r in range(counts.shape[0]):
+        first = offset[r] >> shift
+        for k in range(counts[r]):
+            page_req[j] = r
+            page_no[j] = first + k
+            j += 1
+
+
+def expand_pages(offset: np.ndarray, counts: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """(page_req, page_no) of requests at ``offset`` touching ``counts`` pages each (a stored
+    page split read back, ``replay.page_stream``): the inverse of the counting in ``split_pages``."""
+    total = int(counts.sum(dtype=np.int64))
+    page_req = np.empty(total, dtype=np.int64)
+    page_no = np.empty(total, dtype=np.int64)
+    _expand(offset, counts, shift, page_req, page_no)
+    return page_req, page_no
+
+
+def single_page_chunk(offset: np.ndarray, size_bytes: np.ndarray, shift: int):
+    """(page_req, page_no, page_bytes) when every request touches exactly one page."""
+    return np.arange(offset.shape[0], dtype=np.int64), offset >> shift, size_bytes
+
+
+def chunk_head(chunk: Chunk, n: int) -> Chunk:
+    """The first ``n`` requests of ``chunk`` and their page accesses (``n_ids`` kept: ids stay
+    below it)."""
+    cut = int(np.searchsorted(chunk.page_req, n))
+    return Chunk(ts_ns=chunk.ts_ns[:n], op=chunk.op[:n], volume=chunk.volume[:n], offset=chunk.offset[:n],
+                 size_bytes=chunk.size_bytes[:n], page_id=chunk.page_id[:cut], page_no=chunk.page_no[:cut],
+                 page_req=chunk.page_req[:cut], page_bytes=chunk.page_bytes[:cut], page_size=chunk.page_size,
+                 first_request=chunk.first_request, n_ids=chunk.n_ids)
+
+
+def chunk_page_keys(chunk: Chunk) -> np.ndarray:
+    """Page keys (volume id and page number packed, as ``ChunkBuilder`` makes them) of every page
+    access of ``chunk``."""
+    if chunk.volume.size and chunk.volume.max() == 0:
+        return chunk.page_no
+    return (chunk.volume[chunk.page_req].astype(np.int64) << PAGE_BITS) | chunk.page_no
+
+
 def _op_codes(op: pl.Series) -> np.ndarray:
     """uint8 op codes (schemas.trace.OPS order) from an Enum, Categorical or String column."""
     if op.dtype == pl.UInt8:

@@ -29,7 +29,7 @@ ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ss
                "replay.queueing", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.jit",
                "pipelines.replay", *SCHEMA_MODULES)
-CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.ids", "replay.intervals", "replay.model",
+CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)
 
 

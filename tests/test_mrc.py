@@ -13,7 +13,7 @@ from pipelines.catalog import find_trace
 from pipelines.ingest import ingest_file
 from replay.ids import IdMap
 from replay.kernels import cache_model
-from replay.mrc import MRC_SCHEMA, Shards, StackDistances, default_sizes
+from replay.mrc import EVEN_SHARE, MRC_SCHEMA, AveragedShards, Shards, StackDistances, default_sizes
 from replay.pages import ChunkBuilder
 from traces import synth
 
@@ -138,6 +138,67 @@ def test_default_sizes_and_errors(traces):
         sim.mrc(trace, None, PAGE, sizes=[1024])
     with pytest.raises(ValueError, match="no cache sizes given"):
         sim.mrc(trace, None, PAGE, sizes=[])
-    for bad in ({"rate": 0.1}, {"max_pages": 4096}):
+    with pytest.raises(ValueError, match="1 with max_pages"):
+        sim.mrc(trace, None, PAGE, method="shards", max_pages=100, seeds=2)
+    with pytest.raises(ValueError, match="need 1 <= seeds <= 1/rate"):
+        AveragedShards(rate=0.5, seeds=3)
+    for bad in ({"rate": 0.1}, {"max_pages": 4096}, {"seeds": 2}):
         with pytest.raises(ValueError, match="apply to the shards method only, not exact"):
             sim.mrc(trace, None, PAGE, method="exact", **bad)
+
+
+def _keys(kind: str, n: int, pages: int, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if kind == "uniform":
+        return rng.integers(0, pages, n)
+    return (rng.zipf(1.1, n) - 1) % pages
+
+
+def _exact(keys, caps):
+    sd = StackDistances()
+    sd.update(IdMap().assign(keys), np.full(keys.shape[0], PAGE))
+    return sd.hit_ratios(caps)[0]
+
+
+@pytest.mark.parametrize(("kind", "adj"), [("uniform", False), ("zipf", True)])
+def test_shards_auto_picks_the_estimator_the_access_counts_call_for(kind, adj):
+    """Uniform: every sampled page has a similar count (even share ~0.8), so the sample's
+    shortfall or excess of accesses is spread over all distances: plain SHARDS. Zipf: a few hot
+    pages hold the sampled accesses (even share ~0.01), so it is their re-accesses, hits at any
+    size: SHARDS_adj. Auto is as close to the exact curve as the better of the two, at 1 % (on
+    this 2 M-access Zipf trace within 0.01: see test_shards_within_001_of_exact on small traces)."""
+    keys = _keys(kind, 2_000_000, 400_000)
+    caps = np.unique(np.geomspace(4000, 400_000, 12).astype(np.int64))
+    exact = _exact(keys, caps)
+    err = {}
+    for adjust in ("auto", True, False):
+        sh = Shards(rate=0.01, adjust=adjust)
+        sh.update(keys, np.full(keys.shape[0], PAGE))
+        err[adjust] = np.abs(sh.hit_ratios(caps)[0] - exact).mean()
+        if adjust == "auto":
+            assert sh.uses_adj() is adj
+            assert (sh.even_share() > 0.5) if kind == "uniform" else (sh.even_share() < EVEN_SHARE / 3)
+    assert err["auto"] == err[adj] <= (0.005 if kind == "uniform" else 0.01), err
+    assert err[adj] < err[not adj], err
+
+
+def test_averaged_shards_are_disjoint_samples_of_one_hash():
+    keys = _keys("uniform", 300_000, 50_000, seed=3)
+    nbytes = np.full(keys.shape[0], PAGE)
+    one = Shards(rate=0.02)
+    one.update(keys, nbytes)
+    avg1 = AveragedShards(rate=0.02, seeds=1)
+    avg1.update(keys, nbytes)
+    assert np.array_equal(avg1.hit_ratios([100, 1000])[0], one.hit_ratios([100, 1000])[0])
+    avg = AveragedShards(rate=0.01, seeds=2)
+    for part in np.array_split(np.arange(keys.shape[0]), 5):  # chunked: the same state as one pass
+        avg.update(keys[part], nbytes[part])
+    # the two halves of the 2 % sample, page for page
+    sampled = [set(keys[p.ids.lookup(keys) >= 0].tolist()) for p in avg.parts]
+    assert not sampled[0] & sampled[1]
+    assert sampled[0] | sampled[1] == set(keys[one.ids.lookup(keys) >= 0].tolist())
+    assert all(p.accesses == keys.shape[0] for p in avg.parts)
+    caps = [500, 5000, 50_000]
+    hr = avg.hit_ratios(caps)[0]
+    assert np.allclose(hr, np.mean([p.hit_ratios(caps)[0] for p in avg.parts], axis=0))
+    assert np.abs(hr - _exact(keys, caps)).mean() < 0.01

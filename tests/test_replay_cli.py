@@ -80,6 +80,11 @@ def test_mrc_json_matches_simulate(trace):
     assert r.stdout.splitlines()[-1] == f"results {path}"
     rows = pl.read_parquet(path)
     assert rows.height == 20 and set(rows["method"]) == {"shards"}
+    r = CliRunner().invoke(app, ["mrc", tid, "--data-dir", str(d), "--method", "shards", "--rate", "0.1",
+                                 "--seeds", "3", "--sizes", "1MiB,8MiB,64MiB", "--json"])
+    assert r.exit_code == 0, r.output
+    averaged = json.loads(r.stdout)["rows"]
+    assert [abs(a["hit_ratio"] - c["hit_ratio"]) < 0.05 for a, c in zip(averaged, curve, strict=True)] == [True] * 3
 
 
 def test_errors_are_one_line(trace):
@@ -101,6 +106,12 @@ def _one_line(output: str) -> str:
 @pytest.mark.parametrize("args, message", [
     (["mrc", "--rate", "0.1"], "Invalid value for '--rate': applies to --method shards only"),
     (["mrc", "--max-pages", "4096"], "Invalid value for '--max-pages': applies to --method shards only"),
+    (["mrc", "--seeds", "3"], "Invalid value for '--seeds': applies to --method shards only"),
+    (["mrc", "--method", "shards", "--seeds", "0"], "Invalid value for '--seeds': must be an integer >= 1, got 0"),
+    (["mrc", "--method", "shards", "--seeds", "2", "--max-pages", "100"],
+     "Invalid value for '--seeds': applies to fixed-rate SHARDS only (not with --max-pages)"),
+    (["mrc", "--method", "shards", "--seeds", "3", "--rate", "0.5"],
+     "Invalid value for '--seeds': --seeds x --rate must be at most 1"),
     (["mrc", "--sizes", ""], "Invalid value for '--sizes': expects one or more sizes such as 1GiB,2GiB,4GiB, got ''"),
     (["mrc", "--sizes", ","], "Invalid value for '--sizes': expects one or more sizes such as 1GiB,2GiB,4GiB, got ','"),
     (["mrc", "--method", "shards", "--rate", "0"], "Invalid value for '--rate': must be a number > 0 and <= 1, got 0"),

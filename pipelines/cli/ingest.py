@@ -20,6 +20,7 @@ from pipelines.cli.common import (
     table,
 )
 from pipelines.dataset import VALIDATE_MODES, is_current
+from schemas.units import format_bytes
 from traces.registry import READERS
 
 
@@ -108,7 +109,10 @@ def ingest(
 
 
 @app.command()
-def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False,
+           du: Annotated[bool, typer.Option("--du", help="Also show each trace's size on disk and that of "
+                                                          "its page streams (replay-ready pages, rebuilt "
+                                                          "when deleted).")] = False) -> None:
     """List the ingested traces, with the reader version that made each (stale: an older one)."""
     rows = []
     for t in list_traces(data_dir_of(data_dir)):
@@ -126,17 +130,20 @@ def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
                 "start_time": m.get("start_time"),
                 "reader_version": m.get("reader_version"),
                 "current": is_current(m),
+                **(t.disk_usage() if du else {}),
             }
         )
     if as_json:
         print_json(rows)
         return
-    t = table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader", "source")
+    t = table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader",
+              *(("size", "page streams") if du else ()), "source")
     for r in rows:
         reader = (r["reader_version"] or "none") + ("" if r["current"] else " (stale)")
+        sizes = (format_bytes(r["trace_bytes"]), format_bytes(r["page_stream_bytes"])) if du else ()
         t.add_row(
             r["trace_id"], r["format"], f"{r['rows_accepted']:,}", f"{r['rows_rejected']:,}",
-            str(r["volumes"]), f"{r['span_s']:.1f}", reader, Path(r["source_path"]).name,
+            str(r["volumes"]), f"{r['span_s']:.1f}", reader, *sizes, Path(r["source_path"]).name,
         )
     if not all(r["current"] for r in rows):
         console.print("stale: ingested by an older reader version; `tiercast ingest FILE` reads it again")

@@ -72,6 +72,9 @@ def mrc(
     max_pages: Annotated[int, typer.Option("--max-pages", help="SHARDS fixed-size: at most this many "
                                                                "sampled pages (0: fixed-rate).",
                                            callback=bounded(0, integer=True))] = 0,
+    seeds: Annotated[int, typer.Option(help="SHARDS fixed-rate: average this many disjoint samples at "
+                                            "--rate (less variance, that many times the sampled work).",
+                                       callback=bounded(1, integer=True))] = 1,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -79,16 +82,21 @@ def mrc(
     from pipelines import simulate as sim
 
     if method == "exact":
-        for given, name in ((rate is not None, "--rate"), (max_pages != 0, "--max-pages")):
+        for given, name in ((rate is not None, "--rate"), (max_pages != 0, "--max-pages"), (seeds != 1, "--seeds")):
             if given:
                 raise typer.BadParameter("applies to --method shards only (exact computes every access)",
                                          param_hint=f"'{name}'")
+    if seeds > 1 and max_pages:
+        raise typer.BadParameter("applies to fixed-rate SHARDS only (not with --max-pages)", param_hint="'--seeds'")
+    if seeds > 1 and (rate if rate is not None else 0.01) * seeds > 1:
+        raise typer.BadParameter("--seeds x --rate must be at most 1 (the samples are disjoint)",
+                                 param_hint="'--seeds'")
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     size_list = parse_sizes(sizes) if sizes is not None else None
     with progress_bar(f"mrc {method}", "rows") as cb:
         rows = sim.mrc(trace, d, parse_size(page_size), size_list, method=method, rate=rate, max_pages=max_pages,
-                       progress=cb)
+                       progress=cb, seeds=seeds)
     method_name, sample_rate = rows["method"][0], rows["sample_rate"][0]
     path = sim.mrc_path(d, trace.trace_id, method_name, parse_size(page_size), sample_rate)
     if as_json:

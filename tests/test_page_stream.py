@@ -1,0 +1,274 @@
+"""Page streams (replay/page_stream.py, pipelines.simulate.TraceChunks): results are identical with
+and without the stream and whatever the chunking; the stream is invalidated with the trace and by
+a code change; damaged, partial and interrupted streams are never used and are written again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pipelines import simulate as sim
+from pipelines.catalog import PAGES_DIR, find_trace
+from pipelines.cli import app
+from pipelines.ingest import ingest_file
+from replay.intervals import CacheIntervals, IntervalAggregator, outcome_frame
+from replay.kernels import cache_model
+from replay.page_stream import HEADER_BYTES, PageStream, StreamError
+from replay.pages import ChunkBuilder
+from schemas.trace import ARROW_SCHEMA
+
+PAGE = 4096
+S = 1_000_000_000
+
+
+def _requests(seed: int, n: int, volumes=("v0", "v1")) -> pl.DataFrame:
+    """Two volumes, unaligned multi-page requests, trims and flushes (size 0), 1 s apart on average."""
+    rng = np.random.default_rng(seed)
+    offset = (rng.zipf(1.2, n) % 2000).astype(np.int64) * 4096 + rng.choice([0, 512, 2048], n)
+    op = rng.choice(["read", "write", "trim", "flush"], n, p=[0.55, 0.4, 0.03, 0.02])
+    size = np.where(op == "flush", 0, rng.choice([512, 4096, 8192, 12288, 40960], n))
+    return pl.DataFrame({"ts_ns": np.cumsum(rng.integers(1, 2 * S, n)), "volume": rng.choice(list(volumes), n),
+                         "op": op, "offset": offset, "size": size.astype(np.int32), "latency_ns": [None] * n,
+                         "src_line": np.arange(1, n + 1)})
+
+
+def _ingest(tmp_path, df: pl.DataFrame, name: str = "t.parquet"):
+    src = tmp_path / name
+    pq.write_table(df.to_arrow().cast(ARROW_SCHEMA), src)
+    return find_trace(tmp_path, ingest_file(src, tmp_path, validate="off").trace_id)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    d = tmp_path_factory.mktemp("stream")
+    return d, _ingest(d, _requests(5, 6000))
+
+
+def _streams(trace) -> list:
+    root = trace.path / PAGES_DIR
+    return sorted(p for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+
+
+def _run_both(trace, d, batch_rows, page_stream=True):
+    """simulate (summary + intervals written under d) and the exact curve."""
+    s = sim.simulate(trace, d, "arc", 300 * PAGE, PAGE, interval="10s", batch_rows=batch_rows,
+                     page_stream=page_stream)
+    intervals = pl.read_parquet(f"{s.pop('results_dir')}/intervals.parquet")
+    curve = sim.mrc(trace, None, PAGE, sizes=[64 * PAGE, 512 * PAGE, 4096 * PAGE], batch_rows=batch_rows,
+                    page_stream=page_stream)
+    return s, intervals, curve
+
+
+def test_results_identical_with_and_without_the_stream_and_any_chunking(mixed, tmp_path):
+    d, trace = mixed
+    without = _run_both(trace, tmp_path / "a", 1 << 20, page_stream=False)
+    assert _streams(trace) == []
+    first = _run_both(trace, tmp_path / "b", 700)  # builds and writes the stream
+    (stream_dir,) = _streams(trace)
+    assert stream_dir.name.startswith(f"{PAGE}-")
+    assert sim.TraceChunks(trace, PAGE).from_stream
+    again = _run_both(trace, tmp_path / "c", 333)  # from the stream, other chunk boundaries
+    for other in (first, again):
+        assert other[0] == without[0]
+        assert other[1].equals(without[1])
+        assert other[2].equals(without[2])
+    assert without[0]["requests"] == 6000 and without[0]["distinct_pages"] > 1000
+    # SHARDS reads keys from the stream: the same sample as from the Parquet files
+    shards = [sim.mrc(trace, None, PAGE, sizes=[64 * PAGE, 512 * PAGE], method="shards", rate=0.2)
+              for _ in range(2)]
+    (stream_dir / "manifest.json").unlink()  # now from the Parquet files
+    assert shards[0].equals(sim.mrc(trace, None, PAGE, sizes=[64 * PAGE, 512 * PAGE], method="shards", rate=0.2))
+
+
+def test_stream_chunks_equal_the_builders(mixed):
+    d, trace = mixed
+    sim.simulate(trace, None, "lru", 100 * PAGE, PAGE, interval=None)
+    stream = PageStream(_streams(trace)[0])
+    assert not stream.single_page and stream.multi_volume and sorted(stream.volumes) == ["v0", "v1"]
+    built = ChunkBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
+    (got,) = list(stream.chunks(1 << 20))
+    for name in ("ts_ns", "op", "volume", "offset", "size_bytes", "page_id", "page_no", "page_req", "page_bytes"):
+        a, b = getattr(got, name), getattr(built, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert got.n_ids == built.n_ids == stream.n_ids
+
+
+def test_single_page_single_volume_stream_has_no_page_columns(tmp_path):
+    df = _requests(2, 3000, volumes=("only",)).with_columns(offset=pl.col("offset") // 4096 * 4096,
+                                                            size=pl.lit(4096, pl.Int32), op=pl.lit("read"))
+    trace = _ingest(tmp_path, df)
+    ref = sim.simulate(trace, None, "lru", 50 * PAGE, PAGE, interval="5s", page_stream=False)
+    assert sim.simulate(trace, None, "lru", 50 * PAGE, PAGE, interval="5s") == ref
+    (d,) = _streams(trace)
+    assert sorted(p.name for p in d.iterdir()) == ["manifest.json", "offset.npy", "op.npy", "page_id.npy",
+                                                   "size_bytes.npy", "ts_ns.npy"]
+    assert sim.simulate(trace, None, "lru", 50 * PAGE, PAGE, interval="5s", batch_rows=128) == ref
+    # the files are plain .npy: numpy maps them
+    ids = np.load(d / "page_id.npy", mmap_mode="r")
+    assert ids.shape == (3000,) and ids.dtype == np.int32 and int(ids.max()) + 1 == ref["distinct_pages"]
+
+
+def test_stream_is_invalidated_with_the_trace_and_by_a_code_change(tmp_path, monkeypatch):
+    src_df = _requests(7, 2000)
+    trace = _ingest(tmp_path, src_df)
+    sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
+    assert len(_streams(trace)) == 1
+    # a re-ingest replaces the trace directory, streams included
+    ingest_file(tmp_path / "t.parquet", tmp_path, validate="off", force=True)
+    assert _streams(trace) == []
+    sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
+    (old,) = _streams(trace)
+    # another data version (a re-ingest by another reader) or other code: another key, the old
+    # stream is not read and is replaced by the new one
+    newer = type(trace)(trace.trace_id, trace.path, {**trace.manifest, "reader_version": "0123456789abcdef"})
+    assert sim.page_stream_dir(newer, PAGE) != old
+    assert not sim.TraceChunks(newer, PAGE).from_stream
+    monkeypatch.setattr(sim, "STREAM_CODE", (*sim.STREAM_CODE, "replay.kernels"))
+    assert sim.page_stream_dir(trace, PAGE) != old
+    sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
+    assert _streams(trace) == [sim.page_stream_dir(trace, PAGE)]
+    # another page size: a stream of its own, next to the first
+    sim.simulate(trace, None, "lru", 64 * 8192, 8192, interval=None)
+    assert len(_streams(trace)) == 2
+
+
+def _damage_truncate(d):
+    p = d / "page_id.npy"
+    p.write_bytes(p.read_bytes()[:-4])
+
+
+def _damage_manifest(d):
+    (d / "manifest.json").write_text('{"format": 1, "key": ')
+
+
+def _damage_header(d):
+    p = d / "ts_ns.npy"
+    data = bytearray(p.read_bytes())
+    data[10:20] = b"garbage!!!"
+    p.write_bytes(bytes(data))
+
+
+def _damage_missing(d):
+    (d / "op.npy").unlink()
+
+
+def _damage_page_ids(d):
+    """Same length, ids beyond the distinct count: only seen while the chunks are read."""
+    p = d / "page_id.npy"
+    ids = np.fromfile(p, dtype=np.int32, offset=HEADER_BYTES)
+    ids[len(ids) // 2] = 1 << 30
+    with open(p, "r+b") as f:
+        f.seek(HEADER_BYTES)
+        ids.tofile(f)
+
+
+@pytest.mark.parametrize("damage", [_damage_truncate, _damage_manifest, _damage_header, _damage_missing,
+                                    _damage_page_ids])
+def test_damaged_stream_is_ignored_and_written_again(tmp_path, damage):
+    trace = _ingest(tmp_path, _requests(9, 3000))
+    ref = sim.simulate(trace, None, "s3fifo", 100 * PAGE, PAGE, interval="10s", page_stream=False)
+    sim.simulate(trace, None, "s3fifo", 100 * PAGE, PAGE, interval="10s")
+    (d,) = _streams(trace)
+    damage(d)
+    if damage is not _damage_page_ids:
+        with pytest.raises(StreamError):
+            PageStream(d)
+    else:
+        with pytest.raises(StreamError, match="outside"):
+            list(PageStream(d).chunks(1000))
+    assert sim.simulate(trace, None, "s3fifo", 100 * PAGE, PAGE, interval="10s", batch_rows=1000) == ref
+    (d2,) = _streams(trace)  # rewritten, now whole
+    assert list(PageStream(d2).chunks(1 << 20))[0].n_requests == 3000
+    assert sim.simulate(trace, None, "s3fifo", 100 * PAGE, PAGE, interval="10s") == ref
+
+
+def test_interrupted_first_run_leaves_no_stream(tmp_path):
+    trace = _ingest(tmp_path, _requests(4, 4000))
+
+    def stop(done, total):
+        if done >= 1000:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None, batch_rows=500, progress=stop)
+    root = trace.path / PAGES_DIR
+    assert list(root.iterdir()) == []  # neither a stream nor its staging directory
+    assert not sim.TraceChunks(trace, PAGE).from_stream
+    ref = sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None, page_stream=False)
+    assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None) == ref
+    assert sim.TraceChunks(trace, PAGE).from_stream
+
+
+def test_cache_intervals_equal_the_polars_group_by():
+    df = _requests(1, 5000).drop("latency_ns", "src_line")
+    model = cache_model("lru", 200 * PAGE, PAGE)
+    state = model.new_state()
+    builder = ChunkBuilder(PAGE)
+    compiled, grouped = CacheIntervals("7s"), IntervalAggregator("7s")
+    sparse, sparse_ref = CacheIntervals(1000), IntervalAggregator(1000)  # far more windows than requests
+    for a in range(0, df.height, 900):
+        chunk = builder.build(df.slice(a, 900))
+        out = model.replay(state, chunk)
+        compiled.add_outcomes(chunk, out)
+        grouped.add(outcome_frame(chunk, out))
+        sparse.add_outcomes(chunk, out)
+        sparse_ref.add(outcome_frame(chunk, out))
+    r = compiled.result()
+    assert r.equals(grouped.result())
+    assert sparse.result().equals(sparse_ref.result())
+    assert r["requests"].sum() == 5000 and r["pages"].sum() == model.counters(state)["pages"]
+
+
+def test_traces_du_shows_the_page_streams(mixed):
+    d, trace = mixed
+    sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
+    r = CliRunner().invoke(app, ["traces", "--du", "--json", "--data-dir", str(d)])
+    assert r.exit_code == 0, r.output
+    (row,) = [x for x in json.loads(r.output) if x["trace_id"] == trace.trace_id]
+    streams = sum(f.stat().st_size for f in (trace.path / PAGES_DIR).rglob("*") if f.is_file())
+    assert row["page_stream_bytes"] == streams > 6000 * 22  # ts, offset, op, size, volume, page_id...
+    assert 0 < row["trace_bytes"] < streams
+    r = CliRunner().invoke(app, ["traces", "--du", "--data-dir", str(d)])
+    assert "page streams" in r.output
+
+
+def test_a_stream_that_cannot_be_written_costs_the_stream_not_the_replay(tmp_path, monkeypatch):
+    trace = _ingest(tmp_path, _requests(6, 3000))
+    ref = sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s", page_stream=False)
+
+    def full(self, chunk):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sim.PageStreamWriter, "add", full)
+    assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s", batch_rows=500) == ref
+    assert list((trace.path / PAGES_DIR).iterdir()) == []
+    monkeypatch.undo()
+
+    def read_only(root):
+        raise OSError(30, "Read-only file system", str(root))
+
+    monkeypatch.setattr(sim, "Staging", read_only)
+    assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s") == ref
+    assert list((trace.path / PAGES_DIR).iterdir()) == []
+
+
+def test_max_requests_cuts_the_trace_and_writes_no_stream(mixed, tmp_path):
+    """What the array replay's --requests needs: the first N requests, from the stream or not."""
+    d, trace = mixed
+    reqs = pl.concat(list(sim.read_frames(trace))).head(2500)
+    want = ChunkBuilder(PAGE).build(reqs)
+    fresh = _ingest(tmp_path, _requests(5, 6000))
+    for t in (fresh, trace):  # without a stream (none is written), then from the fixture's
+        sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
+        chunks = list(sim.TraceChunks(t, PAGE, batch_rows=1000, max_requests=2500))
+        assert [c.n_requests for c in chunks] == [1000, 1000, 500]
+        for name in ("ts_ns", "op", "offset", "page_id", "page_req", "page_bytes"):
+            got = np.concatenate([getattr(c, name) + (c.first_request if name == "page_req" else 0)
+                                  for c in chunks])
+            assert np.array_equal(got, getattr(want, name)), name
+    assert _streams(fresh) == []
