@@ -68,7 +68,7 @@ import polars as pl
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
-from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, total_rows
+from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import IntervalAggregator, outcome_frame
 from replay.model import Chunk
@@ -503,10 +503,22 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
                   total: int | None = None, progress: Progress | None = None, max_requests: int | None = None,
                   prefetch: bool = True, data_version: str = "") -> ReplayResult:
     """Replay canonical request frames (global time order) through ``scenario``; nothing written."""
+    builder = ChunkBuilder(scenario.dram.page_bytes)
+    chunks: Iterable[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
+    if prefetch:
+        chunks = prefetch_items(chunks, depth=1)
+    return replay_chunks(chunks, lambda: list(builder.volumes), scenario, trace_id, total, progress, max_requests,
+                         data_version)
+
+
+def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], scenario: Scenario,
+                  trace_id: str = "<chunks>", total: int | None = None, progress: Progress | None = None,
+                  max_requests: int | None = None, data_version: str = "") -> ReplayResult:
+    """Replay chunks at the scenario's page size (``ChunkBuilder`` or a trace's page stream,
+    ``pipelines.simulate.TraceChunks``); ``volumes()``: the volume names by dense id seen so far."""
     _check_scenario(scenario)
     model = ArrayModel(scenario)
     state = model.new_state()
-    builder = ChunkBuilder(scenario.dram.page_bytes)
     warm = 0
     if scenario.replay.warmup_pct:
         if total is None:
@@ -518,18 +530,15 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
                        model.kernel_params.snap.every if model.kernel_params.snap.on else 0,
                        int(round(fp.free_full)) if fp.on else 0)
     done = 0
-    chunks: Iterator[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
-    if prefetch:
-        chunks = prefetch_items(chunks, depth=1)
     for chunk in chunks:
-        state.volume_names = list(builder.volumes)
+        state.volume_names = volumes()
         out = model.replay(state, chunk)
         aggs.add(chunk, out, model.drain_records(state))
         done += chunk.n_requests
         if progress:
             progress(done, total or done)
     rid = run_id(trace_id, scenario, data_version)
-    names = list(builder.volumes)
+    names = volumes()
     vol, rg = _interval_tables(aggs, model, names, trace_id, rid)
     summary = _summary(model, state, aggs, trace_id, rid)
     tables = {}
@@ -717,8 +726,10 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         summary = json.loads(paths["summary_json"].read_text())
         summary["already_done"] = True
         return summary
-    res = replay_frames(read_frames(trace, batch_rows), scenario, trace.trace_id, total=total_rows(trace),
-                        progress=progress, data_version=trace.data_version)
+    # the trace's page stream at the cache's page size when one is ready (written on a first pass)
+    res = replay_with_stream(trace, scenario.dram.page_bytes, lambda chunks: replay_chunks(
+        chunks, lambda: chunks.volumes, scenario, trace.trace_id, total=chunks.total, progress=progress,
+        data_version=trace.data_version), batch_rows)
     summary = res.summary
     if paths:
         # intervals first, summary last: a summary on disk means the run is complete
