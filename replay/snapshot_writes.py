@@ -28,7 +28,7 @@ import numpy as np
 
 from replay import backend as be
 from replay import dram_cache as dc
-from replay.jit import step
+from replay.jit import kernel
 
 MODES = ("row", "cofw")
 SNAP = np.dtype([(n, np.int64) for n in ("first_writes", "cofw_copies", "cofw_ios", "cofw_wait_ns")])
@@ -66,7 +66,7 @@ def grow(ns: SnapState, n_units: int) -> SnapState:
     return ns._replace(epoch=epoch)
 
 
-@step
+@kernel
 def before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, punit, puno, arr, t, tmp):
     """A host write issued at ``arr``, reaching the cache at t, of pages p0..p1: count the chunks
     it writes first since the latest snapshot before ``arr``; with COFW copy each of them first.

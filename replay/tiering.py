@@ -56,7 +56,7 @@ import numpy as np
 from replay import backend as be
 from replay import dram_cache as dc
 from replay.events import INF, K_RELOCATE, record
-from replay.jit import kernel, step
+from replay.jit import kernel
 from replay.scenario import TIER_NAMES, TIER_POLICIES, Scenario
 
 I4, I8, F8 = np.int32, np.int64, np.float64
@@ -193,7 +193,7 @@ def allocate(tp, ts, bs, gid, t):
     return g
 
 
-@step
+@kernel
 def touch(tp, ts, bs, v, u_first, u_last, t):
     """A data request to volume v covering DRAM units ``u_first..u_last`` at t: allocate the
     slices it reaches, count one I/O for the slice of its first byte."""
