@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,7 +105,7 @@ class LoadReport:
         try:
             names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE "
                                                "table_schema = 'main' ORDER BY 1").fetchall()]
-            return {n: con.execute(f"SELECT count(*) FROM {identifier(n)}").fetchone()[0] for n in names
+            return {n: con.execute(f"SELECT count(*) FROM {identifier(n)}").fetchall()[0][0] for n in names
                     if n not in FILE_VIEWS}
         finally:
             con.close()
@@ -114,8 +115,12 @@ def _rel(root: Path, p: Path) -> str:
     return p.relative_to(root).as_posix()
 
 
-def _ts(value) -> str | None:
-    return str(value) if value else None
+def _ts(value) -> datetime | None:
+    """An ISO time as naive UTC (the warehouse's TIMESTAMP columns are UTC)."""
+    if not value:
+        return None
+    t = datetime.fromisoformat(str(value))
+    return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
 
 
 def _trace_units(root: Path) -> Iterator[Unit]:
@@ -131,7 +136,7 @@ def _trace_units(root: Path) -> Iterator[Unit]:
             con.execute("DELETE FROM trace_files WHERE trace_id = $1", [t.trace_id])
             con.execute(
                 "INSERT INTO traces VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-                [t.trace_id, m["format"], m.get("source_path"), m.get("sha256"), _ts(m.get("start_time")),
+                [t.trace_id, m["format"], m.get("source_path"), m.get("sha256"), (str(m["start_time"]) if m.get("start_time") else None),
                  m.get("rows_read"), m.get("rows_accepted"), m.get("rows_rejected"), m.get("sorted_rows", 0),
                  len(vols), max((v["last_ts_ns"] for v in vols.values()), default=0),
                  json.dumps(m.get("lines_skipped", {})), (m.get("validation") or {}).get("success"),
@@ -197,15 +202,14 @@ def insert_parquet(con: duckdb.DuckDBPyConnection, table: str, path: Path, const
     names = ", ".join(identifier(c) for c in cols)
     select = ", ".join([*(identifier(c) for c in take), *(f"${i}" for i in range(2, len(constants) + 2))])
     return con.execute(f"INSERT INTO {identifier(table)} ({names}) SELECT {select} FROM read_parquet($1)",
-                       [str(path), *constants.values()]).fetchone()[0]
+                       [str(path), *constants.values()]).fetchall()[0][0]
 
 
-def _scenario_text(run_dir: Path, name: str, scenario_hash: str) -> tuple[str | None, str | None]:
-    """(TOML text, source) of a run's scenario: the copy the replay kept, else the preset of that
-    name when it still hashes the same."""
-    kept = run_dir / "scenario.toml"
-    if kept.is_file():
-        return kept.read_text(), str(kept.name)
+def _scenario_text(record: dict, name: str, scenario_hash: str) -> tuple[str | None, str | None]:
+    """(TOML text, source) of a run's scenario: the text the replay recorded, else (runs from
+    before it did) the preset of that name when it still hashes the same."""
+    if record.get("scenario_toml"):
+        return record["scenario_toml"], record.get("scenario_source")
     try:
         from replay.scenario import PRESET_DIR, loads
 
@@ -217,10 +221,8 @@ def _scenario_text(run_dir: Path, name: str, scenario_hash: str) -> tuple[str | 
     return None, None
 
 
-def _mtime_ts(path: Path) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
+def _mtime_ts(path: Path) -> datetime:
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).replace(tzinfo=None)
 
 
 def _run_units(root: Path) -> Iterator[Unit]:
@@ -228,32 +230,35 @@ def _run_units(root: Path) -> Iterator[Unit]:
     if not runs.is_dir():
         return
     for d in sorted(runs.iterdir()):
-        summary_json, summary = d / "summary.json", d / "summary.parquet"
+        summary_json, summary, record = d / "summary.json", d / "summary.parquet", d / "run.json"
         if d.name.startswith(".") or not (summary_json.is_file() and summary.is_file()):
             continue  # a summary is written last: without one the run is not finished
         rid = d.name
         parts = [root / "results" / table / f"{rid}.parquet" for table in ("array_volume_intervals", "array_rg_intervals")]
         parts = [p for p in parts if p.is_file()]
+        extra = [record] if record.is_file() else []
 
-        def apply(con, d=d, rid=rid, summary_json=summary_json, summary=summary, parts=parts):
+        def apply(con, d=d, rid=rid, summary_json=summary_json, summary=summary, parts=parts, extra=extra):
             s = json.loads(summary_json.read_text())
+            run = json.loads(extra[0].read_text()) if extra else {}
             for table in ("runs", "run_summary", "interval_metrics", "rg_intervals"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = $1", [rid])
-            wall = s.get("wall_seconds")
+            wall = run.get("wall_seconds")
             con.execute("INSERT INTO runs VALUES ($1, $2, $3, $4, $5, $6, 'complete', $7, $8, $9, $10, $11, $12)",
                         [rid, s["trace_id"], s["scenario"], s["scenario_hash"], s["model_version"],
-                         s.get("tiercast_version"), _ts(s.get("started_at")),
-                         s.get("finished_at") or _mtime_ts(summary_json), wall, s.get("requests"),
+                         s.get("tiercast_version"), _ts(run.get("started_at")),
+                         _ts(run.get("finished_at")) or _mtime_ts(summary_json), wall, s.get("requests"),
                          s["requests"] / wall if wall else None, _rel(root, d)])
-            insert_parquet(con, "run_summary", summary, skip=RUN_COLUMNS)
+            insert_parquet(con, "run_summary", summary, {"run_id": rid}, skip=RUN_COLUMNS)
             for p in parts:
-                insert_parquet(con, "interval_metrics" if "volume" in p.parent.name else "rg_intervals", p)
+                insert_parquet(con, "interval_metrics" if "volume" in p.parent.name else "rg_intervals", p,
+                               {"run_id": rid})
             if not con.execute("SELECT 1 FROM scenarios WHERE scenario_hash = $1", [s["scenario_hash"]]).fetchall():
-                text, source = _scenario_text(d, s["scenario"], s["scenario_hash"])
+                text, source = _scenario_text(run, s["scenario"], s["scenario_hash"])
                 con.execute("INSERT INTO scenarios VALUES ($1, $2, $3, $4)",
                             [s["scenario_hash"], s["scenario"], text, source])
 
-        yield Unit(f"run:{rid}", "run", _stat([summary_json, summary, *parts]), apply)
+        yield Unit(f"run:{rid}", "run", _stat([summary_json, summary, *parts, *extra]), apply)
 
 
 def _file_units(root: Path) -> Iterator[Unit]:
@@ -328,15 +333,15 @@ class _Writer:
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-    row = con.execute("SELECT fingerprint FROM loaded_units WHERE unit = $1", [key]).fetchone()
-    return row[0] if row else None
+    rows = con.execute("SELECT fingerprint FROM loaded_units WHERE unit = $1", [key]).fetchall()
+    return rows[0][0] if rows else None
 
 
 def _load_unit(con: duckdb.DuckDBPyConnection, unit: Unit) -> bool:
     if _fingerprint(con, unit.key) == unit.fingerprint:  # another loader did it meanwhile
         return False
     unit.apply(con)
-    con.execute("INSERT OR REPLACE INTO loaded_units VALUES ($1, $2, $3, now())", [unit.key, unit.kind, unit.fingerprint])
+    con.execute("INSERT OR REPLACE INTO loaded_units VALUES ($1, $2, $3, now()::TIMESTAMP)", [unit.key, unit.kind, unit.fingerprint])
     return True
 
 

@@ -53,9 +53,11 @@ import hashlib
 import json
 import math
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +70,7 @@ from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import IntervalAggregator, outcome_frame
 from replay.model import Chunk
 from replay.pages import ChunkBuilder
-from replay.scenario import MAX_OUTSTANDING, Scenario, load, preset_names
+from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
 from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
@@ -532,7 +534,20 @@ def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
         "summary_json": root / "array_runs" / rid / "summary.json",
         "volume_intervals": root / "array_volume_intervals" / f"{rid}.parquet",
         "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
+        "run": root / "array_runs" / rid / "run.json",
     }
+
+
+def _run_record(scenario: Scenario, started_s: float, finished_s: float) -> dict:
+    """When a run ran (for the warehouse's ``runs``) and its scenario's TOML text (when its source
+    file still holds exactly that scenario)."""
+    src = Path(scenario.source) if scenario.source else None
+    text = src.read_text() if src is not None and src.is_file() else None
+    if text is not None and loads(text, str(src)).hash != scenario.hash:
+        text = None  # changed by --set, or the file was edited since
+    started, finished = (datetime.fromtimestamp(s, tz=UTC).isoformat() for s in (started_s, finished_s))
+    return {"started_at": started, "finished_at": finished, "wall_seconds": finished_s - started_s,
+            "scenario_toml": text, "scenario_source": str(src) if src else None}
 
 
 def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, *,
@@ -546,6 +561,7 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         summary = json.loads(paths["summary_json"].read_text())
         summary["already_done"] = True
         return summary
+    started = time.time()
     res = replay_frames(read_frames(trace, batch_rows), scenario, trace.trace_id, total=total_rows(trace),
                         progress=progress, data_version=trace.data_version)
     summary = res.summary
@@ -553,6 +569,8 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         # intervals first, summary last: a summary on disk means the run is complete
         _write_parquet(res.volume_intervals, paths["volume_intervals"])
         _write_parquet(res.rg_intervals, paths["rg_intervals"])
+        paths["run"].parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(paths["run"], _run_record(scenario, started, time.time()))
         _write_parquet(pl.DataFrame([summary]), paths["summary"])
         summary["results_dir"] = str(paths["summary"].parent)
         write_json_atomic(paths["summary_json"], summary)

@@ -87,7 +87,7 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     names = {r[0] for r in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
     if "schema_version" in names:
-        return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        return con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0]
     return 0 if names else None
 
 
@@ -199,7 +199,7 @@ def reader(database: str | Path, data_dir: str | Path, sql: str = "", timeout_s:
                                                  [kind]).fetchall()]
                 if rel:
                     con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS "
-                                + file_view_sql(view, [str(root / p) for p in rel]))
+                                + file_view_sql(view, [str(root / p) for p in rel])).fetchall()
         if allowed is not None:
             sandbox(con, allowed)
     except BaseException:
@@ -228,7 +228,8 @@ UNITS = {
     "measured_requests": "requests", "warmup_requests": "requests", "ios": "I/Os", "slices": "slices",
     "volumes": "volumes", "intervals": "intervals", "sample_rate": "fraction 0-1",
     "requests_per_s": "requests per s of wall-clock replay", "rows_read": "rows", "rows_accepted": "rows",
-    "rows_rejected": "rows", "sorted_rows": "rows", "src_line": "line number", "ts": "ns",
+    "rows_rejected": "rows", "sorted_rows": "rows", "src_line": "line number",
+    **{f"flash_bytes_{p}pct": "bytes" for p in (80, 90, 95)},
 }
 SUFFIX_UNITS = (
     ("_mb_per_s", "MB/s (10^6 bytes)"), ("_per_s", "per s"), ("_ns", "ns"), ("_ms", "ms"), ("_seconds", "s"),

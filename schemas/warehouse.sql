@@ -5,7 +5,7 @@
 
 CREATE TABLE schema_version (
     version INTEGER NOT NULL,
-    applied_at TIMESTAMPTZ NOT NULL,
+    applied_at TIMESTAMP NOT NULL,
     description VARCHAR NOT NULL
 );
 
@@ -18,7 +18,7 @@ CREATE TABLE loaded_units (
     unit VARCHAR PRIMARY KEY,
     kind VARCHAR NOT NULL,
     fingerprint VARCHAR NOT NULL,
-    loaded_at TIMESTAMPTZ NOT NULL
+    loaded_at TIMESTAMP NOT NULL
 );
 
 CREATE TABLE traces (
@@ -36,7 +36,7 @@ CREATE TABLE traces (
     lines_skipped JSON,
     validation_success BOOLEAN,
     reader_version VARCHAR,
-    ingested_at TIMESTAMPTZ,
+    ingested_at TIMESTAMP,
     path VARCHAR NOT NULL
 );
 
@@ -81,7 +81,7 @@ CREATE TABLE measured (
     tables JSON,
     validation_success BOOLEAN,
     reader_version VARCHAR,
-    ingested_at TIMESTAMPTZ,
+    ingested_at TIMESTAMP,
     path VARCHAR NOT NULL
 );
 
@@ -100,8 +100,8 @@ CREATE TABLE runs (
     model_version VARCHAR NOT NULL,
     tiercast_version VARCHAR,
     status VARCHAR NOT NULL,
-    started_at TIMESTAMPTZ,
-    finished_at TIMESTAMPTZ,
+    started_at TIMESTAMP,
+    finished_at TIMESTAMP,
     wall_seconds DOUBLE,
     requests BIGINT,
     requests_per_s DOUBLE,
@@ -190,7 +190,7 @@ CREATE TABLE sweeps (
     latency_p95_ms DOUBLE,
     latency_p99_ms DOUBLE,
     model_version VARCHAR,
-    finished_at TIMESTAMPTZ,
+    finished_at TIMESTAMP,
     source_file VARCHAR NOT NULL
 );
 
