@@ -293,29 +293,39 @@ def sql_cmd(
             raise LookupError(f"no warehouse at {database}: run `tiercast load` first")
         con = sandboxed(None, roots)
         note = f"no warehouse at {database} yet (run `tiercast load`): only queries that name no table work"
-    if note:
-        console.print(f"[yellow]note:[/] {note}")
     sink = open(output, "wb" if fmt == "parquet" else "w", encoding=None if fmt == "parquet" else "utf-8") \
         if output is not None else None
     try:
-        if schema:
-            rows = schema_rows(con)
-            print_json(rows) if fmt == "json" else print_schema(rows)
-            return
-        if fmt == "parquet":
-            write_parquet(con, statements[0], sink if sink is not None else sys.stdout.buffer)
-            return
-        n = limit if limit is not None else (DEFAULT_TABLE_LIMIT if fmt == "table" else 0)
-        try:
-            results = fetch(con, statements, n)
-        except duckdb.PermissionException as e:
-            raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
-        _emit(results, fmt, n, sink or sys.stdout)
+        _answer(con, statements, fmt, limit, schema, sink, dd)
+    except duckdb.Error as e:
+        if note is None or isinstance(e, duckdb.PermissionException):
+            raise
+        raise SqlRefused(f"{_one_line(str(e))} (note: {note})") from None
     finally:
         con.close()
         if sink is not None:
             sink.close()
+    if note:
+        console.print(f"[yellow]note:[/] {note}")
     sys.stdout.flush()
+
+
+def _answer(con, statements: list[str], fmt: str, limit: int | None, schema: bool, sink, dd: Path) -> None:
+    import duckdb
+
+    if schema:
+        rows = schema_rows(con)
+        print_json(rows) if fmt == "json" else print_schema(rows)
+        return
+    if fmt == "parquet":
+        write_parquet(con, statements[0], sink if sink is not None else sys.stdout.buffer)
+        return
+    n = limit if limit is not None else (DEFAULT_TABLE_LIMIT if fmt == "table" else 0)
+    try:
+        results = fetch(con, statements, n)
+    except duckdb.PermissionException as e:
+        raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
+    _emit(results, fmt, n, sink or sys.stdout)
 
 
 def _emit(results: list[Result], fmt: str, n: int, stream) -> None:
