@@ -41,12 +41,14 @@ from pipelines.airflow_support import (
 
 LANDING = Asset(name="tiercast-landing", uri="tiercast://landing")
 
+#: the time schedule ("" = on asset events only)
+CRON = os.environ.get("TIERCAST_INGEST_CRON", "*/10 * * * *").strip()
+
 
 @dag(
     dag_id="tiercast_ingest",
-    schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable(os.environ.get("TIERCAST_INGEST_CRON", "*/10 * * * *"), timezone="UTC"),
-        assets=[LANDING]),
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(CRON, timezone="UTC"), assets=[LANDING])
+    if CRON else [LANDING],
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

@@ -32,12 +32,14 @@ from pipelines.airflow_support import (
     task_root,
 )
 
+#: the time schedule ("" = on asset events only)
+CRON = os.environ.get("TIERCAST_REPLAY_CRON", "0 2 * * *").strip()
+
 
 @dag(
     dag_id="tiercast_replay",
-    schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable(os.environ.get("TIERCAST_REPLAY_CRON", "0 2 * * *"), timezone="UTC"),
-        assets=[NEW_DATASETS]),
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(CRON, timezone="UTC"), assets=[NEW_DATASETS])
+    if CRON else [NEW_DATASETS],
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
