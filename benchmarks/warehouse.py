@@ -17,15 +17,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)  # benchmarks/array.py would shadow the standard library's ``array``
+sys.path.insert(1, str(ROOT / "tests"))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
+
+from test_warehouse import clone_run  # noqa: E402
 
 from pipelines.catalog import find_trace  # noqa: E402
 from pipelines.ingest import ingest_file  # noqa: E402
@@ -34,16 +35,6 @@ from replay.scenario import load as load_scenario  # noqa: E402
 from traces import synth  # noqa: E402
 
 TIERCAST = [sys.executable, "-c", "from pipelines.cli import main; main()"]
-
-
-def copy_run(root: Path, rid: str, scenario: str) -> None:
-    new = uuid.uuid4().hex[:16]
-    res = root / "results"
-    shutil.copytree(res / "array_runs" / rid, res / "array_runs" / new)
-    for sub in ("array_volume_intervals", "array_rg_intervals"):
-        shutil.copy(res / sub / f"{rid}.parquet", res / sub / f"{new}.parquet")
-    path = res / "array_runs" / new / "summary.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), "run_id": new, "scenario": scenario}))
 
 
 def timed(args: list[str]) -> tuple[float, str]:
@@ -72,7 +63,7 @@ def main() -> None:
             first = first or trace.trace_id
             rid = replay_trace(trace, root, load_scenario("vnx2-mcx"))["run_id"]
             for k in range(1, args.runs_per_trace):
-                copy_run(root, rid, f"variant-{k:02d}")
+                clone_run(root, rid, scenario=f"variant-{k:02d}")
         runs = args.traces * args.runs_per_trace
         t_load, out = timed([*TIERCAST, "load", "--data-dir", str(root), "--json"])
         loaded = json.loads(out)

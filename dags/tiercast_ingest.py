@@ -16,14 +16,10 @@ updated (a producer can signal a drop). Thin wiring of ``pipelines.orchestrate``
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
-import pendulum
 from airflow.sdk import (
     Asset,
-    AssetOrTimeSchedule,
-    CronTriggerTimetable,
     Param,
     dag,
     get_current_context,
@@ -32,7 +28,7 @@ from airflow.sdk import (
 
 from pipelines.airflow_support import (
     NEW_DATASETS,
-    default_args,
+    dag_settings,
     finish,
     input_errors_fail,
     root_asset,
@@ -41,19 +37,11 @@ from pipelines.airflow_support import (
 
 LANDING = Asset(name="tiercast-landing", uri="tiercast://landing")
 
-#: the time schedule ("" = on asset events only)
-CRON = os.environ.get("TIERCAST_INGEST_CRON", "*/10 * * * *").strip()
 
 
 @dag(
     dag_id="tiercast_ingest",
-    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(CRON, timezone="UTC"), assets=[LANDING])
-    if CRON else [LANDING],
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    tags=["tiercast"],
-    default_args=default_args(timedelta(minutes=60)),
+    **dag_settings("TIERCAST_INGEST_CRON", "*/10 * * * *", LANDING, timedelta(minutes=60)),
     params={
         "landing_dir": Param("", type="string", description="folder of new files under the data root ('' = landing)"),
         "stable_seconds": Param(60, type="number", minimum=0, description="unchanged this long = fully landed"),

@@ -15,36 +15,25 @@ wiring of ``pipelines.orchestrate``:
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
-import pendulum
-from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, get_current_context, task
 
 from pipelines.airflow_support import (
     NEW_DATASETS,
     NEW_RESULTS,
     WAREHOUSE_POOL,
-    default_args,
+    dag_settings,
     finish,
     input_errors_fail,
     root_asset,
     task_root,
 )
 
-#: the time schedule ("" = on asset events only)
-CRON = os.environ.get("TIERCAST_REPLAY_CRON", "0 2 * * *").strip()
-
 
 @dag(
     dag_id="tiercast_replay",
-    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(CRON, timezone="UTC"), assets=[NEW_DATASETS])
-    if CRON else [NEW_DATASETS],
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    tags=["tiercast"],
-    default_args=default_args(timedelta(hours=6), retries=1),
+    **dag_settings("TIERCAST_REPLAY_CRON", "0 2 * * *", NEW_DATASETS, timedelta(hours=6), retries=1),
     params={
         "scenarios": Param([], type="array", description="scenario presets or .toml files under the data root "
                                                          "([] = replay.toml, else vnx1-flare and vnx2-mcx)"),

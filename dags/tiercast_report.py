@@ -9,20 +9,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pendulum
 from airflow.sdk import dag, get_current_context, task
 
-from pipelines.airflow_support import NEW_RESULTS, default_args, finish, task_root
+from pipelines.airflow_support import NEW_RESULTS, dag_settings, finish, task_root
 
 
 @dag(
     dag_id="tiercast_report",
-    schedule=[NEW_RESULTS],
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    tags=["tiercast"],
-    default_args=default_args(timedelta(minutes=30)),
+    **dag_settings("TIERCAST_REPORT_CRON", "", NEW_RESULTS, timedelta(minutes=30)),
     doc_md=__doc__,
 )
 def tiercast_report():

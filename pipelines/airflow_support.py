@@ -9,10 +9,17 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from airflow.sdk import Asset, AssetAlias, Variable, get_current_context
+from airflow.sdk import (
+    Asset,
+    AssetAlias,
+    AssetOrTimeSchedule,
+    CronTriggerTimetable,
+    Variable,
+    get_current_context,
+)
 from airflow.sdk.exceptions import AirflowFailException
 
 from pipelines.orchestrate import VARIABLE, InputError, data_root, worker_env, write_run_summary
@@ -87,6 +94,16 @@ def finish(root: Path, summary: dict) -> dict:
         names = ", ".join(f"{f['task_id']}[{f['map_index']}]" for f in failed)
         raise AirflowFailException(f"{len(failed)} task instance(s) failed in this run ({names}); see {path}")
     return summary
+
+
+def dag_settings(cron_env: str, cron_default: str, asset, timeout: timedelta, retries: int = 2) -> dict:
+    """What every tiercast DAG sets: its schedule (the cron in ``$<cron_env>``, ``""`` = on
+    ``asset`` events only, else both), one active run, and the task defaults."""
+    cron = os.environ.get(cron_env, cron_default).strip()
+    schedule = AssetOrTimeSchedule(timetable=CronTriggerTimetable(cron, timezone="UTC"), assets=[asset]) \
+        if cron else [asset]
+    return {"schedule": schedule, "start_date": datetime(2026, 1, 1, tzinfo=UTC), "catchup": False,
+            "max_active_runs": 1, "tags": ["tiercast"], "default_args": default_args(timeout, retries)}
 
 
 def default_args(timeout: timedelta, retries: int = 2) -> dict:

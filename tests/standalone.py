@@ -30,7 +30,9 @@ def free_port() -> int:
 
 
 class Standalone:
-    def __init__(self, home: Path, data_dir: Path, parallelism: int = 2):
+    def __init__(self, home: Path, data_dir: Path, parallelism: int = 2, numba_cache: Path | None = None):
+        """``numba_cache``: the workers' NUMBA_CACHE_DIR (default: the tasks' own, in the data root,
+        compiled by the first replays)."""
         self.home, self.data_dir = Path(home), Path(data_dir)
         port = free_port()
         self.env = {
@@ -52,6 +54,8 @@ class Standalone:
             "TIERCAST_REPLAY_CRON": "",
         }
         self.env.pop("NUMBA_CACHE_DIR", None)  # the tasks put it in the data root
+        if numba_cache is not None:
+            self.env["NUMBA_CACHE_DIR"] = str(numba_cache)
         self.proc: subprocess.Popen | None = None
         self.log = self.home / "standalone.log"
 
