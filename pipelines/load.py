@@ -54,6 +54,11 @@ GAP_S = 0.05
 #: summary columns that go to ``runs``, not ``run_summary``
 RUN_COLUMNS = ("trace_id", "scenario", "scenario_hash", "model_version", "tiercast_version", "started_at",
                "finished_at", "wall_seconds", "results_dir", "already_done", "not_yet_modelled")
+#: per-run result directories (``results/array_<name>/<run_id>.parquet``) and their tables; any
+#: other such directory (tiering, snapshots, ...) loads into a table named ``<name>``, typed from
+#: its Parquet schema
+RUN_TABLES = {"array_volume_intervals": "interval_metrics", "array_rg_intervals": "rg_intervals"}
+NOT_PER_RUN = ("array_runs", "array_sweeps")
 #: result files loaded one by one: table -> (directory under results/, glob)
 FILE_TABLES = {
     "sweeps": ("array_sweeps", "*.parquet"),
@@ -238,20 +243,22 @@ def _run_units(root: Path) -> Iterator[Unit]:
     runs = root / "results" / "array_runs"
     if not runs.is_dir():
         return
+    per_run = sorted(d for d in (root / "results").glob("array_*") if d.is_dir() and d.name not in NOT_PER_RUN)
     for d in sorted(runs.iterdir()):
         summary_json, summary, record = d / "summary.json", d / "summary.parquet", d / "run.json"
         if d.name.startswith(".") or not (summary_json.is_file() and summary.is_file()):
             continue  # a summary is written last: without one the run is not finished
         rid = d.name
-        parts = [root / "results" / table / f"{rid}.parquet" for table in ("array_volume_intervals", "array_rg_intervals")]
-        parts = [p for p in parts if p.is_file()]
+        parts = [(RUN_TABLES.get(sub.name, sub.name.removeprefix("array_")), sub / f"{rid}.parquet")
+                 for sub in per_run if (sub / f"{rid}.parquet").is_file()]
         extra = [record] if record.is_file() else []
 
         def apply(con, d=d, rid=rid, summary_json=summary_json, summary=summary, parts=parts, extra=extra):
             s = json.loads(summary_json.read_text())
             run = json.loads(extra[0].read_text()) if extra else {}
-            for table in ("runs", "run_summary", "interval_metrics", "rg_intervals"):
-                con.execute(f"DELETE FROM {table} WHERE run_id = $1", [rid])
+            for table in dict.fromkeys(("runs", "run_summary", *RUN_TABLES.values(), *(t for t, _ in parts))):
+                if _table_columns(con, table):
+                    con.execute(f"DELETE FROM {identifier(table)} WHERE run_id = $1", [rid])
             wall = run.get("wall_seconds")
             con.execute("INSERT INTO runs VALUES ($1, $2, $3, $4, $5, $6, 'complete', $7, $8, $9, $10, $11, $12)",
                         [rid, s["trace_id"], s["scenario"], s["scenario_hash"], s["model_version"],
@@ -259,15 +266,18 @@ def _run_units(root: Path) -> Iterator[Unit]:
                          _ts(run.get("finished_at")) or _mtime_ts(summary_json), wall, s.get("requests"),
                          s["requests"] / wall if wall else None, _rel(root, d)])
             insert_parquet(con, "run_summary", summary, {"run_id": rid}, skip=RUN_COLUMNS)
-            for p in parts:
-                insert_parquet(con, "interval_metrics" if "volume" in p.parent.name else "rg_intervals", p,
-                               {"run_id": rid})
+            for table, p in parts:
+                if not _table_columns(con, table):  # a per-run table this tiercast has no DDL for
+                    _COLUMNS.pop((id(con), table), None)
+                    con.execute(f"CREATE TABLE {identifier(table)} AS SELECT * FROM read_parquet($1) LIMIT 0", [str(p)])
+                    con.execute(f"ALTER TABLE {identifier(table)} ADD COLUMN IF NOT EXISTS run_id VARCHAR")
+                insert_parquet(con, table, p, {"run_id": rid})
             if not con.execute("SELECT 1 FROM scenarios WHERE scenario_hash = $1", [s["scenario_hash"]]).fetchall():
                 text, source = _scenario_text(run, s["scenario"], s["scenario_hash"])
                 con.execute("INSERT INTO scenarios VALUES ($1, $2, $3, $4)",
                             [s["scenario_hash"], s["scenario"], text, source])
 
-        yield Unit(f"run:{rid}", "run", _stat([summary_json, summary, *parts, *extra]), apply)
+        yield Unit(f"run:{rid}", "run", _stat([summary_json, summary, *(p for _, p in parts), *extra]), apply)
 
 
 def _file_units(root: Path) -> Iterator[Unit]:
@@ -293,8 +303,10 @@ def _remove(con: duckdb.DuckDBPyConnection, key: str) -> None:
     deletes = {
         "trace": [("traces", "trace_id"), ("trace_volumes", "trace_id"), ("trace_files", "trace_id")],
         "measured": [("measured", "dataset_id")],
-        "run": [("runs", "run_id"), ("run_summary", "run_id"), ("interval_metrics", "run_id"),
-                ("rg_intervals", "run_id")],
+        "run": [(t, "run_id") for (t,) in con.execute(
+            "SELECT DISTINCT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+            "USING (table_schema, table_name) WHERE c.table_schema = 'main' AND c.column_name = 'run_id' "
+            "AND t.table_type = 'BASE TABLE'").fetchall()],
     }.get(kind, [(kind, "source_file")])
     for table, col in deletes:
         con.execute(f"DELETE FROM {identifier(table)} WHERE {identifier(col)} = $1", [ident])

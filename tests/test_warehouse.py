@@ -160,13 +160,26 @@ def test_a_newer_model_version_is_a_new_run_and_new_columns_load(data):
     # the lead's tiering adds per-interval columns: a result file with one more column loads as is
     f = root / "results/array_volume_intervals" / f"{new}.parquet"
     pl.read_parquet(f).with_columns(flash_iops=pl.lit(12.5), tier_moves=pl.lit(3, pl.Int64)).write_parquet(f)
+    # ... and per-run tables of their own (results/array_<name>/<run>.parquet): typed from the file
+    tiers = root / "results/array_tier_intervals" / f"{new}.parquet"
+    tiers.parent.mkdir()
+    pl.DataFrame({"interval_start_ns": [0, 60_000_000_000], "tier": ["flash", "nl-sas"],
+                  "moved_bytes": [1 << 30, 0]}).write_parquet(tiers)
     assert load(root).loaded == {"run": 1}
+    assert rows(root, "select run_id, tier, moved_bytes from tier_intervals order by tier") == [
+        (new, "flash", 1 << 30), (new, "nl-sas", 0)]
+    assert rows(root, "select data_type from information_schema.columns where table_name = 'tier_intervals' "
+                      "and column_name = 'moved_bytes'") == [("BIGINT",)]
     assert rows(root, "select count(*) from runs where scenario = 'vnx2-mcx'") == [(2,)]
     assert rows(root, "select run_id, model_version from latest_runs where scenario = 'vnx2-mcx'") == [(new, "f" * 16)]
     assert rows(root, "select distinct run_id, flash_iops, tier_moves from interval_metrics where flash_iops is not null") \
         == [(new, 12.5, 3)]
     assert rows(root, "select count(*) from interval_metrics where run_id = $1 and flash_iops is null".replace(
         "$1", f"'{old}'")) == [(parquet_rows(root / "results/array_volume_intervals" / f"{old}.parquet"),)]
+    shutil.rmtree(root / "results/array_runs" / new)  # the run removed: its rows go from every table
+    assert load(root).removed == {"run": 1}
+    assert rows(root, "select count(*) from tier_intervals") == [(0,)]
+    assert rows(root, "select count(*) from interval_metrics where flash_iops is not null") == [(0,)]
 
 
 def test_moving_the_data_root_keeps_requests_queryable(data, tmp_path):
