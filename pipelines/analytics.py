@@ -6,13 +6,15 @@ after another: no global merge), so memory does not grow with the trace.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import TraceRef
-from replay.skew import Skew, SkewCounter
+from replay.skew import IO_SHARES_PCT, Skew, SkewCounter
 from replay.snapshots import SnapshotTimeline, snapshot_space
 
 DEFAULT_BATCH_ROWS = 1 << 21
@@ -43,9 +45,11 @@ def capacities(trace: TraceRef) -> dict[str, int]:
     return {v: int(s["capacity_bytes"]) for v, s in vols.items() if (s or {}).get("capacity_bytes")}
 
 
-def skew_trace(trace: TraceRef, slice_bytes: int, progress: Progress | None = None) -> Skew:
+def skew_trace(trace: TraceRef, slice_bytes: int, progress: Progress | None = None,
+               data_dir: str | Path | None = None) -> Skew:
     """One streaming Polars pass per part file (each holds one volume): counts per slice only, so
-    it runs near the Parquet decode rate and memory holds one row per touched slice."""
+    it runs near the Parquet decode rate and memory holds one row per touched slice. With
+    ``data_dir``, also written for the warehouse (:func:`skew_path`)."""
     files = trace.volume_files
     if not files:
         raise LookupError(f"trace {trace.trace_id} has no request files under {trace.path}")
@@ -57,7 +61,27 @@ def skew_trace(trace: TraceRef, slice_bytes: int, progress: Progress | None = No
         done += pq.ParquetFile(f).metadata.num_rows
         if progress is not None:
             progress(done, total)
-    return counter.result(capacities(trace))
+    s = counter.result(capacities(trace))
+    if data_dir is not None:
+        write_skew(trace.trace_id, s, skew_path(data_dir, trace.trace_id, slice_bytes))
+    return s
+
+
+def skew_path(data_dir: str | Path, trace_id: str, slice_bytes: int) -> Path:
+    return Path(data_dir) / "results" / "skew" / trace_id / f"{slice_bytes}.parquet"
+
+
+def write_skew(trace_id: str, s: Skew, path: Path) -> None:
+    """One row: the skew point and the flash capacity for 80 / 90 / 95 % of the I/O (the
+    warehouse's ``skew`` table), written atomically."""
+    point = s.point(s.skew_index())
+    row = {"trace_id": trace_id, "slice_bytes": s.slice_bytes, "slices": s.slices, "ios": s.ios,
+           "skew_capacity_share": point["capacity_share"], "skew_io_share": point["io_share"],
+           **{f"flash_bytes_{p}pct": s.capacity_for(p) for p in IO_SHARES_PCT}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pl.DataFrame([row]).write_parquet(tmp)
+    os.replace(tmp, path)
 
 
 def snapshots_trace(trace: TraceRef, every_ns: int, keep_ns: int, block_bytes: int,

@@ -65,7 +65,7 @@ def run_demo(
     name, sc, outstanding = DEMO_SWEEP
     rows = sweep_trace(traces[name], data_dir, load_scenario(sc), outstanding)
     log("sweep " + name + " on " + sc + ": " + ", ".join(f"{r['outstanding']}: {r['iops']:,.0f} IOPS" for r in rows))
-    counts = load(data_dir)
+    counts = load(data_dir).counts()
     log(f"warehouse {data_dir / 'tiercast.duckdb'}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
     if report is not None:
         log(f"report {write_report(data_dir, report, 'tiercast demo: the seed articles replayed')}")

@@ -57,9 +57,11 @@ import hashlib
 import json
 import math
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +75,7 @@ from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import IntervalAggregator, outcome_frame
 from replay.model import Chunk
 from replay.pages import ChunkBuilder
-from replay.scenario import MAX_OUTSTANDING, Scenario, load, preset_names
+from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
 from replay.snapshots import SnapshotTimeline
 from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
@@ -712,7 +714,20 @@ def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
         "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
         **{name: root / f"array_{name}" / f"{rid}.parquet" for name in (*tier_tables.TIER_TABLES,
                                                                          "snapshot_intervals")},
+        "run": root / "array_runs" / rid / "run.json",
     }
+
+
+def _run_record(scenario: Scenario, started_s: float, finished_s: float) -> dict:
+    """When a run ran (for the warehouse's ``runs``) and its scenario's TOML text (when its source
+    file still holds exactly that scenario)."""
+    src = Path(scenario.source) if scenario.source else None
+    text = src.read_text() if src is not None and src.is_file() else None
+    if text is not None and loads(text, str(src)).hash != scenario.hash:
+        text = None  # changed by --set, or the file was edited since
+    started, finished = (datetime.fromtimestamp(s, tz=UTC).isoformat() for s in (started_s, finished_s))
+    return {"started_at": started, "finished_at": finished, "wall_seconds": finished_s - started_s,
+            "scenario_toml": text, "scenario_source": str(src) if src else None}
 
 
 def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, *,
@@ -726,6 +741,7 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         summary = json.loads(paths["summary_json"].read_text())
         summary["already_done"] = True
         return summary
+    started = time.time()
     # the trace's page stream at the cache's page size when one is ready (written on a first pass)
     res = replay_with_stream(trace, scenario.dram.page_bytes, lambda chunks: replay_chunks(
         chunks, lambda: chunks.volumes, scenario, trace.trace_id, total=chunks.total, progress=progress,
@@ -737,6 +753,8 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         _write_parquet(res.rg_intervals, paths["rg_intervals"])
         for name, table in res.tables.items():
             _write_parquet(table, paths[name])
+        paths["run"].parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(paths["run"], _run_record(scenario, started, time.time()))
         _write_parquet(pl.DataFrame([summary]), paths["summary"])
         summary["results_dir"] = str(paths["summary"].parent)
         write_json_atomic(paths["summary_json"], summary)

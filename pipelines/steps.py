@@ -1,6 +1,6 @@
 """Steps as the scheduler sees them: JSON-friendly inputs and outputs, one call per task.
 
-The Airflow DAG (dags/tiercast_pipeline.py) calls only these, so what a task does is the same
+The Airflow DAGs (dags/tiercast_*.py, through pipelines.orchestrate) call these, so what a task does is the same
 code path the CLI and the tests exercise.
 """
 
@@ -12,15 +12,17 @@ from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import ingest_log_file, measured_format
 
 
-def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None) -> dict:
-    """Ingest a trace or a measured log (detected), idempotently; returns a small summary."""
+def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None,
+               validate: str = "auto") -> dict:
+    """Ingest a trace or a measured log (detected), idempotently; returns a small summary.
+    ``validate="off"`` leaves the contract check to the caller (the DAG runs it once per batch)."""
     mfmt = measured_format(path, fmt)
     if mfmt:
-        r = ingest_log_file(path, data_dir, mfmt, options)
+        r = ingest_log_file(path, data_dir, mfmt, options, validate=validate)
         return {"kind": "measured", "id": r.dataset_id, "format": r.format, "rows_read": r.rows_read,
                 "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
                 "already_ingested": r.already_ingested}
-    r = ingest_file(path, data_dir, fmt=fmt, options=options)
+    r = ingest_file(path, data_dir, fmt=fmt, options=options, validate=validate)
     return {"kind": "trace", "id": r.trace_id, "format": r.format, "rows_read": r.rows_read,
             "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
             "already_ingested": r.already_ingested}

@@ -66,6 +66,7 @@ def trace(tmp_path_factory):
     assert r.exit_code == 0, r.output
     r = run("ingest", src, "--data-dir", d / "data", "--validate", "off", "--json")
     assert r.exit_code == 0, r.output
+    assert run("load", "--data-dir", d / "data").exit_code == 0
     return d / "data", json.loads(r.stdout)["trace_id"]
 
 
@@ -318,6 +319,7 @@ def test_sql_sandbox_follows_symlinked_trace_storage(trace, tmp_path):
     dd = tmp_path / "data"
     dd.mkdir()
     (dd / "traces").symlink_to(elsewhere)
+    assert run("load", "--data-dir", dd).exit_code == 0
     r = run("sql", "select count(*) as n from requests; select trace_id from traces", "--data-dir", dd)
     assert r.exit_code == 0, r.output
     assert "3000" in r.stdout.split() and tid in r.stdout.split()
@@ -366,12 +368,18 @@ def test_sql_json_types(trace):
     assert isinstance(row["total"], int)
 
 
-def test_sql_read_only_refresh_needs_writable_data_dir(tmp_path):
-    r = run("sql", "select 1", "--data-dir", tmp_path / "new")
+def test_sql_never_loads_nor_writes(tmp_path, trace):
+    """No warehouse: statements that name no table still run, with a note; nothing is created."""
+    r = run("sql", "select 1", "--data-dir", tmp_path / "absent")
     assert r.exit_code == 0 and r.stdout.splitlines()[-2].strip() == "1"
-    r = run("sql", "select 1", "--data-dir", tmp_path / "absent", "--no-refresh")
-    assert r.exit_code == 2 and "no warehouse" in one_error_line(r.stderr)
+    assert "no warehouse at" in r.stderr and "tiercast load" in r.stderr
+    r = run("sql", "select * from traces", "--data-dir", tmp_path / "absent")
+    assert r.exit_code == 2 and "traces does not exist" in one_error_line(r.stderr)
     assert not (tmp_path / "absent").exists()
+    d, _ = trace
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in d.iterdir())
+    assert run("sql", "select count(*) from traces", "--data-dir", d).exit_code == 0
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in d.iterdir()) == before
 
 
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
@@ -464,12 +472,13 @@ def test_unwritable_data_dir_is_refused_before_any_work(trace, tmp_path, monkeyp
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(common.tempfile, "TemporaryFile", refused)
-    for args in (["ingest", d.parent / "w.parquet"], ["simulate", "x"], ["load"], ["sql", "select 1"]):
+    for args in (["ingest", d.parent / "w.parquet"], ["simulate", "x"], ["load"]):
         r = run(*args, "--data-dir", tmp_path)
         assert r.exit_code == 2, args
         assert one_error_line(r.stderr) == f"error: data directory {tmp_path} is not writable: Permission denied"
     assert started == []
-    assert run("traces", "--data-dir", tmp_path).exit_code == 0  # reading needs no write access
+    for args in (["traces"], ["sql", "select 1"]):  # reading needs no write access
+        assert run(*args, "--data-dir", tmp_path).exit_code == 0
 
 
 def test_report_refuses_directories_devices_and_fifos(tmp_path, trace):

@@ -16,15 +16,17 @@ def test_load_and_query(tmp_path, data_dir):
         p = tmp_path / f"{name}.parquet"
         synth.write(synth.pattern(pat, requests=3000, region_bytes=1 << 30, volume=f"lun-{name}"), p)
         ids[name] = ingest_file(p, data_dir, validate="off").trace_id
-    counts = load(data_dir)
-    assert counts["traces"] == 2 and counts["trace_volumes"] == 2 and counts["requests"] == 6000
+    counts = load(data_dir).counts()
+    assert counts["traces"] == 2 and counts["trace_volumes"] == 2
+    assert query(data_dir, "select count(*) from requests").rows() == [(6000,)]
     df = query(data_dir, "select trace_id, volume, count(*) n, sum(size) bytes from requests group by all order by 2")
     assert df.rows() == [(ids["a"], "lun-a", 3000, 3000 * 8192), (ids["b"], "lun-b", 3000, 3000 * 4096)]
     # the manifest's per-volume counts agree with the rows
     v = query(data_dir, "select requests, reads + writes as rw, bytes from trace_volumes where volume = 'lun-a'")
     assert v.row(0) == (3000, 3000, 3000 * 8192)
     # re-loading is idempotent
-    assert load(data_dir) == counts
+    again = load(data_dir)
+    assert again.loaded == {} and again.unchanged == 2 and again.counts() == counts
     assert isinstance(df, pl.DataFrame)
 
 

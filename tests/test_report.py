@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines.demo import DEMO_REPLAYS, DEMO_WORKLOADS, run_demo
+from pipelines.load import query
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +28,15 @@ def test_demo_ingests_replays_and_loads(demo):
         name: 20_000 * mult for name, _, _, mult in DEMO_WORKLOADS
     }
     con = duckdb.connect(str(d / "data" / "tiercast.duckdb"), read_only=True)
-    runs = con.sql("select scenario, requests, iops from array_runs order by scenario, requests").fetchall()
+    runs = con.sql("select scenario, requests, iops from latest_runs order by scenario, requests").fetchall()
     n_runs = sum(len(v) for v in DEMO_REPLAYS.values())
     assert len(runs) == n_runs and all(iops > 0 for _, _, iops in runs)
-    assert con.sql("select count(distinct outstanding) from array_sweeps").fetchall() == [(5,)]
-    assert con.sql("select count(*) from requests").fetchall()[0][0] == sum(r.rows_accepted for r in results.values())
+    assert con.sql("select count(distinct outstanding) from sweeps").fetchall() == [(5,)]
+    assert query(d / "data", "select count(*) from requests").item() == sum(r.rows_accepted for r in results.values())
+    # the sweep on vnx5400 (seed 000's workload) fills the seed 000 rows of seed_figures
+    fig = dict(con.sql("select figure, model from seed_figures where seed = '000'").fetchall())
+    sweep = dict(con.sql("select outstanding, iops from sweeps where scenario = 'vnx5400'").fetchall())
+    assert fig["s000_peak96"] == pytest.approx(sweep[96]) and fig["s000_peak192"] == pytest.approx(sweep[192])
     # every hit ratio of the curves is a ratio, and the curve never falls as the cache grows
     curves = con.sql("select trace_id, cache_bytes, hit_ratio from mrc order by 1, 2").pl()
     assert curves["hit_ratio"].is_between(0, 1).all()
@@ -49,7 +54,7 @@ def test_report_has_charts_and_tables_that_match_the_warehouse(demo):
     with open(tables / "array_runs.csv") as f:
         rows = list(csv.DictReader(f))
     con = duckdb.connect(str(d / "data" / "tiercast.duckdb"), read_only=True)
-    want = dict(con.sql("select run_id, iops from array_runs").fetchall())
+    want = dict(con.sql("select run_id, iops from run_summary").fetchall())
     assert {r["run_id"]: float(r["iops"]) for r in rows} == pytest.approx(want)
     with open(tables / "traces.csv") as f:
         assert sorted(int(r["requests"]) for r in csv.DictReader(f)) == sorted(

@@ -48,7 +48,8 @@ def skew(
     from replay.skew import NO_SKEW_IO_SHARE
 
     trace, s, doc = _run(trace_id, data_dir, f"skew {slice_size}",
-                         lambda t, cb: skew_trace(t, parse_size(slice_size), progress=cb), as_json)
+                         lambda t, cb: skew_trace(t, parse_size(slice_size), progress=cb,
+                                                  data_dir=data_dir_of(data_dir)), as_json)
     if s is None:
         return
     point = doc["skew_point"]

@@ -1,5 +1,8 @@
 """``tiercast load`` and ``tiercast sql``: the DuckDB warehouse over the data directory.
 
+``load`` is the only writer (``pipelines.load``). ``sql`` never loads: it queries the warehouse
+as the last load left it, and says so when the data directory changed since.
+
 ``sql`` is read-only in both senses: the database is opened ``read_only`` and only statements
 that read are run (``SELECT`` in all its forms: ``FROM``-first, ``WITH``, ``VALUES``,
 ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``; and ``EXPLAIN``). ``COPY ... TO``, ``EXPORT``, ``ATTACH``,
@@ -35,7 +38,7 @@ from pipelines.cli.common import _duckdb_message as _one_line
 
 #: statement types ``tiercast sql`` runs (names of duckdb.StatementType)
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "csv", "json", "parquet")
 DEFAULT_TABLE_LIMIT = 1000
 BATCH_ROWS = 100_000
 #: result column types whose values DuckDB's own fetch gives exactly as pyarrow's ``to_pylist``
@@ -50,16 +53,26 @@ PLAIN_TYPES = frozenset({
 
 @app.command("load")
 def load_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
-    """Refresh tiercast.duckdb: tables from manifests, views over every Parquet dataset."""
-    from pipelines.load import db_path, load
+    """Bring tiercast.duckdb up to date with the data directory: new and changed datasets and
+    results loaded (each in one transaction), removed ones dropped, the schema upgraded if older."""
+    from pipelines.load import load
 
     dd = data_dir_of(data_dir)
     dd.mkdir(parents=True, exist_ok=True)
-    counts = load(dd)
+    report = load(dd)
+    counts = report.counts()
     if as_json:
-        print_json({"database": str(db_path(dd)), "tables": counts})
+        print_json({"database": str(report.database), "migrations": report.migrations, "loaded": report.loaded,
+                    "removed": report.removed, "unchanged": report.unchanged, "seconds": round(report.seconds, 3),
+                    "tables": counts})
         return
-    out.print(f"{db_path(dd)}:")
+    out.print(f"{report.database}:")
+    for m in report.migrations:
+        out.print(f"  {m}")
+    done = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in report.loaded.items()) or "nothing new"
+    gone = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in report.removed.items())
+    out.print(f"  loaded {done}{'; removed ' + gone if gone else ''}; {report.unchanged} unchanged "
+              f"({report.seconds:.2f} s)")
     for name, n in counts.items():
         out.print(f"  {name:<28} {n:>14,} rows")
 
@@ -94,21 +107,18 @@ class Result:
         self.statement, self.columns, self.types, self.rows, self.cut = statement, columns, types, rows, cut
 
 
-def sandboxed(database: Path, allowed: list[Path]):
-    """``database`` opened read-only, with file access limited to the ``allowed`` directories
-    (external access off, configuration locked: SQL cannot turn it back on)."""
+def sandboxed(database: Path | None, allowed: list[Path]):
+    """``database`` (None: an empty in-memory one) opened read-only and sandboxed to ``allowed``."""
     import duckdb
 
-    con = duckdb.connect(str(database), read_only=True)
+    from pipelines.warehouse import sandbox
+
+    con = duckdb.connect(str(database), read_only=True) if database is not None else duckdb.connect()
     try:
-        dirs = sorted({str(Path(a).resolve()).rstrip("/") + "/" for a in allowed})
-        con.execute("SET allowed_directories = $1", [dirs])
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
+        return sandbox(con, allowed)
     except BaseException:
         con.close()
         raise
-    return con
 
 
 def data_dir_roots(dd: Path) -> list[Path]:
@@ -129,23 +139,28 @@ def run_read_only(database: Path, statements: list[str], limit: int, allowed: li
     """Run read statements on ``database`` opened read-only and sandboxed (files only under
     ``allowed``, default: the database's directory); at most ``limit`` rows each (0: all)."""
     con = sandboxed(database, allowed or [Path(database).parent])
-    results = []
     try:
-        for q in statements:
-            rel = con.sql(q)
-            cols, types = list(rel.columns), [str(t) for t in rel.types]
-            if all(t in PLAIN_TYPES or t.startswith("DECIMAL(") for t in types):
-                rows = list(rel.limit(limit + 1).iter_rows(BATCH_ROWS) if limit else rel.iter_rows(BATCH_ROWS))
-            else:
-                rows = []
-                for batch in rel.to_arrow_reader(min(limit, BATCH_ROWS) if limit else BATCH_ROWS):
-                    rows.extend(zip(*(col.to_pylist() for col in batch.columns), strict=True))
-                    if limit and len(rows) > limit:
-                        break
-            cut = bool(limit) and len(rows) > limit
-            results.append(Result(q, cols, types, rows[:limit] if cut else rows, cut))
+        return fetch(con, statements, limit)
     finally:
         con.close()
+
+
+def fetch(con, statements: list[str], limit: int) -> list[Result]:
+    """Run ``statements`` on ``con``, at most ``limit`` rows each (0: all)."""
+    results = []
+    for q in statements:
+        rel = con.sql(q)
+        cols, types = list(rel.columns), [str(t) for t in rel.types]
+        if all(t in PLAIN_TYPES or t.startswith("DECIMAL(") for t in types):
+            rows = list(rel.limit(limit + 1).iter_rows(BATCH_ROWS) if limit else rel.iter_rows(BATCH_ROWS))
+        else:
+            rows = []
+            for batch in rel.to_arrow_reader(min(limit, BATCH_ROWS) if limit else BATCH_ROWS):
+                rows.extend(zip(*(col.to_pylist() for col in batch.columns), strict=True))
+                if limit and len(rows) > limit:
+                    break
+        cut = bool(limit) and len(rows) > limit
+        results.append(Result(q, cols, types, rows[:limit] if cut else rows, cut))
     return results
 
 
@@ -204,57 +219,127 @@ def json_rows(r: Result) -> list[dict]:
     return rows
 
 
+def write_parquet(con, statement: str, target) -> None:
+    """The result of ``statement`` as Parquet into ``target`` (a path or a binary stream)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(con.sql(statement).to_arrow_table(), target)
+
+
+def schema_rows(con) -> list[dict]:
+    """Every table and view of the warehouse with its columns, types and units."""
+    from pipelines.warehouse import unit_of
+
+    rows = con.execute(
+        "SELECT c.table_name, t.table_type, c.column_name, c.data_type FROM information_schema.columns c "
+        "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
+        "WHERE c.table_schema = 'main' ORDER BY c.table_name, c.ordinal_position").fetchall()
+    return [{"table": t, "kind": "view" if k == "VIEW" else "table", "column": c, "type": ty, "unit": unit_of(c)}
+            for t, k, c, ty in rows]
+
+
+def print_schema(rows: list[dict]) -> None:
+    last = None
+    for r in rows:
+        if r["table"] != last:
+            sys.stdout.write(f"{'' if last is None else chr(10)}{r['table']} ({r['kind']})\n")
+            last = r["table"]
+        unit = f"  [{r['unit']}]" if r["unit"] else ""
+        sys.stdout.write(f"  {r['column']:<32} {r['type']:<14}{unit}\n".rstrip() + "\n")
+
+
 @app.command("sql")
 def sql_cmd(
-    statement: Annotated[str, typer.Argument(help="SQL to run (read-only), e.g. \"select * from traces\"; "
-                                                  "several statements separated by ';' are run in order.")],
+    statement: Annotated[str | None, typer.Argument(help="SQL to run (read-only), e.g. \"select * from whatif\"; "
+                                                         "several statements separated by ';' are run in order.")] = None,
     data_dir: DataDirOpt = None,
-    fmt: Annotated[str, typer.Option("--format", help=f"Output: {', '.join(FORMATS)} (csv and json take one "
-                                                      "statement).")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help=f"Output: {', '.join(FORMATS)} (csv, json and parquet take "
+                                                      "one statement; parquet goes to --output or a pipe).")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the result to this file instead of "
+                                                                       "standard output.")] = None,
     limit: Annotated[int | None, typer.Option(min=0, help=f"At most this many rows per statement (0: all) "
-                                              f"[default: {DEFAULT_TABLE_LIMIT} for table, all for csv "
-                                              "and json].")] = None,
+                                              f"[default: {DEFAULT_TABLE_LIMIT} for table, all for the other "
+                                              "formats].")] = None,
+    schema: Annotated[bool, typer.Option("--schema", help="List the tables and views, their columns, types and "
+                                                          "units (no statement).")] = False,
     as_json: JsonOpt = False,
-    refresh: Annotated[bool, typer.Option(help="Run `tiercast load` first (needs a writable data "
-                                               "directory; --no-refresh queries the warehouse as it is).")] = True,
 ) -> None:
-    """Query the warehouse with DuckDB SQL (read-only: nothing in the database or on disk changes)."""
+    """Query the warehouse with DuckDB SQL, read-only: nothing in the database or on disk changes,
+    and nothing is loaded (`tiercast load` does that; a note says when the data is newer)."""
     if fmt not in FORMATS:
         raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(FORMATS)}", param_hint="'--format'")
     if as_json:
         fmt = "json"
-    statements = read_statements(statement)
+    if schema and statement is not None:
+        raise SqlRefused("--schema takes no statement")
+    statements = read_statements(statement or "") if not schema else []
     if fmt != "table" and len(statements) > 1:
         raise SqlRefused(f"--format {fmt} takes one statement, got {len(statements)} (use --format table, or run "
                          "them one at a time)")
-    dd = data_dir_of(data_dir, write=refresh)
-    from pipelines.load import db_path, load
+    if fmt == "parquet" and output is None and sys.stdout.isatty():
+        raise SqlRefused("--format parquet writes binary: give --output FILE or redirect standard output")
+    dd = data_dir_of(data_dir, write=False)
+    from pipelines.warehouse import db_path, reader, staleness
 
-    if refresh:
-        dd.mkdir(parents=True, exist_ok=True)
-        load(dd, count=False)
     database = db_path(dd)
-    if not database.exists():
-        raise LookupError(f"no warehouse at {database}: run `tiercast load` first")
-    n = limit if limit is not None else (DEFAULT_TABLE_LIMIT if fmt == "table" else 0)
+    roots = data_dir_roots(dd)
     import duckdb
 
+    if database.exists():
+        con = reader(database, dd, statement or "", allowed=roots)
+        note = staleness(con, dd)
+    else:
+        if schema:
+            raise LookupError(f"no warehouse at {database}: run `tiercast load` first")
+        con = sandboxed(None, roots)
+        note = f"no warehouse at {database} yet (run `tiercast load`): only queries that name no table work"
+    sink = open(output, "wb" if fmt == "parquet" else "w", encoding=None if fmt == "parquet" else "utf-8") \
+        if output is not None else None
     try:
-        results = run_read_only(database, statements, n, data_dir_roots(dd))
+        _answer(con, statements, fmt, limit, schema, sink, dd)
+    except duckdb.Error as e:
+        if note is None or isinstance(e, duckdb.PermissionException):
+            raise
+        raise SqlRefused(f"{_one_line(str(e))} (note: {note})") from None
+    finally:
+        con.close()
+        if sink is not None:
+            sink.close()
+    if note:
+        console.print(f"[yellow]note:[/] {note}")
+    sys.stdout.flush()
+
+
+def _answer(con, statements: list[str], fmt: str, limit: int | None, schema: bool, sink, dd: Path) -> None:
+    import duckdb
+
+    if schema:
+        rows = schema_rows(con)
+        print_json(rows) if fmt == "json" else print_schema(rows)
+        return
+    if fmt == "parquet":
+        write_parquet(con, statements[0], sink if sink is not None else sys.stdout.buffer)
+        return
+    n = limit if limit is not None else (DEFAULT_TABLE_LIMIT if fmt == "table" else 0)
+    try:
+        results = fetch(con, statements, n)
     except duckdb.PermissionException as e:
         raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
+    _emit(results, fmt, n, sink or sys.stdout)
+
+
+def _emit(results: list[Result], fmt: str, n: int, stream) -> None:
     for i, r in enumerate(results):
         if fmt == "json":
-            print_json(json_rows(r))
+            stream.write(json.dumps(jsonable(json_rows(r)), allow_nan=False) + "\n")
         elif fmt == "csv":
-            sys.stdout.write(format_csv(r))
+            stream.write(format_csv(r))
         else:
             if len(results) > 1:
-                sys.stdout.write(("\n" if i else "") + f"-- {r.statement.strip()}\n")
-            sys.stdout.write(format_table(r) if r.columns else "")
-            sys.stdout.write(f"({len(r.rows):,} row{'s' if len(r.rows) != 1 else ''}"
-                             f"{', cut at --limit ' + str(n) if r.cut else ''})\n")
+                stream.write(("\n" if i else "") + f"-- {r.statement.strip()}\n")
+            stream.write(format_table(r) if r.columns else "")
+            stream.write(f"({len(r.rows):,} row{'s' if len(r.rows) != 1 else ''}"
+                         f"{', cut at --limit ' + str(n) if r.cut else ''})\n")
         if r.cut:
             console.print(f"[yellow]note:[/] {'statement ' + str(i + 1) + ': ' if len(results) > 1 else ''}"
                           f"output cut at {n:,} rows; --limit 0 shows all")
-    sys.stdout.flush()

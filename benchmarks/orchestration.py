@@ -1,0 +1,80 @@
+"""Orchestration overhead: ``tiercast_replay`` on ``--traces`` traces x 3 scenarios under a real
+Airflow (``airflow standalone``, LocalExecutor, parallelism 2), against the same steps called
+directly in one process, one after another (``pipelines.orchestrate``: plan, replays, load).
+
+The traces: synthetic (seed 000's database pattern, 4 KiB random reads, 8 KiB random writes in
+turn), ``--requests`` each, ingested before either run (not timed). Airflow's time is the DAG
+run's start to end as the scheduler recorded it (queueing of the first task included, the
+trigger CLI call and start-up of the standalone processes not); the direct time is the steps'
+wall time. Both must give the same warehouse rows. With ``--warm`` (default) the workers use the
+same numba cache as the direct run (``$NUMBA_CACHE_DIR``); ``--no-warm`` shows a fresh data
+root's first run, whose first replays compile the kernels into ``<root>/.cache/numba``.
+
+    .venv/bin/python benchmarks/orchestration.py               # 4 traces x 3 scenarios
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[0] = str(ROOT)  # benchmarks/array.py would shadow the standard library's ``array``
+sys.path.insert(1, str(ROOT / "tests"))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from datetime import datetime  # noqa: E402
+
+from standalone import Standalone  # noqa: E402
+from test_scheduler import WHATIF, data_root, serial  # noqa: E402
+
+from pipelines.load import query  # noqa: E402
+
+SCENARIOS = ["vnx1-flare", "vnx2-mcx", "vnx5400"]
+
+
+def _s(a: str, b: str) -> float:
+    return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=4)
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--warm", action=argparse.BooleanOptionalAction, default=True,
+                    help="workers use this process's numba cache (else they compile into the data root first)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        root = tmp / "data"
+        data_root(root, args.traces, args.requests, SCENARIOS)
+        shutil.copytree(root, tmp / "serial")
+        t = time.perf_counter()
+        rows = serial(tmp / "serial")
+        direct_s = time.perf_counter() - t
+        t = time.perf_counter()
+        cache = Path(os.environ["NUMBA_CACHE_DIR"]) if args.warm else None
+        with Standalone(tmp / "airflow", root, parallelism=2, numba_cache=cache) as af:
+            started_s = time.perf_counter() - t
+            run = af.trigger("tiercast_replay")
+            state = af.wait("tiercast_replay", run)
+            start, end = af.run_times("tiercast_replay", run)
+            tis = af.task_instances("tiercast_replay", run)
+        replays = [x for x in tis if x[0] == "replay"]
+        task_s = {f"{x[0]}[{x[1]}]": round(_s(x[3], x[4]), 1) for x in tis if x[3] and x[4]}
+        airflow_s = _s(start, end)
+        print(json.dumps({
+            "pairs": len(replays), "state": state, "same_results": query(root, WHATIF).rows() == rows,
+            "direct_s": round(direct_s, 1), "airflow_run_s": round(airflow_s, 1),
+            "overhead_x": round(airflow_s / direct_s, 2), "standalone_start_s": round(started_s, 1),
+            "task_s": task_s,
+        }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

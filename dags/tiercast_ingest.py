@@ -1,0 +1,100 @@
+"""tiercast_ingest: files landing in ``<data root>/landing`` -> validated datasets, unattended.
+
+Runs every 10 minutes (``$TIERCAST_INGEST_CRON``) and whenever the ``tiercast-landing`` asset is
+updated (a producer can signal a drop). Thin wiring of ``pipelines.orchestrate``:
+
+- ``discover`` lists the ready files (a ``<name>.done`` marker beside them, or unchanged for
+  ``stable_seconds``), oldest first, at most ``max_files`` (below ``max_map_length``);
+- ``ingest`` is mapped over them: a good file is ingested and archived to ``archive/<date>/``;
+  a bad one goes to ``quarantine/`` with ``<name>.error.json`` and fails its own task instance
+  at once (``AirflowFailException``, no retries); I/O errors retry;
+- ``validate`` runs the Great Expectations contract once over this run's new datasets;
+- ``publish`` emits one ``tiercast-datasets`` asset event per new valid dataset (the replay DAG
+  listens);
+- ``summary`` writes ``runs/tiercast_ingest/<run>.json`` and fails the run when anything failed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from airflow.sdk import (
+    Asset,
+    Param,
+    dag,
+    get_current_context,
+    task,
+)
+
+from pipelines.airflow_support import (
+    NEW_DATASETS,
+    dag_settings,
+    finish,
+    input_errors_fail,
+    root_asset,
+    task_root,
+)
+
+LANDING = Asset(name="tiercast-landing", uri="tiercast://landing")
+
+
+
+@dag(
+    dag_id="tiercast_ingest",
+    **dag_settings("TIERCAST_INGEST_CRON", "*/10 * * * *", LANDING, timedelta(minutes=60)),
+    params={
+        "landing_dir": Param("", type="string", description="folder of new files under the data root ('' = landing)"),
+        "stable_seconds": Param(60, type="number", minimum=0, description="unchanged this long = fully landed"),
+        "max_files": Param(500, type="integer", minimum=1, maximum=1000, description="files per run"),
+    },
+    doc_md=__doc__,
+)
+def tiercast_ingest():
+    @task(retries=0)
+    def discover() -> list[str]:
+        from pipelines.orchestrate import ready_files, under_root
+
+        p = get_current_context()["params"]
+        root = task_root()
+        with input_errors_fail():
+            landing = under_root(root, p["landing_dir"], "landing", "landing_dir", must_exist=True)
+        ready, waiting = ready_files(landing, float(p["stable_seconds"]), int(p["max_files"]))
+        print(f"{len(ready)} file(s) ready in {landing}, {len(waiting)} still landing or left for the next run")
+        return [str(f) for f in ready]
+
+    @task
+    def ingest(path: str) -> dict:
+        from pipelines.orchestrate import ingest_landed, under_root
+
+        root = task_root()
+        with input_errors_fail():
+            return ingest_landed(path, root, under_root(root, "", "quarantine", "quarantine"),
+                                 under_root(root, "", "archive", "archive"))
+
+    @task(trigger_rule="all_done")
+    def validate(ingested) -> dict:
+        from pipelines.orchestrate import under_root, validate_batch
+
+        root = task_root()
+        done = [r for r in ingested if r]  # failed instances left no result
+        return validate_batch(root, done, under_root(root, "", "quarantine", "quarantine"))
+
+    @task(outlets=[NEW_DATASETS])
+    def publish(checked: dict, *, outlet_events=None) -> int:
+        root = task_root()
+        for r in checked["valid"]:
+            outlet_events[NEW_DATASETS].add(root_asset(root, "datasets"),
+                                            extra={"kind": r["kind"], "id": r["id"], "source": r["source"]})
+        return len(checked["valid"])
+
+    @task(trigger_rule="all_done", retries=0)
+    def summary(found: list[str], checked: dict | None, published: int | None) -> dict:
+        return finish(task_root(), {"landed": len(found), "new_datasets": published or 0,
+                                    "invalid": (checked or {}).get("invalid", [])})
+
+    found = discover()
+    checked = validate(ingest.expand(path=found))
+    summary(found, checked, publish(checked))
+
+
+tiercast_ingest()

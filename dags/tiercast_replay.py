@@ -1,0 +1,89 @@
+"""tiercast_replay: every ingested trace through the configured scenarios, into the warehouse.
+
+Runs when the ingest DAG publishes new datasets and daily (``$TIERCAST_REPLAY_CRON``). Thin
+wiring of ``pipelines.orchestrate``:
+
+- ``plan`` reads ``<data root>/replay.toml`` (``scenarios``, ``traces`` globs over trace id or
+  source file name, ``formats``; run params override), checks every scenario loads before
+  anything is mapped (a misspelled one fails at once, no retries), and lists the (trace,
+  scenario) pairs not yet run by this model version (none configured: vnx1-flare and vnx2-mcx);
+- ``replay`` is mapped over the pairs (idempotent: a finished run is found by its run id);
+- ``load`` (pool ``tiercast_warehouse``, size 1: one DuckDB writer) brings the warehouse up to
+  date and emits a ``tiercast-results`` event only when something was loaded;
+- ``summary`` writes ``runs/tiercast_replay/<run>.json`` and fails the run when anything failed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+from pipelines.airflow_support import (
+    NEW_DATASETS,
+    NEW_RESULTS,
+    WAREHOUSE_POOL,
+    dag_settings,
+    finish,
+    input_errors_fail,
+    root_asset,
+    task_root,
+)
+
+
+@dag(
+    dag_id="tiercast_replay",
+    **dag_settings("TIERCAST_REPLAY_CRON", "0 2 * * *", NEW_DATASETS, timedelta(hours=6), retries=1),
+    params={
+        "scenarios": Param([], type="array", description="scenario presets or .toml files under the data root "
+                                                         "([] = replay.toml, else vnx1-flare and vnx2-mcx)"),
+        "traces": Param([], type="array", description="globs over trace id or source file name ([] = replay.toml, "
+                                                      "else all)"),
+    },
+    doc_md=__doc__,
+)
+def tiercast_replay():
+    @task(retries=0)
+    def plan() -> list[dict]:
+        from pipelines.orchestrate import replay_config, replay_plan
+
+        p = get_current_context()["params"]
+        root = task_root()
+        with input_errors_fail():
+            config = replay_config(root, p["scenarios"], p["traces"])
+        pairs, done, left = replay_plan(root, config)
+        print(f"scenarios {list(config.scenarios)}: {len(pairs)} pair(s) to replay, {done} already run by this "
+              f"model version, {left} left for the next run")
+        return pairs
+
+    @task
+    def replay(pair: dict) -> dict:
+        from pipelines.orchestrate import replay_pair
+
+        root = task_root()
+        with input_errors_fail():
+            return replay_pair(root, pair)
+
+    @task(pool=WAREHOUSE_POOL, trigger_rule="all_done", retries=3, outlets=[NEW_RESULTS])
+    def load(replayed, *, outlet_events=None) -> dict:
+        from pipelines.load import load as load_warehouse
+
+        root = task_root()
+        report = load_warehouse(root)
+        new = sorted({r["trace_id"] for r in replayed if r and not r.get("already_done")})
+        print(f"loaded {report.loaded or 'nothing new'}, removed {report.removed or 'nothing'} "
+              f"in {report.seconds:.2f} s")
+        if report.loaded or report.removed:
+            outlet_events[NEW_RESULTS].add(root_asset(root, "results"),
+                                           extra={"loaded": report.loaded, "traces_with_new_runs": new})
+        return {"loaded": report.loaded, "removed": report.removed, "traces_with_new_runs": new}
+
+    @task(trigger_rule="all_done", retries=0)
+    def summary(pairs: list[dict] | None, loaded: dict | None) -> dict:
+        return finish(task_root(), {"pairs": len(pairs or []), "load": loaded})
+
+    pairs = plan()
+    summary(pairs, load(replay.expand(pair=pairs)))
+
+
+tiercast_replay()

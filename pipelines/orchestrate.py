@@ -1,0 +1,285 @@
+"""What the scheduled DAGs (``dags/tiercast_*.py``) do, as plain functions: where the data root is,
+which landed files are ready, ingest with quarantine and archive, one contract check per batch,
+the replay plan from ``replay.toml``, and the summaries. The DAG files only wire these together,
+so every step runs the same in a test without Airflow.
+
+All paths live under one data root: the Airflow Variable ``tiercast_data_dir``, else
+``$TIERCAST_DATA_DIR``; an absolute path, never the worker's working directory. Landing,
+quarantine and archive default to ``<root>/landing``, ``<root>/quarantine`` and
+``<root>/archive``; a parameter that points outside the root is refused.
+
+Errors are of two kinds. An *input* error (a file no reader can read, a truncated archive, a bad
+configuration) cannot change on a retry: :class:`InputError`, which the DAGs raise as
+``AirflowFailException`` (no retries). Anything else (I/O, a locked warehouse) may pass: it is
+raised as is and retried.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import time
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pipelines.catalog import ENV_DATA_DIR, write_json_atomic
+
+VARIABLE = "tiercast_data_dir"
+CONFIG_FILE = "replay.toml"
+#: replayed when ``replay.toml`` names no scenarios: FLARE against MCx, the seed 002 what-if
+DEFAULT_SCENARIOS = ("vnx1-flare", "vnx2-mcx")
+#: a landed file is ingested once unchanged (size and mtime) for this long, or with a marker
+DEFAULT_STABLE_S = 60.0
+DONE_SUFFIX = ".done"
+#: at most this many files per ingest run, and (trace, scenario) pairs per replay run: below
+#: Airflow's max_map_length (1024); the rest waits for the next run
+MAX_BATCH = 500
+#: names in the landing folder that are never data (temporary copies, markers, hidden files)
+SKIP_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".filepart", DONE_SUFFIX)
+
+
+class InputError(ValueError):
+    """A problem with the input or the configuration: retrying cannot help."""
+
+
+# --- the data root ---------------------------------------------------------------------------
+
+
+def data_root(variable: str | None) -> Path:
+    """The data root: the Variable's value, else ``$TIERCAST_DATA_DIR``; absolute, or refused."""
+    value = (variable or "").strip() or os.environ.get(ENV_DATA_DIR, "").strip()
+    if not value:
+        raise InputError(f"no data root: set the Airflow Variable {VARIABLE} or ${ENV_DATA_DIR} to an absolute path")
+    root = Path(value).expanduser()
+    if not root.is_absolute():
+        raise InputError(f"data root {value!r} is relative: it would depend on the worker's working directory; "
+                         f"give an absolute path in {VARIABLE} / ${ENV_DATA_DIR}")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def under_root(root: Path, value: str | None, default: str, what: str, must_exist: bool = False) -> Path:
+    """``value`` (relative to ``root``, or absolute), or ``root/default`` when empty; refused when
+    it leads outside ``root`` (symbolic links and ``..`` resolved) or, with ``must_exist``, is
+    not an existing directory (a misspelled folder must not be a silent empty run)."""
+    given = (value or "").strip()
+    path = Path(given).expanduser() if given else Path(default)
+    path = path if path.is_absolute() else root / path
+    real, real_root = path.resolve(), root.resolve()
+    if real != real_root and real_root not in real.parents:
+        raise InputError(f"{what} {path} is outside the data root {root}: refused")
+    if given and must_exist and not path.is_dir():
+        raise InputError(f"{what} {path} does not exist (misspelled?): nothing to do is not success")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def worker_env(root: Path) -> None:
+    """Per-process settings every task needs before importing the data stack: numba's cache in
+    the data root (a worker's source tree may be read-only, and each worker would recompile for
+    ~20 s), and Great Expectations quiet and offline."""
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(root / ".cache" / "numba"))
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+
+# --- landing ---------------------------------------------------------------------------------
+
+
+def ready_files(landing: Path, stable_s: float = DEFAULT_STABLE_S, limit: int = MAX_BATCH,
+                now_s: float | None = None) -> tuple[list[Path], list[Path]]:
+    """(ready, waiting) files in ``landing``, oldest first, at most ``limit`` ready. A file is
+    ready when a ``<name>.done`` marker sits beside it, or when it has not changed (size, mtime)
+    for ``stable_s`` seconds: a copy still being written keeps its mtime fresh. Files that
+    arrive by rename are ready as soon as they are ``stable_s`` old."""
+    now_s = time.time() if now_s is None else now_s
+    ready, waiting = [], []
+    entries = sorted((p for p in landing.iterdir() if p.is_file() and not p.name.startswith(".")
+                      and not p.name.endswith(SKIP_SUFFIXES)), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    for p in entries:
+        marked = p.with_name(p.name + DONE_SUFFIX).exists()
+        if marked or now_s - p.stat().st_mtime >= stable_s:
+            ready.append(p)
+        else:
+            waiting.append(p)
+    return ready[:limit], waiting + ready[limit:]
+
+
+def _move(src: Path, folder: Path) -> Path:
+    """``src`` into ``folder`` (same name; ``name.1``, ``name.2`` ... when taken), with its marker."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dest, k = folder / src.name, 0
+    while dest.exists():
+        k += 1
+        dest = folder / f"{src.name}.{k}"
+    shutil.move(str(src), dest)
+    marker = src.with_name(src.name + DONE_SUFFIX)
+    if marker.exists():
+        marker.unlink()
+    return dest
+
+
+def quarantine(src: Path, folder: Path, error: str) -> Path:
+    """Move a bad file to ``folder`` with ``<name>.error.json`` (the error, when, from where)."""
+    dest = _move(src, folder)
+    write_json_atomic(dest.with_name(dest.name + ".error.json"),
+                      {"file": src.name, "landed_as": str(src), "error": error,
+                       "quarantined_at": datetime.now(tz=UTC).isoformat()})
+    return dest
+
+
+def archive(src: Path, folder: Path) -> Path:
+    """Move an ingested file to ``folder/<UTC date>/``: it is not listed again."""
+    return _move(src, folder / datetime.now(tz=UTC).strftime("%Y-%m-%d"))
+
+
+def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_dir: Path) -> dict:
+    """Ingest one landed file without the contract check (that runs once per batch:
+    :func:`validate_batch`), then archive it; an input error quarantines it and raises
+    :class:`InputError`. Idempotent: a file already ingested is archived and reported as such."""
+    from pipelines.steps import ingest_any
+    from traces.errors import TraceFormatError
+
+    src = Path(path)
+    try:
+        result = ingest_any(src, root, options=None, validate="off")
+    except FileNotFoundError:
+        raise  # moved or deleted meanwhile: a retry will tell
+    except (TraceFormatError, UnicodeDecodeError, ValueError, LookupError, EOFError) as e:
+        dest = quarantine(src, quarantine_dir, str(e))
+        raise InputError(f"{e} (moved to {dest})") from None
+    result["archived_as"] = str(archive(src, archive_dir))
+    result["source"] = src.name
+    return result
+
+
+def validate_batch(root: Path, ingested: list[dict], quarantine_dir: Path) -> dict:
+    """The data contract (Great Expectations), once for all datasets this run made new. A
+    dataset that fails is moved out of the data root's catalog into ``quarantine/datasets/``
+    with its report, and its source is quarantined too. Returns {"valid": [...], "invalid":
+    [...]} of the new results."""
+    new = [r for r in ingested if r and not r.get("already_ingested")]
+    out = {"valid": [], "invalid": []}
+    if not new:
+        return out
+    import logging
+
+    for name in ("great_expectations", "great_expectations.expectations.registry"):
+        logging.getLogger(name).setLevel(logging.ERROR)  # ~216 "Skipping registering function" lines otherwise
+    from schemas.measured_suite import validate_measured_dir
+    from schemas.trace_suite import validate_trace_dir
+
+    for r in new:
+        sub = "traces" if r["kind"] == "trace" else "measured"
+        d = root / sub / r["id"]
+        manifest = json.loads((d / "manifest.json").read_text())
+        check = validate_trace_dir if r["kind"] == "trace" else validate_measured_dir
+        report = check(d, manifest, mode="auto")
+        write_json_atomic(d / "validation.json", report)
+        if report["success"]:
+            manifest["validation"] = {k: report[k] for k in ("success", "mode") if k in report}
+            write_json_atomic(d / "manifest.json", manifest)
+            out["valid"].append(r)
+            continue
+        held = quarantine_dir / "datasets"
+        held.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(d), held / r["id"])
+        archived = Path(r["archived_as"])
+        if archived.exists():
+            quarantine(archived, quarantine_dir, f"accepted rows fail the {sub[:-1]} contract: {report['summary']}")
+        out["invalid"].append({**r, "error": report["summary"]})
+    return out
+
+
+# --- replay plan -----------------------------------------------------------------------------
+
+
+def scenario_ref(root: Path, name: str) -> str:
+    """A preset name as is; a ``.toml`` file relative to the data root, refused outside it."""
+    if not name.endswith(".toml"):
+        return name
+    return str(under_root(root, str(Path(name).parent), ".", "scenario file") / Path(name).name)
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    scenarios: tuple[str, ...]
+    traces: tuple[str, ...]  # globs over trace id and source file name
+    formats: tuple[str, ...]  # empty: any
+
+
+CONFIG_KEYS = {"scenarios", "traces", "formats"}
+
+
+def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[str] | None = None) -> ReplayConfig:
+    """``<root>/replay.toml`` (optional) with the run's overrides, checked before anything is
+    mapped: every scenario must load (a preset name or a TOML file under the data root), every
+    key must be known. No scenarios anywhere: :data:`DEFAULT_SCENARIOS`."""
+    from replay.scenario import load as load_scenario
+
+    path = root / CONFIG_FILE
+    doc: dict = {}
+    if path.is_file():
+        try:
+            doc = tomllib.loads(path.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise InputError(f"{path}: {e}") from None
+        unknown = sorted(set(doc) - CONFIG_KEYS)
+        if unknown:
+            raise InputError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(CONFIG_KEYS))})")
+    names = tuple(scenarios or doc.get("scenarios") or DEFAULT_SCENARIOS)
+    bad = []
+    for name in names:
+        try:
+            load_scenario(scenario_ref(root, name))
+        except (OSError, ValueError, LookupError) as e:
+            bad.append(f"{name}: {e}")
+    if bad:
+        raise InputError("replay configuration refused before any replay: " + "; ".join(bad))
+    globs = tuple(traces or doc.get("traces") or ("*",))
+    return ReplayConfig(names, globs, tuple(doc.get("formats") or ()))
+
+
+def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tuple[list[dict], int, int]:
+    """(pairs to run, pairs already run by this model version, pairs left for a later run):
+    every trace that matches the config, times every scenario."""
+    from pipelines.catalog import list_traces
+    from pipelines.replay import run_id, run_paths
+    from replay.scenario import load as load_scenario
+
+    scenarios = {name: load_scenario(scenario_ref(root, name)) for name in config.scenarios}
+    todo, done = [], 0
+    for t in list_traces(root):
+        source = Path(t.manifest.get("source_path") or "").name
+        if config.formats and t.manifest.get("format") not in config.formats:
+            continue
+        if not any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces):
+            continue
+        for name, sc in scenarios.items():
+            if run_paths(root, run_id(t.trace_id, sc, t.data_version))["summary_json"].is_file():
+                done += 1
+            else:
+                todo.append({"trace_id": t.trace_id, "scenario": name})
+    return todo[:limit], done, max(0, len(todo) - limit)
+
+
+def replay_pair(root: Path, pair: dict) -> dict:
+    from pipelines.steps import replay_pair as step
+
+    return step(pair["trace_id"], scenario_ref(root, pair["scenario"]), root)
+
+
+# --- summaries -------------------------------------------------------------------------------
+
+
+def write_run_summary(root: Path, dag_id: str, run_id: str, summary: dict) -> Path:
+    """``<root>/runs/<dag>/<run>.json``: what a DAG run did and what failed (also in the log)."""
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
+    path = root / "runs" / dag_id / f"{safe}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, {"dag_id": dag_id, "run_id": run_id, "written_at": datetime.now(tz=UTC).isoformat(),
+                             **summary})
+    return path

@@ -1,0 +1,293 @@
+-- tiercast warehouse, schema version 1 (applied by pipelines/warehouse.py, recorded in schema_version).
+-- Typed core columns; result tables also take the extra columns a result file brings (ALTER TABLE
+-- ADD COLUMN with the Parquet type), so a new per-interval metric loads without a migration.
+-- Paths are relative to the data root (the directory holding this database file).
+
+CREATE TABLE schema_version (
+    version INTEGER NOT NULL,
+    applied_at TIMESTAMP NOT NULL,
+    description VARCHAR NOT NULL
+);
+
+-- what the loader saw last: data_mtime_ns (newest change in the data root), loaded_at
+CREATE TABLE load_state (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+
+-- every unit loaded (a trace, a measured dataset, a run, a result file) and the fingerprint
+-- (sizes and mtimes of its files) it had: an unchanged unit is skipped, a changed one replaced
+CREATE TABLE loaded_units (
+    unit VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,
+    fingerprint VARCHAR NOT NULL,
+    loaded_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE traces (
+    trace_id VARCHAR PRIMARY KEY,
+    format VARCHAR NOT NULL,
+    source_path VARCHAR,
+    sha256 VARCHAR,
+    start_time VARCHAR,
+    rows_read BIGINT,
+    rows_accepted BIGINT,
+    rows_rejected BIGINT,
+    sorted_rows BIGINT,
+    volumes INTEGER,
+    span_ns BIGINT,
+    lines_skipped JSON,
+    validation_success BOOLEAN,
+    reader_version VARCHAR,
+    ingested_at TIMESTAMP,
+    path VARCHAR NOT NULL
+);
+
+CREATE TABLE trace_volumes (
+    trace_id VARCHAR NOT NULL,
+    volume VARCHAR NOT NULL,
+    requests BIGINT,
+    reads BIGINT,
+    writes BIGINT,
+    bytes BIGINT,
+    min_offset BIGINT,
+    max_end BIGINT,
+    first_ts_ns BIGINT,
+    last_ts_ns BIGINT,
+    span_ns BIGINT,
+    capacity_bytes BIGINT,
+    PRIMARY KEY (trace_id, volume)
+);
+
+-- the Parquet files of each trace: kind 'requests' (accepted rows) or 'rejects'
+CREATE TABLE trace_files (
+    path VARCHAR PRIMARY KEY,
+    trace_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    size_bytes BIGINT NOT NULL
+);
+
+CREATE TABLE measured (
+    dataset_id VARCHAR PRIMARY KEY,
+    format VARCHAR NOT NULL,
+    tool VARCHAR,
+    tool_version VARCHAR,
+    hosts JSON,
+    devices JSON,
+    intervals BIGINT,
+    source_path VARCHAR,
+    source_bytes BIGINT,
+    sha256 VARCHAR,
+    rows_read BIGINT,
+    rows_accepted BIGINT,
+    rows_rejected BIGINT,
+    tables JSON,
+    validation_success BOOLEAN,
+    reader_version VARCHAR,
+    ingested_at TIMESTAMP,
+    path VARCHAR NOT NULL
+);
+
+CREATE TABLE scenarios (
+    scenario_hash VARCHAR PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    toml VARCHAR,
+    source VARCHAR
+);
+
+CREATE TABLE runs (
+    run_id VARCHAR PRIMARY KEY,
+    trace_id VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    scenario_hash VARCHAR NOT NULL,
+    model_version VARCHAR NOT NULL,
+    tiercast_version VARCHAR,
+    status VARCHAR NOT NULL,
+    started_at TIMESTAMP,
+    finished_at TIMESTAMP,
+    wall_seconds DOUBLE,
+    requests BIGINT,
+    requests_per_s DOUBLE,
+    path VARCHAR NOT NULL
+);
+
+CREATE TABLE run_summary (
+    run_id VARCHAR PRIMARY KEY,
+    dram_mode VARCHAR,
+    replay_mode VARCHAR,
+    outstanding BIGINT,
+    warmup_requests BIGINT,
+    measured_requests BIGINT,
+    measured_seconds DOUBLE,
+    simulated_seconds DOUBLE,
+    iops DOUBLE,
+    mb_per_s DOUBLE,
+    latency_mean_ms DOUBLE,
+    latency_p50_ms DOUBLE,
+    latency_p95_ms DOUBLE,
+    latency_p99_ms DOUBLE,
+    latency_max_ms DOUBLE,
+    read_hit_ratio DOUBLE,
+    write_hit_ratio DOUBLE,
+    flush_mb_per_s DOUBLE,
+    forced_flush_count BIGINT,
+    forced_flush_stall_ms DOUBLE,
+    throttle_delay_sum_ms DOUBLE,
+    throttled_requests BIGINT,
+    backend_ios_per_request DOUBLE,
+    backend_iops_per_drive DOUBLE,
+    raid_groups JSON
+);
+
+CREATE TABLE interval_metrics (
+    run_id VARCHAR NOT NULL,
+    trace_id VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    volume VARCHAR,
+    interval_start_ns BIGINT NOT NULL,
+    interval_end_ns BIGINT NOT NULL,
+    requests BIGINT,
+    reads BIGINT,
+    writes BIGINT,
+    bytes BIGINT,
+    iops DOUBLE,
+    mb_per_s DOUBLE,
+    read_hit_ratio DOUBLE,
+    write_hit_ratio DOUBLE,
+    latency_mean_ms DOUBLE,
+    latency_p50_ms DOUBLE,
+    latency_p95_ms DOUBLE,
+    latency_p99_ms DOUBLE,
+    latency_max_ms DOUBLE,
+    dirty_pct_mean DOUBLE,
+    dirty_pct_max DOUBLE,
+    flush_mb_per_s DOUBLE,
+    backend_ios BIGINT,
+    forced_flushes BIGINT
+);
+
+CREATE TABLE rg_intervals (
+    run_id VARCHAR NOT NULL,
+    trace_id VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    rg VARCHAR NOT NULL,
+    interval_start_ns BIGINT NOT NULL,
+    interval_end_ns BIGINT NOT NULL,
+    requests BIGINT,
+    iops DOUBLE,
+    latency_mean_ms DOUBLE,
+    backend_ios BIGINT,
+    rg_dirty_pct_max DOUBLE,
+    pre_cleaning_age_ms DOUBLE,
+    utilization DOUBLE
+);
+
+CREATE TABLE sweeps (
+    sweep_id VARCHAR NOT NULL,
+    trace_id VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    outstanding INTEGER NOT NULL,
+    iops DOUBLE,
+    mb_per_s DOUBLE,
+    latency_mean_ms DOUBLE,
+    latency_p95_ms DOUBLE,
+    latency_p99_ms DOUBLE,
+    model_version VARCHAR,
+    finished_at TIMESTAMP,
+    source_file VARCHAR NOT NULL
+);
+
+CREATE TABLE mrc (
+    trace_id VARCHAR NOT NULL,
+    method VARCHAR NOT NULL,
+    page_size BIGINT NOT NULL,
+    sample_rate DOUBLE,
+    cache_bytes BIGINT NOT NULL,
+    hit_ratio DOUBLE,
+    byte_hit_ratio DOUBLE,
+    model_version VARCHAR,
+    source_file VARCHAR NOT NULL
+);
+
+-- cache-policy simulations (tiercast simulate): one summary row per (trace, policy, size, page)
+CREATE TABLE simulations (
+    trace_id VARCHAR NOT NULL,
+    policy VARCHAR NOT NULL,
+    cache_bytes BIGINT NOT NULL,
+    page_size BIGINT NOT NULL,
+    model_version VARCHAR,
+    source_file VARCHAR NOT NULL
+);
+
+-- I/O skew (tiercast skew): one row per (trace, slice size)
+CREATE TABLE skew (
+    trace_id VARCHAR NOT NULL,
+    slice_bytes BIGINT NOT NULL,
+    slices BIGINT NOT NULL,
+    ios BIGINT NOT NULL,
+    skew_capacity_share DOUBLE,
+    skew_io_share DOUBLE,
+    flash_bytes_80pct BIGINT,
+    flash_bytes_90pct BIGINT,
+    flash_bytes_95pct BIGINT,
+    source_file VARCHAR NOT NULL
+);
+
+-- published seed-article figures that a closed-loop sweep point measures (README "Seed figures")
+CREATE TABLE seed_figure_refs (
+    figure VARCHAR PRIMARY KEY,
+    seed VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    scenario VARCHAR NOT NULL,
+    outstanding INTEGER NOT NULL,
+    metric VARCHAR NOT NULL,
+    published DOUBLE NOT NULL,
+    kind VARCHAR NOT NULL
+);
+
+INSERT INTO seed_figure_refs VALUES
+    ('s000_peak96', '000', 'IOPS at 96 outstanding, 15 GB database file (1.5-2x the planning 1,130; mid)',
+     'vnx5400', 96, 'iops', 1978.6, 'calibration'),
+    ('s000_peak192', '000', 'IOPS at 192 outstanding, 15 GB database file (1.5-2x the planning 1,130; mid)',
+     'vnx5400', 192, 'iops', 1978.6, 'calibration'),
+    ('s000_rt24', '000', 'response time at 24 outstanding, 15 GB database file (~14 ms)',
+     'vnx5400', 24, 'latency_mean_ms', 14.0, 'validation'),
+    ('s002_flare', '002', 'FLARE sustained IOPS, 8 KB unaligned random writes, 16 outstanding',
+     'vnx1-flare', 16, 'iops', 513.0, 'validation'),
+    ('s002_mcx', '002', 'MCx sustained IOPS, 8 KB unaligned random writes, 16 outstanding',
+     'vnx2-mcx', 16, 'iops', 900.0, 'validation'),
+    ('s003_read', '003', '16 NL-SAS RAID 5 (QCache off), 4 KB random read, QD 128',
+     'xs5224d', 128, 'iops', 4512.0, 'validation'),
+    ('s003_write', '003', '16 NL-SAS RAID 5 (QCache off), 4 KB random write, QD 128',
+     'xs5224d', 128, 'iops', 1660.0, 'validation');
+
+-- the newest run of each (trace, scenario name): a newer model version or scenario edit wins
+CREATE VIEW latest_runs AS
+SELECT r.*, s.* EXCLUDE (run_id)
+FROM runs r JOIN run_summary s USING (run_id)
+QUALIFY row_number() OVER (PARTITION BY r.trace_id, r.scenario
+                           ORDER BY r.finished_at DESC NULLS LAST, r.run_id) = 1;
+
+-- scenarios side by side on each trace (latest runs), with each metric against the trace's best
+CREATE VIEW whatif AS
+SELECT trace_id, scenario, run_id, model_version, finished_at, iops, mb_per_s, latency_mean_ms,
+       latency_p95_ms, latency_p99_ms, read_hit_ratio, write_hit_ratio, forced_flush_count,
+       throttle_delay_sum_ms, backend_ios_per_request,
+       iops / nullif(max(iops) OVER (PARTITION BY trace_id), 0) AS iops_vs_best,
+       latency_mean_ms / nullif(min(latency_mean_ms) OVER (PARTITION BY trace_id), 0) AS latency_vs_best
+FROM latest_runs
+ORDER BY trace_id, iops DESC;
+
+-- each published figure next to what the newest sweep on its scenario measured at that
+-- outstanding count (any trace swept: the trace column says which workload it was)
+CREATE VIEW seed_figures AS
+WITH latest AS (
+    SELECT * FROM sweeps
+    QUALIFY row_number() OVER (PARTITION BY trace_id, scenario, outstanding
+                               ORDER BY finished_at DESC NULLS LAST, sweep_id) = 1
+)
+SELECT f.figure, f.seed, f.label, f.kind, f.scenario, f.outstanding, f.metric, f.published,
+       w.trace_id, w.sweep_id,
+       CASE f.metric WHEN 'iops' THEN w.iops WHEN 'latency_mean_ms' THEN w.latency_mean_ms END AS model,
+       (CASE f.metric WHEN 'iops' THEN w.iops WHEN 'latency_mean_ms' THEN w.latency_mean_ms END
+        / f.published - 1) * 100 AS error_pct
+FROM seed_figure_refs f
+LEFT JOIN latest w ON w.scenario = f.scenario AND w.outstanding = f.outstanding
+ORDER BY f.figure, w.trace_id;
