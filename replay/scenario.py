@@ -509,7 +509,7 @@ class Scenario:
     volume_maps: tuple[VolumeMap, ...]
     default_pool: str
     replay: ReplayOptions
-    extra_sections: dict[str, dict] = field(default_factory=dict)  # tiering (not yet modelled)
+    extra_sections: dict[str, dict] = field(default_factory=dict)  # sections in NOT_YET_MODELLED (none today)
     ssd_cache: SsdCache | None = None  # None or enabled = false: no SSD cache
     tiering_section: Tiering | None = None  # None or enabled = false: no FAST VP
     snapshots_section: Snapshots | None = None  # None or enabled = false: no snapshots
