@@ -53,12 +53,13 @@ def skew_trace(trace: TraceRef, slice_bytes: int, progress: Progress | None = No
     files = trace.volume_files
     if not files:
         raise LookupError(f"trace {trace.trace_id} has no request files under {trace.path}")
-    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    sizes = [pq.ParquetFile(f).metadata.num_rows for f in files]
+    total = sum(sizes)
     counter = SkewCounter(slice_bytes)
     done = 0
-    for f in files:
+    for f, rows in zip(files, sizes, strict=True):
         counter.add_parquet(f)
-        done += pq.ParquetFile(f).metadata.num_rows
+        done += rows
         if progress is not None:
             progress(done, total)
     s = counter.result(capacities(trace))
