@@ -448,12 +448,13 @@ def _flash_intervals(aggs: _Aggregates) -> pl.DataFrame:
     )
 
 
-def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[str], trace_id: str, rid: str):
+def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[str], trace_id: str, rid: str,
+                     hist: pl.DataFrame):
     sc = model.scenario
     cache_pages = sc.dram.write_cache_bytes // sc.dram.page_bytes
     stalls = aggs.stalls.result().select("interval_start_ns", "forced_flushes", "forced_flush_stall_ns")
     n = aggs.interval_ns
-    req, hist, flush = aggs.req.result(), aggs.hist.result(), aggs.flush.result()
+    req, flush = aggs.req.result(), aggs.flush.result()
     slots = aggs.ssd_slots
     ssd = _ssd_intervals(aggs) if slots else None
     vol = _finish_intervals(req, hist, flush, stalls, "volume", n, cache_pages, ssd, slots)
@@ -541,11 +542,12 @@ def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], sce
             progress(done, total or done)
     rid = run_id(trace_id, scenario, data_version)
     names = volumes()
-    vol, rg = _interval_tables(aggs, model, names, trace_id, rid)
+    hist = aggs.hist.result()  # merged once: the volume, group and tier tables all use it
+    vol, rg = _interval_tables(aggs, model, names, trace_id, rid, hist)
     summary = _summary(model, state, aggs, trace_id, rid)
     tables = {}
     if aggs.moves is not None:
-        tables, tier_summary = _tier_tables(model, state, aggs, rg, names)
+        tables, tier_summary = _tier_tables(model, state, aggs, rg, hist, names)
         summary.update(tier_summary)
         rg = rg.with_columns(tier=pl.col("rg").replace_strict(tier_tables.tier_of_group(model), default=None,
                                                               return_dtype=pl.String))
@@ -576,11 +578,11 @@ def _snapshot_timeline(model: ArrayModel, aggs: _Aggregates) -> SnapshotTimeline
                             full["blocks"].to_numpy())
 
 
-def _tier_tables(model: ArrayModel, state, aggs: _Aggregates, rg: pl.DataFrame,
+def _tier_tables(model: ArrayModel, state, aggs: _Aggregates, rg: pl.DataFrame, hist: pl.DataFrame,
                  names: list[str]) -> tuple[dict[str, pl.DataFrame], dict]:
     moves = tier_tables.moves_table(model, aggs.moves.result(), names)
     slices = tier_tables.slices_table(model, state, names)
-    intervals = tier_tables.intervals_table(model, rg, aggs.hist.result(), moves, aggs.interval_ns, _percentiles)
+    intervals = tier_tables.intervals_table(model, rg, hist, moves, aggs.interval_ns, _percentiles)
     tables = {"tier_intervals": intervals, "tier_moves": moves, "tier_slices": slices,
               "tier_windows": tier_tables.windows_table(model, moves)}
     return tables, tier_tables.summary(model, state, intervals, slices)
