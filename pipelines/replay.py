@@ -72,7 +72,7 @@ from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
-from replay.intervals import IntervalAggregator, outcome_frame
+from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
 from replay.model import Chunk
 from replay.pages import ChunkBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
@@ -200,7 +200,7 @@ class _Aggregates:
     Requests and flushes are aggregated once per (interval, volume, RAID group); the per-volume
     and per-group tables are sums over the other key at the end."""
 
-    interval_ns: int
+    interval_ns: int  # 0: auto (grows with the run: replay.intervals.auto_interval_ns)
     warmup_requests: int
     ssd_slots: int = 0  # 0: no SSD cache
     tiering: bool = False  # FAST VP: keep the relocation records
@@ -219,6 +219,9 @@ class _Aggregates:
     cliff: dict = field(default_factory=dict)  # all-flash: writes before / after the first GC wait
 
     def __post_init__(self) -> None:
+        self.auto = self.interval_ns == 0
+        if self.auto:
+            self.interval_ns = AUTO_INTERVALS_NS[0]
         n = self.interval_ns
         on = bool(self.ssd_slots)
         self.req = IntervalAggregator(n, by=["volume", "rg"], sums={**_req_sums(), **(_SSD_REQ_SUMS if on else {})},
@@ -252,7 +255,26 @@ class _Aggregates:
                      "backend_ios": 0}
         self._pending_write_ios: list[tuple[np.ndarray, np.ndarray]] = []
 
+    def _fit(self, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
+        """Auto interval: grow it (merging what was summed) before a chunk runs past
+        ``AUTO_MAX_INTERVALS`` of the current one."""
+        span = int(out["done_ns"].max()) if len(out["done_ns"]) else 0
+        if len(records["ts_ns"]):
+            span = max(span, int(records["ts_ns"].max()))
+        n = auto_interval_ns(span, self.interval_ns)
+        if n == self.interval_ns:
+            return
+        self.interval_ns = n
+        for agg in (self.req, self.promo, self.hist, self.flush, self.stalls, self.flash):
+            if agg is not None:
+                agg.coarsen(n)
+        for agg in (self.ssd_fine, self.ssd_fine_flush):
+            if agg is not None:
+                agg.coarsen(min(n, SSD_FINE_NS))
+
     def add(self, chunk: Chunk, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
+        if self.auto:
+            self._fit(out, records)
         frame = outcome_frame(chunk, out).with_columns(
             ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))

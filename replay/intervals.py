@@ -21,6 +21,25 @@ from replay.model import Chunk
 from schemas.trace import OP_READ, OP_WRITE
 from schemas.units import parse_duration_ns
 
+#: ``interval = "auto"``: the interval grows along this chain (each value divides the next, so
+#: intervals already summed can be merged exactly) to the smallest value that cuts the run into at
+#: most ``AUTO_MAX_INTERVALS``; the steps are at most 5x, so a run of more than 60 ms gets >= 60
+_MS, _S = 10**6, 10**9
+AUTO_INTERVALS_NS = (1 * _MS, 2 * _MS, 10 * _MS, 20 * _MS, 100 * _MS, 200 * _MS, 1 * _S, 2 * _S, 10 * _S,
+                     20 * _S, 60 * _S, 120 * _S, 600 * _S, 1200 * _S, 3600 * _S, 7200 * _S, 21600 * _S,
+                     86400 * _S)
+AUTO_MAX_INTERVALS = 300
+
+
+def auto_interval_ns(span_ns: int, at_least_ns: int = AUTO_INTERVALS_NS[0]) -> int:
+    """The smallest chain value >= ``at_least_ns`` that covers ``[0, span_ns]`` in at most
+    ``AUTO_MAX_INTERVALS`` intervals (the last chain value for longer spans)."""
+    for v in AUTO_INTERVALS_NS:
+        if v >= at_least_ns and span_ns // v + 1 <= AUTO_MAX_INTERVALS:
+            return v
+    return AUTO_INTERVALS_NS[-1]
+
+
 # Additive per-interval columns of a cache replay (name -> aggregation of outcome_frame columns).
 CACHE_SUMS: dict[str, pl.Expr] = {
     "requests": pl.len().cast(pl.Int64),
@@ -97,6 +116,19 @@ class IntervalAggregator:
         keys = ["interval_start_ns", *self.by]
         return (pl.concat(parts).group_by(keys, maintain_order=True)
                 .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes)).sort(keys))
+
+    def coarsen(self, interval_ns: int) -> None:
+        """Re-cut what was summed so far into ``interval_ns`` windows (a multiple of the current
+        interval: each old window falls in exactly one new one)."""
+        if interval_ns == self.interval_ns:
+            return
+        if interval_ns % self.interval_ns:
+            raise ValueError(f"cannot coarsen {self.interval_ns} ns intervals to {interval_ns} ns")
+        self.interval_ns = interval_ns
+        if self._parts:
+            merged = pl.concat(self._parts).with_columns(
+                interval_start_ns=pl.col("interval_start_ns") // interval_ns * interval_ns)
+            self._parts = [self._merge([merged])]
 
     def result(self) -> pl.DataFrame:
         """One row per (interval, keys): interval_start_ns, keys, the sums, the ratios."""

@@ -493,7 +493,7 @@ class Flash:
 class ReplayOptions:
     mode: str = "open"  # open: trace timestamps; closed: `outstanding` I/Os in flight
     outstanding: int = 16  # IOMeter workers x outstanding, fio numjobs x iodepth
-    interval_ns: int = 60 * 10**9  # per-interval outputs
+    interval_ns: int = 0  # per-interval outputs; 0: "auto", chosen from the run's length (replay.intervals)
     warmup_pct: float = 0.0  # summary metrics skip this share of the requests (cache warm-up)
 
 
@@ -607,6 +607,10 @@ class Scenario:
             f.append("all_flash")
         return f
 
+    def relabel(self, name: str) -> Scenario:
+        """A copy under another name (the hash, which keys runs, covers the model only)."""
+        return replace(self, name=name)
+
     def with_replay(self, **changes) -> Scenario:
         """A copy with replay options changed (e.g. ``mode="closed", outstanding=48``), checked
         as the file's ``[replay]`` section is (ValueError naming the option and its range)."""
@@ -615,7 +619,8 @@ class Scenario:
             raise ValueError(f"replay mode must be 'open' or 'closed', got {opts.mode!r}")
         _check_range("outstanding", opts.outstanding, 1, MAX_OUTSTANDING, integer=True)
         _check_range("warmup_pct", opts.warmup_pct, 0, MAX_WARMUP_PCT)
-        _check_range("interval_ns", opts.interval_ns, MIN_INTERVAL_NS, None, integer=True)
+        if opts.interval_ns != 0:  # 0: auto
+            _check_range("interval_ns", opts.interval_ns, MIN_INTERVAL_NS, None, integer=True)
         return replace(self, replay=opts)
 
     def describe(self) -> dict:
@@ -891,10 +896,11 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     replay_opts = ReplayOptions(
         mode=_get(w, "replay", rt, "mode", "str", r0.mode, choices=("open", "closed")),
         outstanding=_get(w, "replay", rt, "outstanding", "int", r0.outstanding, minimum=1, maximum=MAX_OUTSTANDING),
-        interval_ns=_get(w, "replay", rt, "interval", "duration", r0.interval_ns, minimum=1, strict_min=False),
+        interval_ns=0 if rt.get("interval", "auto") == "auto" else _get(w, "replay", rt, "interval", "duration",
+                                                                          r0.interval_ns, minimum=1, strict_min=False),
         warmup_pct=_get(w, "replay", rt, "warmup_pct", "float", r0.warmup_pct, minimum=0, maximum=MAX_WARMUP_PCT),
     )
-    if replay_opts.interval_ns < MIN_INTERVAL_NS:
+    if 0 < replay_opts.interval_ns < MIN_INTERVAL_NS:
         raise w.error("replay", "interval", "must be at least 1 ms")
 
     extra = {}

@@ -33,10 +33,8 @@ DELIBERATE = {
     ("vnx5400", "drive_classes.sas10k.capacity_bytes"): "informational: 900 GB (seed 000)",
     ("xs5224d", "drive_classes.nlsas7k.capacity_bytes"): "informational: 500 GB (seed 003)",
     ("xs5224d", "pools.pool1.span_fraction"): "2 x 45 GB on 16 x 500 GB (seed 003)",
-    # how the seeds drove them: closed loop, their outstanding I/Os, their intervals
+    # how the seeds drove them: closed loop, their outstanding I/Os
     **{(p, "replay.mode"): "closed loop like IOMeter" for p in ("vnx1-flare", "vnx2-mcx", "vnx5400", "xs5224d")},
-    ("vnx1-flare", "replay.interval_ns"): "10 s: forced-flush cycles are seconds long",
-    ("vnx2-mcx", "replay.interval_ns"): "10 s: forced-flush cycles are seconds long",
     ("vnx5400", "replay.outstanding"): "4 workers x 3 (seed 000)",
     ("xs5224d", "replay.outstanding"): "QD 128 (seed 003)",
     # SSD caches (the dataclass defaults are a VNX1 FAST Cache)
@@ -59,7 +57,6 @@ DELIBERATE = {
     ("violin6232", "controller.overhead_us"): "four controllers reaching ~300k IOPS (seed 001)",
     ("violin6232", "replay.mode"): "closed loop like fio",
     ("violin6232", "replay.outstanding"): "fio numjobs 64 x iodepth 64 (seed 001 group 1)",
-    ("violin6232", "replay.interval_ns"): "10 s: the cliff in vxstat's 5 s samples",
 }
 #: Presets that are another preset with one mechanism switched on: they differ from the defaults
 #: where their base does (plus their own entries above).

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 import pytest
 
-from replay.intervals import IntervalAggregator, outcome_frame
+from replay.intervals import (
+    AUTO_INTERVALS_NS,
+    AUTO_MAX_INTERVALS,
+    IntervalAggregator,
+    auto_interval_ns,
+    outcome_frame,
+)
 from replay.kernels import cache_model
 from replay.pages import ChunkBuilder
 
@@ -68,3 +76,36 @@ def test_custom_sums_and_errors():
         IntervalAggregator("soon")
     with pytest.raises(ValueError, match="has 1 values for 6 requests"):
         outcome_frame(chunk, {"hit": chunk.op[:1]})
+
+
+def test_coarsen_equals_summing_at_the_coarse_interval():
+    """Summed at 10 s and re-cut to 30 s after the first chunk == summed at 30 s throughout;
+    a non-multiple is refused."""
+    df = _reqs()
+    model = cache_model("lru", 2 * 4096, 4096)
+    state = model.new_state()
+    builder = ChunkBuilder(4096)
+    agg = IntervalAggregator("10s", by=["volume"])
+    agg.add(outcome_frame(c := builder.build(df.slice(0, 3)), model.replay(state, c)))
+    agg.coarsen(30 * S)
+    agg.add(outcome_frame(c := builder.build(df.slice(3, 3)), model.replay(state, c)))
+    assert agg.interval_ns == 30 * S
+    assert agg.result().equals(_run([0, 3, 6], interval="30s", by=["volume"]))
+    with pytest.raises(ValueError, match="cannot coarsen 30000000000 ns intervals to 45000000000 ns"):
+        agg.coarsen(45 * S)
+
+
+@pytest.mark.parametrize(("span_ns", "expected_ns"), [
+    (0, 10**6),                      # one request: 1 ms
+    (299 * 10**6, 10**6),            # 299 ms: 300 intervals of 1 ms
+    (300 * 10**6, 2 * 10**6),        # 301 would be too many
+    (10 * S, 100 * 10**6),           # 10 s: 101 intervals of 100 ms
+    (75 * 60 * S, 20 * S),           # seed 000's 75 minutes: 226 intervals of 20 s
+    (24 * 3600 * S, 600 * S),        # a day: 145 intervals of 10 min
+    (10**4 * 86400 * S, 86400 * S),  # past the chain: days
+])
+def test_auto_interval_chain(span_ns, expected_ns):
+    assert auto_interval_ns(span_ns) == expected_ns
+    assert all(b % a == 0 and b // a <= 5 for a, b in itertools.pairwise(AUTO_INTERVALS_NS))
+    if span_ns >= 60 * 10**6 and expected_ns < AUTO_INTERVALS_NS[-1]:
+        assert 60 <= span_ns // expected_ns + 1 <= AUTO_MAX_INTERVALS

@@ -1,0 +1,172 @@
+"""``tiercast compare`` (one trace through several scenarios, side by side, with a report) and
+``tiercast size`` (the cheapest configuration that meets a target)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    check_output,
+    data_dir_of,
+    out,
+    print_json,
+    progress_bar,
+    table,
+)
+from pipelines.cli.replay import SetOpt
+
+OutOpt = Annotated[Path | None, typer.Option("--out", help="HTML report to write (default: reports/<command>-<trace "
+                                                           "id prefix>.html).")]
+NoReportOpt = Annotated[bool, typer.Option("--no-report", help="Do not write the HTML report.")]
+
+
+def _f(v, fmt: str = ",.2f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _progress(label: str):
+    """A progress callback factory: one transient bar per replay (rich shows one live display at
+    a time, so a new bar closes the last)."""
+    bars = []
+
+    def close() -> None:
+        while bars:
+            bars.pop().__exit__(None, None, None)
+
+    def make(name: str):
+        close()
+        cm = progress_bar(f"{label} {name}", "requests")
+        bars.append(cm)
+        return cm.__enter__()
+
+    return make, close
+
+
+def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run_ids: list[str]) -> Path:
+    from pipelines.load import load
+    from pipelines.report import write_report
+
+    path = out_path or Path("reports") / f"{command}-{trace.trace_id[:12]}.html"
+    load(d)
+    return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids)
+
+
+@app.command()
+def compare(
+    trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
+    scenario: Annotated[list[str], typer.Option(
+        "--scenario", "-s", help="Preset name or .toml path, optionally followed by overrides of its own: "
+        "'vnx5400-fastcache ssd_cache.capacity_bytes=200GB' (repeatable; the first is the baseline).")],
+    overrides: SetOpt = None,
+    out_path: OutOpt = None,
+    no_report: NoReportOpt = False,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay a trace through several scenarios (reusing runs already made by this model version)
+    and show them side by side: hit ratios per cache tier, flushes, forced flushes and
+    throttling, IOPS, response time mean/p95/p99, warm-up, SSD fill; plus an HTML report."""
+    import warnings
+
+    from pipelines import whatif
+    from pipelines.catalog import find_trace
+
+    if out_path is not None:
+        check_output(out_path, "--out")
+    d = data_dir_of(data_dir)
+    trace = find_trace(d, trace_id)
+    scs = [whatif.scenario_of(s, overrides or ()) for s in scenario]
+    make, close = _progress("replay")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rows = whatif.compare(trace, d, scs, progress=make)
+    finally:
+        close()
+    report = None if no_report else _report(d, out_path, "compare", trace, f"compare: {trace.trace_id[:12]}",
+                                             [r["run_id"] for r in rows])
+    for r in rows:
+        r["report"] = str(report) if report else None
+    if as_json:
+        print_json(rows)
+        return
+    t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
+              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "run")
+    for r in rows:
+        t.add_row(r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
+                  _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
+                  _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
+                  _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
+                  _f(r["warmup_s"], ",.0f"), r["run_id"] + (" (reused)" if r["reused"] else ""))
+    out.print(t)
+    if report:
+        out.print(f"report {report}")
+
+
+@app.command()
+def size(
+    trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
+    base: Annotated[str, typer.Option("--base", help="Preset name or .toml path the variants start from.")],
+    vary: Annotated[list[str], typer.Option(
+        "--vary", metavar="KEY=V1,V2,...", help="A scenario key and its values, cheapest first, e.g. "
+        "ssd_cache.capacity_bytes=0,50GB,100GB (0: no SSD cache). Repeatable: every combination is a variant.")],
+    target: Annotated[list[str], typer.Option(
+        "--target", help="What the configuration must meet, e.g. 'p95_ms<=5', 'iops>=20000' (repeatable: all).")],
+    overrides: SetOpt = None,
+    prune: Annotated[bool, typer.Option(help="Skip variants the trace's LRU hit-ratio curve says cannot do "
+                                              "better than a cheaper one that failed.")] = True,
+    exhaustive: Annotated[bool, typer.Option(help="Replay every variant (to check the search).")] = False,
+    out_path: OutOpt = None,
+    no_report: NoReportOpt = False,
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The cheapest configuration that meets every target: variants replayed cheapest first until
+    one meets them, skipping those the exact hit-ratio curve rules out."""
+    import warnings
+
+    from pipelines import whatif
+    from pipelines.catalog import find_trace
+
+    if out_path is not None:
+        check_output(out_path, "--out")
+    targets = [whatif.parse_target(t) for t in target]
+    varies = [whatif.parse_vary(v) for v in vary]
+    d = data_dir_of(data_dir)
+    trace = find_trace(d, trace_id)
+    make, close = _progress("replay")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = whatif.size(trace, d, base, varies, targets, overrides or (), prune=prune, exhaustive=exhaustive,
+                              progress=make)
+    finally:
+        close()
+    run_ids = [v.row["run_id"] for v in res.variants if v.row]
+    report = None if no_report or not run_ids else _report(
+        d, out_path, "size", trace, f"size: {trace.trace_id[:12]} on {base}, {' and '.join(res.targets)}", run_ids)
+    doc = {**res.as_dict(), "report": str(report) if report else None}
+    if as_json:
+        print_json(doc)
+        return
+    t = table("variant", "LRU hit ratio", "meets", "IOPS", "mean ms", "p95 ms", "p99 ms", "replayed")
+    for v in res.variants:
+        r = v.row or {}
+        meets = {True: "yes", False: "no", None: "-"}[v.meets] + (" (curve)" if v.skipped == "curve" else "")
+        t.add_row(v.label, _f(v.curve_hit_ratio, ".4f"), meets,
+                  _f(r.get("iops"), ",.0f"), _f(r.get("latency_mean_ms")), _f(r.get("latency_p95_ms")),
+                  _f(r.get("latency_p99_ms")),
+                  ("reused" if r.get("reused") else "yes") if v.row else f"no: {v.skipped}")
+    out.print(t)
+    c = res.counts()
+    out.print(f"{'cheapest meeting ' + ' and '.join(res.targets) + ': ' + res.chosen.label if res.chosen else 'no variant meets ' + ' and '.join(res.targets)}")
+    out.print(f"{c['replayed']} of {c['variants']} variants replayed ({c['replayed_now']} new); skipped "
+              f"{c['pruned_by_curve']} by the hit-ratio curve and {c['not_needed']} costlier than the answer")
+    if report:
+        out.print(f"report {report}")
