@@ -49,6 +49,10 @@ class Standalone:
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            # the task supervisor's calls to the API server time out after 5 s by default, and a
+            # loaded 2-core machine (the suite next to the scheduler) answers slower: the task then
+            # dies before it runs (SIGKILL, "httpcore.ReadTimeout" in the scheduler's log)
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
             "TIERCAST_DATA_DIR": str(self.data_dir),
             "TIERCAST_INGEST_CRON": "",  # runs only when triggered here
             "TIERCAST_REPLAY_CRON": "",
