@@ -15,7 +15,7 @@ import importlib
 #: command -> the module of pipelines.cli that defines it
 COMMANDS = {
     "calibrate": "calibrate", "capture": "capture", "captures": "capture", "compare-measured": "compare",
-    "demo": "demo", "ingest": "ingest", "load": "warehouse", "measured": "measured", "mrc": "simulate",
+    "demo": "demo", "experiments": "experiments", "ingest": "ingest", "load": "warehouse", "measured": "measured", "mrc": "simulate",
     "replay": "replay", "report": "report", "scenarios": "replay", "simulate": "simulate", "skew": "analytics",
     "snapshots": "analytics", "sql": "warehouse", "sweep": "replay", "synth": "synth", "traces": "ingest",
 }
