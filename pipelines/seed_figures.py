@@ -50,12 +50,13 @@ SEED003_REGION = 90 * GIB
 #: seed 002 does not give the test file size; the LUN of a RAID 5 4+1 of 300 GB drives holds
 #: 4 x 300 GB = 1.2 TB: the assumed region is 1 TiB, most of it (span_fraction 1.0 in the presets)
 SEED002_REGION = 1 << 40
-#: quick mode (``tiercast experiments --quick``, the demo): the same programs with these requests
-#: per run (full: each function's default) and time steps, every time series keeping >= 30 intervals
+#: quick mode (``tiercast experiments --quick``, the demo): the long SSD-cache runs shortened to
+#: these requests per run, with intervals short enough for >= 30 per run; every other run (the
+#: figures' sweeps, seed 002, the HDD baselines, seed 001, seed 004, the 75-min ramp) as in full mode
 QUICK = {
-    "seed000_curve": 200_000, "seed000_2gb": 1_600_000, "seed002": 300_000, "seed003_read": 100_000,
-    "seed003_write": 1_000_000, "seed000_fastcache": 1_500_000, "seed000_fastcache_interval_s": 60,
-    "seed000_ramp_step_s": 180, "seed003_qcache": 2_000_000, "seed003_ssds": 1_000_000,
+    "seed000_fastcache": 3_000_000, "seed000_fastcache_interval_s": 30,  # full: 9 M, 300 s
+    "seed003_qcache": 2_000_000, "seed003_qcache_interval_s": 5,  # full: 8 M, 10 s
+    "seed003_ssds": 1_000_000, "seed003_ssds_interval_s": 1,  # full: 3 M, 2 s
 }
 
 
@@ -83,10 +84,8 @@ def workload(pattern: str, **over) -> tuple[str, pl.DataFrame]:
 def seed000_curve(outstanding=(3, 6, 12, 24, 96, 192), requests: int | None = None) -> dict[int, dict]:
     """The database pattern (8 KB, 67 % read, 100 % random) over the 15 GB test file on
     ``vnx5400``, one closed-loop run per outstanding-I/O count, measured after 50 % warm-up."""
-    runs = current()
-    name, df = workload("database", requests=requests or runs.size(1_000_000, QUICK["seed000_curve"]),
-                        region_bytes=15 * GIB, seed=3)
-    rows = runs.sweep(name, df, load("vnx5400"), list(outstanding), warmup_pct=50)
+    name, df = workload("database", requests=requests or 1_000_000, region_bytes=15 * GIB, seed=3)
+    rows = current().sweep(name, df, load("vnx5400"), list(outstanding), warmup_pct=50)
     return {r["outstanding"]: r for r in rows}
 
 
@@ -127,11 +126,10 @@ def seed002(preset: str, region_bytes: int = SEED002_REGION, requests: int | Non
             sc: Scenario | None = None) -> tuple[float, dict]:
     """Random 8 KB writes at 512-byte alignment ("unaligned") over ``region_bytes``, 1 worker x
     16 outstanding; sustained IOPS (see :func:`sustained_iops`) and the run summary."""
-    runs = current()
-    name, df = workload("randwrite-8k", requests=requests or runs.size(1_200_000, QUICK["seed002"]),
-                        region_bytes=region_bytes, align_bytes=512, seed=1)
+    name, df = workload("randwrite-8k", requests=requests or 1_200_000, region_bytes=region_bytes, align_bytes=512,
+                        seed=1)
     sc = (sc or load(preset)).with_replay(mode="closed", outstanding=16, interval_ns=10**9)
-    res = runs.replay(name, df, sc)
+    res = current().replay(name, df, sc)
     forced = res.summary["forced_flush_count"] > 0
     return sustained_iops(res, forced), res.summary
 
@@ -146,8 +144,7 @@ def seed003(kind: str, sc: Scenario | None = None, region_bytes: int = SEED003_R
     sc = sc or load("xs5224d")
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
     runs = current()
-    n = requests or (runs.size(300_000, QUICK["seed003_read"]) if kind == "read"
-                     else runs.size(4_000_000, QUICK["seed003_write"]))
+    n = requests or (300_000 if kind == "read" else 4_000_000)
     name, df = workload(pat, requests=n, region_bytes=region_bytes, seed=7)
     if kind == "read":
         res = runs.replay(name, df, sc.with_replay(mode="closed", outstanding=128, warmup_pct=50, interval_ns=10**9))
@@ -203,11 +200,9 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
     12 -> 24 -> 48 -> 96 -> 192 outstanding every 15 simulated minutes, cache state carried
     through (the model raises the loop at the first chunk boundary past each step's end; chunks
     of 20,000 requests, a few seconds). Per step: IOPS, mean response time, FAST Cache fill at
-    the step's end. Quick mode: 3-minute steps."""
+    the step's end."""
     from replay.array import RECORD_KINDS, ArrayModel
     from replay.pages import ChunkBuilder
-
-    step_ns = current().size(FC_STEP_NS, QUICK["seed000_ramp_step_s"] * 10**9)
 
     df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
     sc = load("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_RAMP[0])
@@ -225,7 +220,7 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
         acc["lat"] += int((done - arr).sum())
         used = rec["rg_dirty_pages"][rec["kind"] == promo]
         acc["used"] = max(acc["used"], int(used.max()) if used.size else 0)
-        if int(arr[-1]) >= (step + 1) * step_ns:
+        if int(arr[-1]) >= (step + 1) * FC_STEP_NS:
             span = (int(arr[-1]) - acc["t0"]) / 1e9
             fill = 100.0 * acc["used"] / m.kernel_params.ssd.slots if fast_cache else 0.0
             steps.append({"outstanding": FC_RAMP[step], "iops": acc["n"] / span,
@@ -245,8 +240,9 @@ SEED003_SSDS = (1, 2, 4, 8)
 def seed003_qcache_ssds(ssds: int) -> dict:
     """Seed 003's 1, 2, 4, 8 SSDs: QCache read cache over a 16 GiB region (warm in seconds), 2 s
     intervals."""
-    return seed003_qcache("read", ssds=ssds, region_gib=16, requests=current().size(3_000_000, QUICK["seed003_ssds"]),
-                          interval_s=2)
+    runs = current()
+    return seed003_qcache("read", ssds=ssds, region_gib=16, requests=runs.size(3_000_000, QUICK["seed003_ssds"]),
+                          interval_s=runs.size(2, QUICK["seed003_ssds_interval_s"]))
 
 
 def at_minute(run: dict, key: str, minute: float) -> float:
@@ -262,7 +258,7 @@ def mean_until(run: dict, key: str, minute: float) -> float:
 
 @cached(maxsize=8)
 def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int = 90,
-                   requests: int | None = None, interval_s: int = 10) -> dict:
+                   requests: int | None = None, interval_s: int | None = None) -> dict:
     """4 KB random reads (``xs5224d-qcache-read``) or writes (``xs5224d-qcache-rw``) at QD 128 over
     ``region_gib`` (seed 003: both 45 GB volumes), ``ssds`` SSDs, 10 s intervals; ``warmup_s``:
     when the SSD cache first holds 90 % of what it ends with (the working set: 90 GB is 23,040
@@ -273,7 +269,8 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
     name, df = workload(pat, requests=requests or current().size(8_000_000, QUICK["seed003_qcache"]),
                         region_bytes=region_gib * GIB, seed=5)
-    run = _ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128), interval_s)
+    run = _ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128),
+                   interval_s or current().size(10, QUICK["seed003_qcache_interval_s"]))
     fill = run["fill_t"]
     k = next(i for i, f in enumerate(fill) if f >= 0.9 * fill[-1])
     run["warmup_s"] = run["t_s"][k] + 10
@@ -341,9 +338,8 @@ def err(model: float, published: float) -> float:
 def seed000_2gb() -> dict:
     """The database pattern over a 2 GB file (fits the 4 GiB SP cache), 192 outstanding; 1.6 M
     requests over 262,144 pages, measured after 75 % (by then 99 % of the pages are cached)."""
-    runs = current()
-    name, df = workload("database", requests=runs.size(1_600_000, QUICK["seed000_2gb"]), region_bytes=2 * GIB, seed=5)
-    return runs.sweep(name, df, load("vnx5400"), [192], warmup_pct=75)[0]
+    name, df = workload("database", requests=1_600_000, region_bytes=2 * GIB, seed=5)
+    return current().sweep(name, df, load("vnx5400"), [192], warmup_pct=75)[0]
 
 
 @cached(maxsize=8)
@@ -372,7 +368,8 @@ def seed004(snapshots: str, passes: int = 3) -> dict:
     df = pl.DataFrame({"ts_ns": np.arange(n, dtype=np.int64), "volume": ["lun"] * n, "op": ["write"] * n,
                        "offset": (np.arange(n, dtype=np.int64) % SEED004_PASS_MIB) << 20, "size": [1 << 20] * n})
     over = ["snapshots.enabled=false"] if snapshots == "off" else ["snapshots.every_s=18", f"snapshots.mode={snapshots}"]
-    s = current().replay(f"seed004-{passes}x{SEED004_PASS_MIB}mib", df, load("vnx5500-snapshots", over)).summary
+    sc = load("vnx5500-snapshots", over).with_replay(interval_ns=10**9)
+    s = current().replay(f"seed004-{passes}x{SEED004_PASS_MIB}mib", df, sc).summary
     return {"mb_per_s": s["mb_per_s"], "summary": s}
 
 

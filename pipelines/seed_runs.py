@@ -11,6 +11,7 @@ and its cached results are dropped whenever :func:`using` switches.
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ from pipelines.replay import ReplayResult, replay_frames, replay_trace, run_path
 from replay.scenario import Scenario
 
 _CACHES: list[Callable] = []
+#: one ingest at a time (the experiments measure seeds in threads; the source index is read-modify-write)
+_INGEST = threading.Lock()
 
 
 def cached(maxsize: int):
@@ -92,14 +95,19 @@ class Runs:
     def _trace(self, name: str, df: pl.DataFrame):
         """``df`` as an ingested trace, written once as canonical Parquet (``name`` must say
         everything the content depends on: a re-run finds the file, and ingest says it has it)."""
+        from pipelines.catalog import find_trace
+
+        path = self.data_dir / "synth" / "seeds" / f"{name}.parquet"
+        with _INGEST:
+            return find_trace(self.data_dir, self._ingest(path, df).trace_id)
+
+    def _ingest(self, path: Path, df: pl.DataFrame):
         import pyarrow.parquet as pq
 
-        from pipelines.catalog import find_trace
         from pipelines.files import atomic_output
         from pipelines.ingest import ingest_file
         from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 
-        path = self.data_dir / "synth" / "seeds" / f"{name}.parquet"
         if not path.exists():
             full = df.with_columns(*(pl.lit(None, dtype=t).alias(c) for c, t in POLARS_SCHEMA.items()
                                      if c not in df.columns))
@@ -107,7 +115,7 @@ class Runs:
             with atomic_output(path, "synthetic workload") as tmp:
                 pq.write_table(full.select(list(POLARS_SCHEMA)).cast(POLARS_SCHEMA).to_arrow().cast(ARROW_SCHEMA), tmp,
                                compression="zstd")
-        return find_trace(self.data_dir, ingest_file(path, self.data_dir).trace_id)
+        return ingest_file(path, self.data_dir)
 
 
 _current = Runs()
