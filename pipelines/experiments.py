@@ -172,14 +172,15 @@ def measure(seeds: tuple[str, ...], runs: Runs, log: Callable[[str], None] = lam
             workers: int = 2) -> Results:
     """Every figure and finding of ``seeds``, measured with ``runs``: ``workers`` seeds at a time
     (threads: the replay kernels release the GIL), each seed's lines logged when it is done."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     done = {}
+    log(f"measuring seeds {', '.join(seeds)} ({'quick' if runs.quick else 'full'} mode, {workers} at a time)")
     with using(runs), ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {s: pool.submit(_measure_seed, s, runs.quick) for s in sorted(seeds, key=BY_COST.index)}
-        for s, fut in futures.items():
-            done[s] = fut.result()
-            for line in done[s][2]:
+        futures = {pool.submit(_measure_seed, s, runs.quick): s for s in sorted(seeds, key=BY_COST.index)}
+        for fut in as_completed(futures):
+            done[futures[fut]] = fut.result()
+            for line in done[futures[fut]][2]:
                 log(line)
     figures = [r for s in seeds for r in done[s][0]]
     findings = [r for s in seeds for r in done[s][1]]

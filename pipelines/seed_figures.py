@@ -1,5 +1,8 @@
-"""How each quantitative seed figure is measured on the model: shared by tests/test_array_seeds.py
-(calibration), tests/test_seed_validation.py (validation) and the README's seed-figures table.
+"""Every quantitative seed figure (``FIGURES``: published value, tolerance, calibration or
+validation) and how it is measured on the model: shared by tests/test_array_seeds.py
+(calibration), tests/test_seed_validation.py (validation), ``tiercast experiments``
+(pipelines/experiments.py, which runs the same code into a data directory:
+pipelines/seed_runs.py) and the README's seed-figures table.
 
 Run it to print the measurements (~30 s), the README table, or the sensitivity tables behind the
 misses (~3 min):
@@ -55,7 +58,9 @@ SEED002_REGION = 1 << 40
 #: figures' sweeps, seed 002, the HDD baselines, seed 001, seed 004, the 75-min ramp) as in full mode
 QUICK = {
     "seed000_fastcache": 3_000_000, "seed000_fastcache_interval_s": 30,  # full: 9 M, 300 s
-    "seed003_qcache": 2_000_000, "seed003_qcache_interval_s": 5,  # full: 8 M, 10 s
+    # full: 8 M requests, 10 s intervals; reads warm up over ~3 M of them (6 simulated minutes)
+    "seed003_qcache_read": 5_500_000, "seed003_qcache_read_interval_s": 2,
+    "seed003_qcache_write": 3_600_000, "seed003_qcache_write_interval_s": 5,
     "seed003_ssds": 1_000_000, "seed003_ssds_interval_s": 1,  # full: 3 M, 2 s
 }
 
@@ -267,13 +272,13 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     if ssds != sc.ssd.drives:
         sc = variant(sc.name, drives=ssds)
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
-    name, df = workload(pat, requests=requests or current().size(8_000_000, QUICK["seed003_qcache"]),
+    name, df = workload(pat, requests=requests or current().size(8_000_000, QUICK[f"seed003_qcache_{kind}"]),
                         region_bytes=region_gib * GIB, seed=5)
-    run = _ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128),
-                   interval_s or current().size(10, QUICK["seed003_qcache_interval_s"]))
+    interval_s = interval_s or current().size(10, QUICK[f"seed003_qcache_{kind}_interval_s"])
+    run = _ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128), interval_s)
     fill = run["fill_t"]
     k = next(i for i, f in enumerate(fill) if f >= 0.9 * fill[-1])
-    run["warmup_s"] = run["t_s"][k] + 10
+    run["warmup_s"] = run["t_s"][k] + interval_s
     run["plateau_iops"] = max(run["iops_t"][k:])
     return run
 

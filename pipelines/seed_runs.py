@@ -109,8 +109,9 @@ class Runs:
         from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 
         if not path.exists():
-            full = df.with_columns(*(pl.lit(None, dtype=t).alias(c) for c, t in POLARS_SCHEMA.items()
-                                     if c not in df.columns))
+            missing = [c for c in POLARS_SCHEMA if c not in df.columns]
+            full = df.with_columns(*(pl.int_range(1, df.height + 1, dtype=pl.Int64).alias(c) if c == "src_line"
+                                     else pl.lit(None, dtype=POLARS_SCHEMA[c]).alias(c) for c in missing))
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_output(path, "synthetic workload") as tmp:
                 pq.write_table(full.select(list(POLARS_SCHEMA)).cast(POLARS_SCHEMA).to_arrow().cast(ARROW_SCHEMA), tmp,
