@@ -35,7 +35,7 @@ PROGRAMS = {
            "redirect-on-write vs none",
 }
 #: quick mode's tolerance for the figures measured on shortened runs (QCache warm-up and plateau:
-#: 2 M requests instead of 8 M, 5 s intervals instead of 10 s), else the figure's own
+#: fewer requests, shorter intervals), else the figure's own
 QUICK_TOLERANCE_PCT = {"s003_qc_read_warmup": 30.0, "s003_qc_read_iops": 30.0, "s003_qc_write_iops": 30.0,
                        "s003_qc_write_warmup": 30.0}
 
