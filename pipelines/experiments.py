@@ -10,6 +10,7 @@ the shorter runs move them, and the table says which tolerance a row was held to
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,7 +236,7 @@ def write_seed_report(data_dir: Path, out: Path, res: Results, quick: bool) -> P
     from pipelines import report
 
     title = "tiercast: the seed articles reproduced" + (" (quick mode)" if quick else "")
-    intro = "".join(f"<p><b>seed {s}</b>: {PROGRAMS[s]}</p>" for s in sorted(set(res.figures["seed"])))
+    intro = "\n".join(f"seed {s}: {PROGRAMS[s]}" for s in sorted(set(res.figures["seed"])))
     run_ids = sorted({r.run_id for r in res.runs.ran if r.run_id})
     sweep_ids = sorted({r.sweep_id for r in res.runs.ran if r.sweep_id})
     try:
@@ -248,7 +249,8 @@ def write_seed_report(data_dir: Path, out: Path, res: Results, quick: bool) -> P
     tables = out.parent / f"{out.stem}_tables"
     page = path.read_text()
     head = page.index("</h1>") + len("</h1>")
-    seeds = (intro + "<h2>Seed figures</h2>" + report._table(res.figures, "seed_figures", tables)
+    seeds = ("".join(f"<p>{html.escape(line)}</p>" for line in intro.splitlines())
+             + "<h2>Seed figures</h2>" + report._table(res.figures, "seed_figures", tables)
              + "<h2>Findings</h2>" + report._table(res.findings, "seed_findings", tables))
     from pipelines.files import write_text
 
