@@ -1,5 +1,6 @@
-"""The demo job on the embedded default: the seed articles' workloads generated, ingested,
-replayed through the seed arrays, loaded into DuckDB and reported as HTML."""
+"""The demo on the embedded default: the seed experiments in quick mode (:func:`demo`), and the
+sample data set of the seed articles' workloads replayed through the seed arrays
+(:func:`run_demo`, what the report's tests build)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,28 @@ DEMO_REPLAYS = {
 DEMO_CURVES = (("database-15g", 8192), ("randread-4k", 4096))
 #: seed 000's IOPS / response time against IOMeter streams
 DEMO_SWEEP = ("database-15g", "vnx5400", [12, 24, 48, 96, 192])
+
+
+#: what the demo suggests to try on the warehouse it leaves
+EXAMPLE_QUERIES = (
+    "select seed, figure, published, model, error_pct, tolerance_pct, kind, ok from seed_figures order by seed, figure",
+    "select seed, finding, ok from seed_findings order by seed",
+    "select scenario, outstanding, iops, latency_mean_ms from sweeps where scenario = 'vnx5400' order by outstanding",
+)
+
+
+def demo(data_dir: Path, reports: Path = Path("reports"), log: Callable[[str], None] = print):
+    """The seed experiments in quick mode into ``data_dir`` (report ``<reports>/seeds.html``)."""
+    from pipelines.experiments import run_experiments
+
+    return run_experiments(data_dir, quick=True, report=reports / "seeds.html", log=log)
+
+
+def where(data_dir: Path, report: Path) -> list[str]:
+    """Where the demo left the warehouse and the report, and what to ask the warehouse."""
+    return [f"warehouse: {(Path(data_dir) / 'tiercast.duckdb').resolve()}",
+            f"report: {report.resolve()} (tables as CSV in {report.parent.resolve() / (report.stem + '_tables')})",
+            "try:", *(f'  tiercast sql --data-dir {data_dir} "{q}"' for q in EXAMPLE_QUERIES)]
 
 
 def run_demo(

@@ -65,6 +65,8 @@ FILE_TABLES = {
     "mrc": ("mrc", "*/*.parquet"),
     "simulations": ("simulate", "*/*/summary.parquet"),
     "skew": ("skew", "*/*.parquet"),
+    "seed_figure_results": ("seed_figures", "*.parquet"),
+    "seed_findings": ("seed_findings", "*.parquet"),
 }
 
 

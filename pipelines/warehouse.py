@@ -33,7 +33,9 @@ from pipelines.sql import identifier, path_list
 
 DB_NAME = "tiercast.duckdb"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "warehouse.sql"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: the line of ``schemas/warehouse.sql`` after which schema 2's additions begin
+SCHEMA_2_MARKER = "-- schema 2: seed experiments"
 #: a lock conflict is retried this long before giving up
 LOCK_TIMEOUT_S = 60.0
 #: backoff between attempts: doubles from the first to the cap, with jitter
@@ -97,16 +99,29 @@ def _drop_everything(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} IF EXISTS {identifier(name)} CASCADE")
 
 
-def _create_v1(con: duckdb.DuckDBPyConnection, description: str) -> None:
+def _create(con: duckdb.DuckDBPyConnection, description: str) -> None:
+    """The current schema, from scratch."""
     con.execute(SCHEMA_FILE.read_text())
-    con.execute("INSERT INTO schema_version VALUES (1, now(), $1)", [description])
+    con.execute("INSERT INTO schema_version VALUES ($1, now(), $2)", [SCHEMA_VERSION, description])
 
 
-#: from-version -> (what the upgrade does, the step); each step leaves the file at from-version + 1
+def _v1_to_v2(con: duckdb.DuckDBPyConnection) -> None:
+    """Schema 1's seed figures (published values in the schema, matched to any sweep) replaced by
+    the seed experiments' results: the part of warehouse.sql after :data:`SCHEMA_2_MARKER`."""
+    con.execute("DROP VIEW IF EXISTS seed_figures")
+    con.execute("DROP TABLE IF EXISTS seed_figure_refs")
+    text = SCHEMA_FILE.read_text()
+    con.execute(text[text.index(SCHEMA_2_MARKER):])
+    con.execute("INSERT INTO schema_version VALUES (2, now(), 'seed experiments: seed_figure_results, seed_findings')")
+
+
+#: from-version -> (what the upgrade does, the step); each step leaves the file at a higher version
 MIGRATIONS = {
     0: ("from the unversioned layout (views over absolute paths): its derived tables and views dropped, "
-        "schema 1 created; the load that follows refills it", lambda con: (_drop_everything(con), _create_v1(
+        f"schema {SCHEMA_VERSION} created; the load that follows refills it", lambda con: (_drop_everything(con), _create(
             con, "upgraded from the unversioned layout"))),
+    1: ("seed_figure_refs and its seed_figures view replaced by the seed experiments' seed_figure_results, "
+        "seed_findings and a seed_figures view over them", _v1_to_v2),
 }
 
 
@@ -117,7 +132,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     try:
         version = schema_version(con)
         if version is None:
-            _create_v1(con, "created")
+            _create(con, "created")
             done.append(f"created schema {SCHEMA_VERSION}")
             version = SCHEMA_VERSION
         if version > SCHEMA_VERSION:
@@ -126,8 +141,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         while version < SCHEMA_VERSION:
             what, step = MIGRATIONS[version]
             step(con)
-            done.append(f"schema {version} -> {version + 1}: {what}")
-            version += 1
+            new = schema_version(con)
+            done.append(f"schema {version} -> {new}: {what}")
+            version = new
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

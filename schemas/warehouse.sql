@@ -1,4 +1,4 @@
--- tiercast warehouse, schema version 1 (applied by pipelines/warehouse.py, recorded in schema_version).
+-- tiercast warehouse, schema version 2 (applied by pipelines/warehouse.py, recorded in schema_version).
 -- Typed core columns; result tables also take the extra columns a result file brings (ALTER TABLE
 -- ADD COLUMN with the Parquet type), so a new per-interval metric loads without a migration.
 -- Paths are relative to the data root (the directory holding this database file).
@@ -230,34 +230,6 @@ CREATE TABLE skew (
     source_file VARCHAR NOT NULL
 );
 
--- published seed-article figures that a closed-loop sweep point measures (README "Seed figures")
-CREATE TABLE seed_figure_refs (
-    figure VARCHAR PRIMARY KEY,
-    seed VARCHAR NOT NULL,
-    label VARCHAR NOT NULL,
-    scenario VARCHAR NOT NULL,
-    outstanding INTEGER NOT NULL,
-    metric VARCHAR NOT NULL,
-    published DOUBLE NOT NULL,
-    kind VARCHAR NOT NULL
-);
-
-INSERT INTO seed_figure_refs VALUES
-    ('s000_peak96', '000', 'IOPS at 96 outstanding, 15 GB database file (1.5-2x the planning 1,130; mid)',
-     'vnx5400', 96, 'iops', 1978.6, 'calibration'),
-    ('s000_peak192', '000', 'IOPS at 192 outstanding, 15 GB database file (1.5-2x the planning 1,130; mid)',
-     'vnx5400', 192, 'iops', 1978.6, 'calibration'),
-    ('s000_rt24', '000', 'response time at 24 outstanding, 15 GB database file (~14 ms)',
-     'vnx5400', 24, 'latency_mean_ms', 14.0, 'validation'),
-    ('s002_flare', '002', 'FLARE sustained IOPS, 8 KB unaligned random writes, 16 outstanding',
-     'vnx1-flare', 16, 'iops', 513.0, 'validation'),
-    ('s002_mcx', '002', 'MCx sustained IOPS, 8 KB unaligned random writes, 16 outstanding',
-     'vnx2-mcx', 16, 'iops', 900.0, 'validation'),
-    ('s003_read', '003', '16 NL-SAS RAID 5 (QCache off), 4 KB random read, QD 128',
-     'xs5224d', 128, 'iops', 4512.0, 'validation'),
-    ('s003_write', '003', '16 NL-SAS RAID 5 (QCache off), 4 KB random write, QD 128',
-     'xs5224d', 128, 'iops', 1660.0, 'validation');
-
 -- the newest run of each (trace, scenario name): a newer model version or scenario edit wins
 CREATE VIEW latest_runs AS
 SELECT r.*, s.* EXCLUDE (run_id)
@@ -275,19 +247,40 @@ SELECT trace_id, scenario, run_id, model_version, finished_at, iops, mb_per_s, l
 FROM latest_runs
 ORDER BY trace_id, iops DESC;
 
--- each published figure next to what the newest sweep on its scenario measured at that
--- outstanding count (any trace swept: the trace column says which workload it was)
+-- schema 2: seed experiments (tiercast experiments; pipelines/experiments.py). Everything below
+-- this line is also what the migration from schema 1 runs (pipelines/warehouse.py).
+
+-- every quantitative seed figure as one experiments run measured it (README "Seed figures"):
+-- published vs model, keyed on the array model version and the mode (full or quick)
+CREATE TABLE seed_figure_results (
+    model_version VARCHAR NOT NULL,
+    mode VARCHAR NOT NULL,
+    seed VARCHAR NOT NULL,
+    figure VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    published DOUBLE NOT NULL,
+    model DOUBLE,
+    error_pct DOUBLE,
+    tolerance_pct DOUBLE NOT NULL,
+    kind VARCHAR NOT NULL,
+    ok BOOLEAN,
+    measured_at TIMESTAMP WITH TIME ZONE,
+    source_file VARCHAR NOT NULL
+);
+
+-- the qualitative seed findings (e.g. "MCx sustains more IOPS than FLARE") and whether the model shows them
+CREATE TABLE seed_findings (
+    model_version VARCHAR NOT NULL,
+    mode VARCHAR NOT NULL,
+    seed VARCHAR NOT NULL,
+    finding VARCHAR NOT NULL,
+    ok BOOLEAN,
+    measured_at TIMESTAMP WITH TIME ZONE,
+    source_file VARCHAR NOT NULL
+);
+
+-- the newest measurement of each figure per mode
 CREATE VIEW seed_figures AS
-WITH latest AS (
-    SELECT * FROM sweeps
-    QUALIFY row_number() OVER (PARTITION BY trace_id, scenario, outstanding
-                               ORDER BY finished_at DESC NULLS LAST, sweep_id) = 1
-)
-SELECT f.figure, f.seed, f.label, f.kind, f.scenario, f.outstanding, f.metric, f.published,
-       w.trace_id, w.sweep_id,
-       CASE f.metric WHEN 'iops' THEN w.iops WHEN 'latency_mean_ms' THEN w.latency_mean_ms END AS model,
-       (CASE f.metric WHEN 'iops' THEN w.iops WHEN 'latency_mean_ms' THEN w.latency_mean_ms END
-        / f.published - 1) * 100 AS error_pct
-FROM seed_figure_refs f
-LEFT JOIN latest w ON w.scenario = f.scenario AND w.outstanding = f.outstanding
-ORDER BY f.figure, w.trace_id;
+SELECT * EXCLUDE (source_file) FROM seed_figure_results
+QUALIFY row_number() OVER (PARTITION BY figure, mode ORDER BY measured_at DESC NULLS LAST) = 1
+ORDER BY seed, figure, mode;

@@ -1,7 +1,7 @@
 """Calibration: the seed figures that parameters of the presets were FITTED to. Each test asserts
 that its fit still holds (a model change that breaks it must refit, or say why not); none of
 them is evidence that the model is right. The figures no parameter was fitted to are checked in
-tests/test_seed_validation.py; tests/seed_figures.py measures both and holds the README table.
+tests/test_seed_validation.py; pipelines/seed_figures.py measures both and holds the README table.
 
 Seed 000: 15 SAS 10k drives (planning 150 IOPS each) in three RAID 5 4+1 groups, IOMeter's
 database pattern (8 KB, 67 % read, 100 % random) over a 15 GB test file, ~4 GB of SP cache:
@@ -19,7 +19,8 @@ to 216,434 IOPS after ~7 minutes; writes (mirrored read-write cache) reach 143,8
 from __future__ import annotations
 
 import pytest
-from seed_figures import (
+
+from pipelines.seed_figures import (
     FC_MINUTES,
     PLANNING_000,
     SEED000_PEAK,

@@ -11,13 +11,13 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from seed_figures import BY_KEY, err, seed001_cliff, seed001_point
 from test_backend import assert_chunking_invariant, replay_rows
 from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.ingest import ingest_file
 from pipelines.replay import replay_frames
+from pipelines.seed_figures import BY_KEY, err, seed001_cliff, seed001_point
 from replay import flash as fl
 from replay.array import ArrayModel
 from replay.scenario import PRESET_DIR, load, loads, preset_names

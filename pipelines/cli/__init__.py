@@ -15,10 +15,9 @@ import importlib
 #: command -> the module of pipelines.cli that defines it
 COMMANDS = {
     "calibrate": "calibrate", "capture": "capture", "captures": "capture", "compare": "whatif",
-    "compare-measured": "compare",
-    "demo": "demo", "ingest": "ingest", "load": "warehouse", "measured": "measured", "mrc": "simulate",
-    "replay": "replay", "report": "report", "scenarios": "replay", "simulate": "simulate", "size": "whatif",
-    "skew": "analytics",
+    "compare-measured": "compare", "demo": "demo", "experiments": "experiments", "ingest": "ingest",
+    "load": "warehouse", "measured": "measured", "mrc": "simulate", "replay": "replay", "report": "report",
+    "scenarios": "replay", "simulate": "simulate", "size": "whatif", "skew": "analytics",
     "snapshots": "analytics", "sql": "warehouse", "sweep": "replay", "synth": "synth", "traces": "ingest",
 }
 

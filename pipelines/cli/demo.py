@@ -1,4 +1,4 @@
-"""``tiercast demo``: the main job on the embedded default, with bundled synthetic workloads."""
+"""``tiercast demo``: the seed experiments in quick mode on the embedded default."""
 
 from __future__ import annotations
 
@@ -7,22 +7,23 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out, table
+from pipelines.cli.common import DataDirOpt, app, check_output_dir, console, data_dir_of, out
 
 
 @app.command()
 def demo(
     data_dir: DataDirOpt = None,
-    requests: Annotated[int, typer.Option(min=1, help="Requests per synthetic workload.")] = 200_000,
-    report: Annotated[Path, typer.Option(help="HTML report to write.")] = Path("reports/demo.html"),
+    reports: Annotated[Path, typer.Option(help="Directory of the reports to write.")] = Path("reports"),
 ) -> None:
-    """Generate the seed articles' workloads, ingest, replay and sweep them through the seed
-    arrays, compute hit-ratio curves, load DuckDB and write an HTML report."""
-    from pipelines.demo import run_demo
+    """Run the seed experiments in quick mode (synthetic workloads through the seed arrays, the
+    seed table and findings), load DuckDB, write reports/seeds.html, and say where everything is."""
+    from pipelines.cli.experiments import show
+    from pipelines.demo import demo as run
+    from pipelines.demo import where
 
-    check_output(report, "--report")  # before minutes of work
-    results = run_demo(data_dir_of(data_dir), requests=requests, log=out.print, report=report)
-    t = table("workload", "trace_id", "requests", "rejected", "volumes")
-    for name, r in results.items():
-        t.add_row(name, r.trace_id, f"{r.rows_accepted:,}", f"{r.rows_rejected:,}", str(len(r.volumes)))
-    out.print(t)
+    check_output_dir(reports, "--reports")  # before minutes of work
+    d = data_dir_of(data_dir)
+    res = run(d, reports, log=console.print)
+    show(res)
+    for line in where(d, res.report):
+        out.print(line, soft_wrap=True)

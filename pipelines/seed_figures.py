@@ -1,14 +1,17 @@
-"""How each quantitative seed figure is measured on the model: shared by tests/test_array_seeds.py
-(calibration), tests/test_seed_validation.py (validation) and the README's seed-figures table.
+"""Every quantitative seed figure (``FIGURES``: published value, tolerance, calibration or
+validation) and how it is measured on the model: shared by tests/test_array_seeds.py
+(calibration), tests/test_seed_validation.py (validation), ``tiercast experiments``
+(pipelines/experiments.py, which runs the same code into a data directory:
+pipelines/seed_runs.py) and the README's seed-figures table.
 
 Run it to print the measurements (~30 s), the README table, or the sensitivity tables behind the
 misses (~3 min):
 
-    .venv/bin/python tests/seed_figures.py            # model vs published vs README, per figure
-    .venv/bin/python tests/seed_figures.py --readme   # the README table
-    .venv/bin/python tests/seed_figures.py --sensitivity
-    .venv/bin/python tests/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
-    .venv/bin/python tests/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
+    .venv/bin/python pipelines/seed_figures.py            # model vs published vs README, per figure
+    .venv/bin/python pipelines/seed_figures.py --readme   # the README table
+    .venv/bin/python pipelines/seed_figures.py --sensitivity
+    .venv/bin/python pipelines/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
+    .venv/bin/python pipelines/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
 
 Every measurement is a closed-loop replay of the seed's synthetic pattern (``traces.synth``) on
 the seed's preset, as IOMeter would drive it: the trace gives the address/op sequence, the model
@@ -17,10 +20,10 @@ the timing.
 
 from __future__ import annotations
 
-import functools
+import hashlib
+import json
 import re
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +35,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 import numpy as np  # noqa: E402
 
-from pipelines.replay import replay_frames, sweep_frames  # noqa: E402
+from pipelines.seed_runs import cached, current  # noqa: E402
 from replay.backend import planning_host_iops  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads  # noqa: E402
 from schemas.units import parse_size  # noqa: E402
@@ -50,6 +53,16 @@ SEED003_REGION = 90 * GIB
 #: seed 002 does not give the test file size; the LUN of a RAID 5 4+1 of 300 GB drives holds
 #: 4 x 300 GB = 1.2 TB: the assumed region is 1 TiB, most of it (span_fraction 1.0 in the presets)
 SEED002_REGION = 1 << 40
+#: quick mode (``tiercast experiments --quick``, the demo): the long SSD-cache runs shortened to
+#: these requests per run, with intervals short enough for >= 30 per run; every other run (the
+#: figures' sweeps, seed 002, the HDD baselines, seed 001, seed 004, the 75-min ramp) as in full mode
+QUICK = {
+    "seed000_fastcache": 3_000_000, "seed000_fastcache_interval_s": 30,  # full: 9 M, 300 s
+    # full: 8 M requests, 10 s intervals; reads warm up over ~3 M of them (6 simulated minutes)
+    "seed003_qcache_read": 5_500_000, "seed003_qcache_read_interval_s": 2,
+    "seed003_qcache_write": 3_600_000, "seed003_qcache_write_interval_s": 5,
+    "seed003_ssds": 1_000_000, "seed003_ssds_interval_s": 1,  # full: 3 M, 2 s
+}
 
 
 def variant(preset: str, **subs) -> Scenario:
@@ -64,25 +77,20 @@ def variant(preset: str, **subs) -> Scenario:
     return loads(text, f"{preset}+{subs}")
 
 
-def _quiet():
-    w = warnings.catch_warnings()
-    w.__enter__()
-    warnings.simplefilter("ignore")  # presets carry FAST Cache / QCache (off): "not yet modelled"
-    return w
+def workload(pattern: str, **over) -> tuple[str, pl.DataFrame]:
+    """A ``traces.synth`` pattern's requests and a name saying everything they depend on."""
+    w = synth.pattern(pattern, **over)
+    key = hashlib.sha256(json.dumps(w.describe(), sort_keys=True).encode()).hexdigest()[:10]
+    return f"{pattern}-{w.requests}-{key}", synth.generate(w)
 
 
 # -- seed 000 ------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=4)
-def seed000_curve(outstanding=(3, 6, 12, 24, 96, 192), requests: int = 1_000_000) -> dict[int, dict]:
+@cached(maxsize=4)
+def seed000_curve(outstanding=(3, 6, 12, 24, 96, 192), requests: int | None = None) -> dict[int, dict]:
     """The database pattern (8 KB, 67 % read, 100 % random) over the 15 GB test file on
     ``vnx5400``, one closed-loop run per outstanding-I/O count, measured after 50 % warm-up."""
-    df = synth.generate(synth.pattern("database", requests=requests, region_bytes=15 * GIB, seed=3))
-    w = _quiet()
-    try:
-        rows = sweep_frames(lambda: [df], load("vnx5400"), list(outstanding), "seed000", total=df.height,
-                            warmup_pct=50)
-    finally:
-        w.__exit__(None, None, None)
+    name, df = workload("database", requests=requests or 1_000_000, region_bytes=15 * GIB, seed=3)
+    rows = current().sweep(name, df, load("vnx5400"), list(outstanding), warmup_pct=50)
     return {r["outstanding"]: r for r in rows}
 
 
@@ -119,14 +127,14 @@ def sustained_iops(res, forced: bool) -> float:
     return float(n[sel].sum() / sel.sum() / step)
 
 
-def seed002(preset: str, region_bytes: int = SEED002_REGION, requests: int = 1_200_000,
+def seed002(preset: str, region_bytes: int = SEED002_REGION, requests: int | None = None,
             sc: Scenario | None = None) -> tuple[float, dict]:
     """Random 8 KB writes at 512-byte alignment ("unaligned") over ``region_bytes``, 1 worker x
     16 outstanding; sustained IOPS (see :func:`sustained_iops`) and the run summary."""
-    df = synth.generate(synth.pattern("randwrite-8k", requests=requests, region_bytes=region_bytes,
-                                      align_bytes=512, seed=1))
+    name, df = workload("randwrite-8k", requests=requests or 1_200_000, region_bytes=region_bytes, align_bytes=512,
+                        seed=1)
     sc = (sc or load(preset)).with_replay(mode="closed", outstanding=16, interval_ns=10**9)
-    res = replay_frames([df], sc, preset)
+    res = current().replay(name, df, sc)
     forced = res.summary["forced_flush_count"] > 0
     return sustained_iops(res, forced), res.summary
 
@@ -140,17 +148,13 @@ def seed003(kind: str, sc: Scenario | None = None, region_bytes: int = SEED003_R
     cycles like seed 002's FLARE."""
     sc = sc or load("xs5224d")
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
+    runs = current()
     n = requests or (300_000 if kind == "read" else 4_000_000)
-    df = synth.generate(synth.pattern(pat, requests=n, region_bytes=region_bytes, seed=7))
-    w = _quiet()
-    try:
-        if kind == "read":
-            res = replay_frames([df], sc.with_replay(mode="closed", outstanding=128, warmup_pct=50,
-                                                     interval_ns=10**9), "seed003", total=df.height)
-            return float(res.summary["iops"]), res.summary
-        res = replay_frames([df], sc.with_replay(mode="closed", outstanding=128, interval_ns=10**9), "seed003")
-    finally:
-        w.__exit__(None, None, None)
+    name, df = workload(pat, requests=n, region_bytes=region_bytes, seed=7)
+    if kind == "read":
+        res = runs.replay(name, df, sc.with_replay(mode="closed", outstanding=128, warmup_pct=50, interval_ns=10**9))
+        return float(res.summary["iops"]), res.summary
+    res = runs.replay(name, df, sc.with_replay(mode="closed", outstanding=128, interval_ns=10**9))
     return sustained_iops(res, res.summary["forced_flush_count"] > 0), res.summary
 
 
@@ -161,14 +165,10 @@ FC_OUTSTANDING = 48
 FC_MINUTES = 75
 
 
-def _ssd_run(df: pl.DataFrame, sc: Scenario, interval_s: int) -> dict:
+def _ssd_run(name: str, df: pl.DataFrame, sc: Scenario, interval_s: int) -> dict:
     """A closed-loop replay; the summary plus per-interval array-wide IOPS, mean response time
     and SSD fill (lists, one value per interval, the last partial interval dropped)."""
-    w = _quiet()
-    try:
-        res = replay_frames([df], sc.with_replay(interval_ns=interval_s * 10**9), "seed", total=df.height)
-    finally:
-        w.__exit__(None, None, None)
+    res = current().replay(name, df, sc.with_replay(interval_ns=interval_s * 10**9))
     v = res.volume_intervals
     aggs = [pl.col("iops").sum(), (pl.col("latency_mean_ms") * pl.col("requests")).sum() / pl.col("requests").sum()]
     if sc.ssd:
@@ -182,14 +182,16 @@ def _ssd_run(df: pl.DataFrame, sc: Scenario, interval_s: int) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=8)
-def seed000_fastcache(hot_gib: int, fast_cache: bool, requests: int = 9_000_000) -> dict:
+@cached(maxsize=8)
+def seed000_fastcache(hot_gib: int, fast_cache: bool, requests: int | None = None) -> dict:
     """The database pattern over a ``hot_gib`` file on ``vnx5400-fastcache`` (or ``vnx5400``,
     FAST Cache off), 48 outstanding, 5-minute intervals; 9 M requests cover 75 simulated minutes
     at the HDD-bound rate (fewer once a hot set is cached)."""
-    df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
+    runs = current()
+    name, df = workload("database", requests=requests or runs.size(9_000_000, QUICK["seed000_fastcache"]),
+                        region_bytes=hot_gib * GIB, seed=3)
     sc = load("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_OUTSTANDING)
-    return _ssd_run(df, sc, 300)
+    return _ssd_run(name, df, sc, runs.size(300, QUICK["seed000_fastcache_interval_s"]))
 
 
 #: seed 000's ramp: 4 workers x 3, 6, 12, 24, 48 outstanding I/Os, 15 minutes each
@@ -197,7 +199,7 @@ FC_RAMP = (12, 24, 48, 96, 192)
 FC_STEP_NS = 15 * 60 * 10**9
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_000_000) -> list[dict]:
     """Seed 000's protocol: the database pattern over a ``hot_gib`` file, closed loop stepping
     12 -> 24 -> 48 -> 96 -> 192 outstanding every 15 simulated minutes, cache state carried
@@ -236,6 +238,18 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
     raise ValueError(f"{requests:,} requests end before the ramp's step {step + 1}: give more")
 
 
+#: seed 003's SSD counts
+SEED003_SSDS = (1, 2, 4, 8)
+
+
+def seed003_qcache_ssds(ssds: int) -> dict:
+    """Seed 003's 1, 2, 4, 8 SSDs: QCache read cache over a 16 GiB region (warm in seconds), 2 s
+    intervals."""
+    runs = current()
+    return seed003_qcache("read", ssds=ssds, region_gib=16, requests=runs.size(3_000_000, QUICK["seed003_ssds"]),
+                          interval_s=runs.size(2, QUICK["seed003_ssds_interval_s"]))
+
+
 def at_minute(run: dict, key: str, minute: float) -> float:
     """``run[key]`` in the interval holding simulated minute ``minute``."""
     i = max(k for k, t in enumerate(run["t_s"]) if t <= minute * 60)
@@ -247,9 +261,9 @@ def mean_until(run: dict, key: str, minute: float) -> float:
     return sum(vals) / len(vals)
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int = 90,
-                   requests: int = 8_000_000, interval_s: int = 10) -> dict:
+                   requests: int | None = None, interval_s: int | None = None) -> dict:
     """4 KB random reads (``xs5224d-qcache-read``) or writes (``xs5224d-qcache-rw``) at QD 128 over
     ``region_gib`` (seed 003: both 45 GB volumes), ``ssds`` SSDs, 10 s intervals; ``warmup_s``:
     when the SSD cache first holds 90 % of what it ends with (the working set: 90 GB is 23,040
@@ -258,11 +272,13 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     if ssds != sc.ssd.drives:
         sc = variant(sc.name, drives=ssds)
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
-    df = synth.generate(synth.pattern(pat, requests=requests, region_bytes=region_gib * GIB, seed=5))
-    run = _ssd_run(df, sc.with_replay(mode="closed", outstanding=128), interval_s)
+    name, df = workload(pat, requests=requests or current().size(8_000_000, QUICK[f"seed003_qcache_{kind}"]),
+                        region_bytes=region_gib * GIB, seed=5)
+    interval_s = interval_s or current().size(10, QUICK[f"seed003_qcache_{kind}_interval_s"])
+    run = _ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128), interval_s)
     fill = run["fill_t"]
     k = next(i for i, f in enumerate(fill) if f >= 0.9 * fill[-1])
-    run["warmup_s"] = run["t_s"][k] + 10
+    run["warmup_s"] = run["t_s"][k] + interval_s
     run["plateau_iops"] = max(run["iops_t"][k:])
     return run
 
@@ -278,7 +294,7 @@ SEED001_DEPTHS = (1, 32, 64)
 MIB = 1 << 20
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def seed001_point(profile: str, block_bytes: int, jobs: int, iodepth: int = 1, requests: int | None = None) -> dict:
     """One fio point of seed 001's group 2 on ``violin6232``: ``profile`` (randread, randwrite,
     randrw 70/30) at ``block_bytes``, ``jobs`` x ``iodepth`` outstanding (sync I/O: iodepth 1),
@@ -287,11 +303,9 @@ def seed001_point(profile: str, block_bytes: int, jobs: int, iodepth: int = 1, r
     the GC to catch up). 100 requests per outstanding I/O by default (at least 20,000): the closed
     loop's drain at the end then costs ~1 % of the measured time."""
     requests = requests or max(20_000, 100 * jobs * iodepth)
-    df = synth.generate(synth.pattern(SEED001_PROFILES[profile], requests=requests, region_bytes=SEED001_REGION,
-                                      block_size_bytes=block_bytes, seed=1))
-    rows = sweep_frames(lambda: [df], load("violin6232"), [jobs * iodepth], "seed001", total=df.height,
-                        warmup_pct=20)
-    return rows[0]
+    name, df = workload(SEED001_PROFILES[profile], requests=requests, region_bytes=SEED001_REGION,
+                        block_size_bytes=block_bytes, seed=1)
+    return current().sweep(name, df, load("violin6232"), [jobs * iodepth], warmup_pct=20)[0]
 
 
 def seed001_matrix(requests: int | None = None) -> list[dict]:
@@ -308,41 +322,37 @@ def seed001_matrix(requests: int | None = None) -> list[dict]:
     return out
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def seed001_cliff(block_bytes: int = 4096, capacity: str = "1GiB", requests: int | None = None) -> dict:
     """Seed 001 group 1: random writes, fio numjobs 64 x iodepth 64, long enough to pass the
     write cliff, on ``violin6232`` with the user capacity scaled down to ``capacity`` (the cliff
     then comes in seconds, not hours; the GC-bound rate does not depend on the capacity: WA
     depends on the spare factor only). Returns the run summary (``flash_*``)."""
     n = requests or max(2_000, int(3 * parse_size(capacity) / block_bytes))
-    df = synth.generate(synth.pattern("randwrite-4k", requests=n, region_bytes=parse_size(capacity),
-                                      block_size_bytes=block_bytes, seed=5))
+    name, df = workload("randwrite-4k", requests=n, region_bytes=parse_size(capacity), block_size_bytes=block_bytes,
+                        seed=5)
     sc = load("violin6232", [f"flash.user_capacity_bytes={capacity}", "replay.interval=100ms"])
-    return replay_frames([df], sc.with_replay(mode="closed", outstanding=64 * 64), "seed001-cliff").summary
+    return current().replay(name, df, sc.with_replay(mode="closed", outstanding=64 * 64)).summary
 
 
 def err(model: float, published: float) -> float:
     return 100.0 * (model / published - 1.0)
 
 
-@functools.lru_cache(maxsize=1)
+@cached(maxsize=1)
 def seed000_2gb() -> dict:
     """The database pattern over a 2 GB file (fits the 4 GiB SP cache), 192 outstanding; 1.6 M
     requests over 262,144 pages, measured after 75 % (by then 99 % of the pages are cached)."""
-    df = synth.generate(synth.pattern("database", requests=1_600_000, region_bytes=2 * GIB, seed=5))
-    w = _quiet()
-    try:
-        return sweep_frames(lambda: [df], load("vnx5400"), [192], "seed000-2g", total=df.height, warmup_pct=75)[0]
-    finally:
-        w.__exit__(None, None, None)
+    name, df = workload("database", requests=1_600_000, region_bytes=2 * GIB, seed=5)
+    return current().sweep(name, df, load("vnx5400"), [192], warmup_pct=75)[0]
 
 
-@functools.lru_cache(maxsize=8)
+@cached(maxsize=8)
 def seed002_cached(preset: str) -> tuple[float, dict]:
     return seed002(preset)
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def seed003_cached(kind: str) -> tuple[float, dict]:
     return seed003(kind)
 
@@ -354,7 +364,7 @@ SEED004_PASS_MIB = 10240
 SEED004_WITH = (561.0, 565.0, 569.0, 574.0, 615.0, 622.0)  # the snippet's six passes with snapshots
 
 
-@functools.lru_cache(maxsize=4)
+@cached(maxsize=4)
 def seed004(snapshots: str, passes: int = 3) -> dict:
     """Streaming 1 MiB writes through ``vnx5500-snapshots`` (16 outstanding, est), ``passes`` times
     over a 10 GiB file, with snapshots off, or row / cofw with one snapshot per pass (~18 s, the
@@ -363,11 +373,8 @@ def seed004(snapshots: str, passes: int = 3) -> dict:
     df = pl.DataFrame({"ts_ns": np.arange(n, dtype=np.int64), "volume": ["lun"] * n, "op": ["write"] * n,
                        "offset": (np.arange(n, dtype=np.int64) % SEED004_PASS_MIB) << 20, "size": [1 << 20] * n})
     over = ["snapshots.enabled=false"] if snapshots == "off" else ["snapshots.every_s=18", f"snapshots.mode={snapshots}"]
-    w = _quiet()
-    try:
-        s = replay_frames([df], load("vnx5500-snapshots", over), total=n).summary
-    finally:
-        w.__exit__(None, None, None)
+    sc = load("vnx5500-snapshots", over).with_replay(interval_ns=10**9)
+    s = current().replay(f"seed004-{passes}x{SEED004_PASS_MIB}mib", df, sc).summary
     return {"mb_per_s": s["mb_per_s"], "summary": s}
 
 
@@ -385,6 +392,13 @@ class Figure:
     why: str  # calibration: the parameter fitted to it; validation: the cause of a miss, if any
     test: str
     fmt: str = "{:,.0f}"
+    #: how far the model may be from ``published`` (%): MODELS.md's 15 % bar for array models, or
+    #: the published range where the article gives one
+    tolerance_pct: float = 15.0
+
+    @property
+    def seed(self) -> str:
+        return self.key[1:4]
 
     def measure(self) -> float:
         return MEASURE[self.key]()
@@ -436,10 +450,12 @@ FIGURES = [
            "`dirty_target_pct` 5 was fitted to it (10 gives +17 %, outside the 15 % bar)", CAL + "test_seed000_planning_iops"),
     Figure("s000_peak96", "seed 000: IOPS at 96 outstanding (\"1.5-2 times\" the planning IOPS at peak)",
            1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 1899, "calibration",
-           "`queue_gain_exponent` 0.12 was fitted to it", CAL + "test_seed000_deep_queues_peak"),
+           "`queue_gain_exponent` 0.12 was fitted to it", CAL + "test_seed000_deep_queues_peak",
+           tolerance_pct=100 * 0.25 / 1.75),
     Figure("s000_peak192", "seed 000: IOPS at 192 outstanding (same rule)",
            1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 1901, "calibration",
-           "`queue_gain_exponent` 0.12 was fitted to it", CAL + "test_seed000_deep_queues_peak"),
+           "`queue_gain_exponent` 0.12 was fitted to it", CAL + "test_seed000_deep_queues_peak",
+           tolerance_pct=100 * 0.25 / 1.75),
     Figure("s000_2gb", "seed 000: 2 GB file (cache-resident), 192 outstanding: 20-25 % above the VNXe3200's 23,800",
            23_800 * 1.225, "28,560-29,750 (mid 29,155)", 30_720, "calibration",
            "`overhead_us` 30 µs (the SP ceiling; nothing else sets it) was fitted to it", CAL + "test_seed000_2gb_runs_from_cache"),

@@ -1,0 +1,67 @@
+"""``tiercast experiments``: the seed articles' test programs run, and the seed table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    check_output,
+    console,
+    data_dir_of,
+    out,
+    print_json,
+    table,
+)
+
+
+@app.command()
+def experiments(
+    only: Annotated[list[str] | None, typer.Option(help="Run only this seed (seed000 ... seed004); repeatable.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; README *Seed experiments*).")] = False,
+    report: Annotated[Path, typer.Option(help="HTML report to write.")] = Path("reports/seeds.html"),
+    json_out: JsonOpt = False,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Run each seed's test program as synthetic workloads through the seed presets, load the
+    results into DuckDB, write the seed report and print the seed table: every quantitative figure
+    (published vs model, error, tolerance, calibration or validation) and the qualitative findings."""
+    from pipelines.experiments import selected
+
+    seeds = selected(only)  # an unknown seed is refused before any work
+    check_output(report, "--report")
+    res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print)
+    if json_out:
+        print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts())
+        return
+    show(res)
+
+
+def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None):
+    """The experiments, logging progress (``log``) when given; also the demo's first step."""
+    from pipelines.experiments import run_experiments
+
+    return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None))
+
+
+def show(res) -> None:
+    """The seed table and the findings, as the terminal shows them."""
+    from pipelines.experiments import table_rows
+
+    t = table("seed", "figure", "published", "model", "error %", "tolerance", "calibration or validation")
+    for row in table_rows(res):
+        t.add_row(*row)
+    out.print(t)
+    f = table("seed", "finding", "ok")
+    for r in res.findings.iter_rows(named=True):
+        f.add_row(r["seed"], r["finding"], "yes" if r["ok"] else "NO")
+    out.print(f)
+    bad = (~res.figures["ok"]).sum()
+    out.print(f"{res.figures.height} figures, {bad} outside their tolerance; {res.findings['ok'].sum()} of "
+              f"{res.findings.height} findings shown by the model"
+              + (f"; report {res.report}" if res.report else ""))

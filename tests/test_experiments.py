@@ -1,0 +1,179 @@
+"""Seed experiments (``tiercast experiments``, ``pipelines/experiments.py``): every seed's program run
+in quick mode into a data directory as normal results, the seed table with every figure of
+``FIGURES``, rows outside their tolerance reported as such, the findings, the warehouse tables
+(and the migration to them), the report and the CLI's JSON."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import duckdb
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.experiments import (
+    FIGURE_SCHEMA,
+    FINDING_SCHEMA,
+    FINDINGS,
+    QUICK_TOLERANCE_PCT,
+    figure_row,
+    measure,
+    run_experiments,
+    selected,
+)
+from pipelines.load import load, query
+from pipelines.seed_figures import BY_KEY, FIGURES, PLANNING_000, err, seed001_point
+from pipelines.seed_runs import Runs, using
+from pipelines.warehouse import SCHEMA_2_MARKER, SCHEMA_FILE, SCHEMA_VERSION, connect, db_path, migrate
+
+#: validation figures the model misses (tests/test_seed_validation.py: strict xfails)
+MISSES = {"s002_flare", "s002_mcx", "s003_read", "s003_write", "s003_qc_write_warmup", "s001_read_sync",
+          "s001_mixed_sync", "s004_write"}
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    d = tmp_path_factory.mktemp("experiments")
+    res = run_experiments(d / "data", quick=True, report=d / "reports" / "seeds.html")
+    return d, res
+
+
+def test_every_figure_and_finding_is_in_the_table(quick):
+    _, res = quick
+    assert res.figures["figure"].to_list() == [f.key for f in sorted(FIGURES, key=lambda f: f.seed)]
+    assert res.figures.schema == pl.Schema(FIGURE_SCHEMA) and res.findings.schema == pl.Schema(FINDING_SCHEMA)
+    assert res.findings["finding"].to_list() == [f.text for f in sorted(FINDINGS, key=lambda f: f.seed)]
+    for r in res.figures.iter_rows(named=True):
+        f = BY_KEY[r["figure"]]
+        assert (r["seed"], r["published"], r["kind"]) == (f.key[1:4], f.published, f.kind)
+        assert r["error_pct"] == pytest.approx(err(r["model"], f.published))
+        assert r["tolerance_pct"] == max(f.tolerance_pct, QUICK_TOLERANCE_PCT.get(f.key, 0.0))
+
+
+def test_rows_outside_their_tolerance_are_reported_not_hidden(quick):
+    _, res = quick
+    ok = {r["figure"]: r["ok"] for r in res.figures.iter_rows(named=True)}
+    for r in res.figures.iter_rows(named=True):
+        assert r["ok"] == (abs(r["error_pct"]) <= r["tolerance_pct"]), r
+    assert not any(ok[k] for k in MISSES)  # every known miss is in the table, as a miss
+    # and in the warehouse, with the same verdicts
+    d, _ = quick
+    wh = dict(query(d / "data", "select figure, ok from seed_figures where mode = 'quick'").rows())
+    assert wh == ok
+
+
+def test_a_figure_outside_its_tolerance_is_not_ok():
+    f = BY_KEY["s002_mcx"]  # 900 published
+    assert figure_row(f, 383.0, quick=False)["ok"] is False
+    assert figure_row(f, 383.0, quick=False)["error_pct"] == pytest.approx(-57.444, abs=1e-3)
+    assert figure_row(f, 1030.0, quick=False)["ok"] is True  # +14.4 %
+    # the published range (1.5-2x the planning IOPS) is the tolerance of the peak figures
+    assert figure_row(BY_KEY["s000_peak96"], 1.51 * PLANNING_000, quick=False)["ok"] is True
+    assert figure_row(BY_KEY["s000_peak96"], 1.99 * PLANNING_000, quick=False)["ok"] is True
+    assert figure_row(BY_KEY["s000_peak96"], 1.49 * PLANNING_000, quick=False)["ok"] is False
+
+
+def test_quick_time_series_keep_30_intervals(quick):
+    _, res = quick
+    replays = [r for r in res.runs.ran if r.run_id]
+    assert len(replays) >= 10
+    short = [(r.name, r.scenario, r.intervals) for r in replays if r.intervals < 30]
+    assert not short, short
+
+
+def test_runs_are_normal_results_the_warehouse_sees(quick):
+    d, res = quick
+    run_ids = {r.run_id for r in res.runs.ran if r.run_id}
+    sweep_ids = {r.sweep_id for r in res.runs.ran if r.sweep_id}
+    con = connect(db_path(d / "data"), read_only=True)
+    try:
+        assert {r for (r,) in con.execute("select run_id from runs").fetchall()} >= run_ids
+        assert {s for (s,) in con.execute("select distinct sweep_id from sweeps").fetchall()} >= sweep_ids
+        [(n_fig, n_find, version)] = con.execute(
+            "select (select count(*) from seed_figure_results), (select count(*) from seed_findings), "
+            "(select any_value(model_version) from seed_figure_results)").fetchall()
+    finally:
+        con.close()
+    assert (n_fig, n_find) == (len(FIGURES), len(FINDINGS))
+    from pipelines.replay import array_model_version
+
+    assert version == array_model_version()
+
+
+def test_written_runs_give_the_figures_of_in_memory_runs(quick):
+    """Going through ingest and replay_trace / sweep_trace changes no figure: seed 004's (replays of
+    a hand-built trace) and a seed 001 sweep point."""
+    d, res = quick
+    mem = measure(("004",), Runs(None, quick=True))
+    assert mem.figures["model"].to_list() == pytest.approx(res.figures.filter(pl.col("seed") == "004")["model"].to_list(),
+                                                           rel=1e-9)
+    with using(Runs(None)):
+        a = seed001_point("randwrite", 4096, 4, 1)
+    with using(Runs(d / "data")):
+        b = seed001_point("randwrite", 4096, 4, 1)
+    assert b["sweep_id"] and (a["iops"], a["latency_mean_ms"]) == pytest.approx((b["iops"], b["latency_mean_ms"]), rel=1e-9)
+
+
+def test_report_shows_every_figure(quick):
+    d, res = quick
+    page = res.report.read_text()
+    assert res.report == d / "reports" / "seeds.html"
+    for f in FIGURES:
+        assert f.key in page, f.key
+    for fd in FINDINGS:
+        assert html.escape(fd.text) in page, fd.text
+
+
+def test_only_names_seeds_and_refuses_unknown_ones():
+    assert selected(["seed003", "0"]) == ("000", "003")
+    assert selected(None) == ("000", "001", "002", "003", "004")
+    with pytest.raises(ValueError, match=r"--only 'seed9': no such seed \(known: seed000, seed001"):
+        selected(["seed9"])
+
+
+def test_cli_json_shape_and_the_printed_table(tmp_path):
+    args = ["experiments", "--only", "seed004", "--quick", "--data-dir", tmp_path / "data", "--report",
+            tmp_path / "seeds.html"]
+    r = CliRunner().invoke(app, [str(a) for a in [*args, "--json"]])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    figures = [x for x in rows if "figure" in x]
+    findings = [x for x in rows if "finding" in x]
+    assert [x["figure"] for x in figures] == ["s004_row_ratio", "s004_write"]
+    assert all(set(x) == {"seed", "figure", "published", "model", "error_pct", "tolerance_pct", "kind", "ok"}
+               for x in figures)
+    assert all(set(x) == {"seed", "finding", "ok"} for x in findings) and len(findings) == 1
+    by = {x["figure"]: x for x in figures}
+    assert by["s004_write"]["ok"] is False and by["s004_row_ratio"]["ok"] is True  # the miss stays a miss
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0
+    assert "calibration or validation" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
+    r = CliRunner().invoke(app, ["experiments", "--only", "seed7", "--data-dir", str(tmp_path / "data")],
+                           handle_errors=True)
+    assert r.exit_code == 2
+    assert r.output.strip() == ("error: --only 'seed7': no such seed (known: seed000, seed001, seed002, seed003, "
+                                "seed004)")
+
+
+def test_schema_1_file_migrates_to_the_seed_tables(tmp_path):
+    """A warehouse at schema 1 (with schema 1's seed_figure_refs and seed_figures view) is upgraded in
+    place: those dropped, the seed experiments' tables and view created."""
+    path = tmp_path / "tiercast.duckdb"
+    con = duckdb.connect(str(path))
+    text = SCHEMA_FILE.read_text()
+    con.execute(text[:text.index(SCHEMA_2_MARKER)])
+    con.execute("CREATE TABLE seed_figure_refs (figure VARCHAR PRIMARY KEY, published DOUBLE)")
+    con.execute("CREATE VIEW seed_figures AS SELECT * FROM seed_figure_refs")
+    con.execute("INSERT INTO schema_version VALUES (1, now(), 'created')")
+    done = migrate(con)
+    assert SCHEMA_VERSION == 2 and done == [
+        "schema 1 -> 2: seed_figure_refs and its seed_figures view replaced by the seed experiments' "
+        "seed_figure_results, seed_findings and a seed_figures view over them"]
+    names = {n for (n,) in con.execute("select table_name from information_schema.tables").fetchall()}
+    assert {"seed_figure_results", "seed_findings", "seed_figures"} <= names and "seed_figure_refs" not in names
+    assert con.execute("select max(version) from schema_version").fetchall() == [(2,)]
+    con.close()
+    load(tmp_path)  # and the loader takes it from there
