@@ -460,11 +460,13 @@ def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
         fig.add_hline(y=q, line={"dash": "dot", "color": "#aaa"}, annotation_text=f"p{int(q * 100)}")
     table = runs.select(pl.col("run_id").replace_strict(sel.labels).alias("scenario"), "run_id", "measured_requests",
                         "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms")
-    base = table.row(0, named=True)
-    said = [f"{base['scenario']}: p50 {base['latency_p50_ms']:.2f} ms, p95 {base['latency_p95_ms']:.2f} ms, "
-            f"p99 {base['latency_p99_ms']:.2f} ms"]
-    for r in table.iter_rows(named=True):
-        if r["run_id"] != base["run_id"]:
+    said, bases = [], {}
+    for r, tid in zip(table.iter_rows(named=True), runs["trace_id"], strict=True):
+        base = bases.setdefault(tid, r)  # each run against the first selected run of its trace
+        if r is base:
+            said.append(f"{r['scenario']}: p50 {r['latency_p50_ms']:.2f} ms, p95 {r['latency_p95_ms']:.2f} ms, "
+                        f"p99 {r['latency_p99_ms']:.2f} ms")
+        else:
             said.append(f"{r['scenario']}: p95 {r['latency_p95_ms']:.2f} ms ({_change(r['latency_p95_ms'], base['latency_p95_ms'])} "
                         f"vs {base['scenario']}), p99 {_change(r['latency_p99_ms'], base['latency_p99_ms'])}")
     return Chart("latency", "Response time distribution and percentiles", "; ".join(said) + ".", fig.to_dict(),
