@@ -120,9 +120,10 @@ def _select(wh: Warehouse, trace_id: str | None, run_ids: list[str] | None,
         runs = wh.sql("SELECT * FROM latest_runs ORDER BY trace_id, scenario") if wh.has("runs") else pl.DataFrame()
     if trace_id is not None and runs.height:
         runs = runs.filter(pl.col("trace_id") == trace_id)
-    traces = [trace_id] if trace_id else list(dict.fromkeys(runs["trace_id"].to_list())) if runs.height else []
-    if not traces and trace_id is None:
-        traces = list(short)
+    # the traces whose curves, skew and sweeps are shown: the one asked for, those of the runs
+    # asked for, else every trace
+    traces = ([trace_id] if trace_id else list(dict.fromkeys(runs["trace_id"].to_list())) if run_ids
+              else sorted(short))
     sel = Selection(runs, traces, sweep_ids)
     if runs.height:
         several = runs["trace_id"].n_unique() > 1
