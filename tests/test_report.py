@@ -293,6 +293,24 @@ def test_selected_runs_only(comparison, tmp_path):
         write_report(data, tmp_path / "x.html", "x", run_ids=["0000000000000000"])
 
 
+def test_cli_report_takes_runs_and_trace_by_prefix(comparison, tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    data, _, runs, con = comparison
+    trace = sql_row(con, "SELECT trace_id FROM runs WHERE run_id = ?", runs["vnx5400"])[0]
+    out = tmp_path / "cli.html"
+    r = CliRunner().invoke(app, ["report", "--out", str(out), "--data-dir", str(data), "--trace", trace[:6],
+                                 "--run", runs["vnx1-flare"][:8], "--run", runs["vnx5400"]], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    figs = figures_of(out)
+    assert [t["meta"][0] for t in figs["latency"]["data"] if t["meta"][1] == "cdf"] == [runs["vnx1-flare"],
+                                                                                      runs["vnx5400"]]
+    assert [t["meta"][1:] for t in figs["mrc"]["data"] if t["meta"][0] == "mark"] == [["vnx1-flare", "DRAM"],
+                                                                                    ["vnx5400", "DRAM"]]
+
+
 def test_page_renders_offline_in_headless_chromium(comparison, tmp_path):
     _, out, _, _ = comparison
     chromium = shutil.which("chromium")
