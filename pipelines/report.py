@@ -205,6 +205,14 @@ def _per_run_intervals(wh: Warehouse, sel: Selection, table: str, exprs: dict[st
                   f"WHERE run_id IN (SELECT unnest($ids)) {where} GROUP BY ALL ORDER BY run_id, t_s", _ids(sel))
 
 
+def _labelled(df: pl.DataFrame, sel: Selection) -> pl.DataFrame:
+    """``df`` (rows per run) with the run's label first, runs in the selection's order."""
+    order = {rid: i for i, rid in enumerate(sel.runs["run_id"])}
+    return (df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario"),
+                            pl.col("run_id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+            .sort("_order", maintain_order=True).drop("_order").select("scenario", pl.exclude("scenario")))
+
+
 def _warm_up_s(t: np.ndarray, y: np.ndarray) -> float | None:
     """When ``y`` first reaches WARM_SHARE of its mean over the last TAIL_SHARE of the intervals."""
     ok = ~np.isnan(y)
@@ -276,8 +284,7 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
         said.append(f"{sel.labels[rid]}: {tier} hit ratio {_pct(float(tail.mean()) if len(tail) else None)} at the "
                     f"end, warm-up {_dur(warm)}")
     return Chart("hit_ratio", "Hit ratio over time", "; ".join(said) + ".", fig.to_dict(),
-                 df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(
-                     "scenario", "run_id", "t_s", *exprs))
+                 _labelled(df, sel))
 
 
 def _mrc(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -361,8 +368,7 @@ def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     fig.update_xaxes(title_text=f"time ({unit})", row=4, col=1)
     return Chart("write_cache", "DRAM write cache: dirty pages, flushing, forced flushes, throttling",
                  "; ".join(said) + ".", fig.to_dict(),
-                 df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(
-                     "scenario", pl.exclude("scenario")))
+                 _labelled(df, sel))
 
 
 SSD_RATES = ("ssd_read_hits_per_s", "ssd_read_misses_per_s", "ssd_write_hits_per_s", "ssd_write_misses_per_s")
@@ -394,8 +400,7 @@ def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"{last['ssd_read_hits_per_s'][0]:,.0f} read hits/s vs {last['ssd_read_misses_per_s'][0]:,.0f} "
                     "misses/s")
     return Chart("ssd_cache", "SSD cache: hits and misses per second, fill", "; ".join(said) + ".", fig.to_dict(),
-                 df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(
-                     "scenario", pl.exclude("scenario")))
+                 _labelled(df, sel))
 
 
 def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -431,9 +436,11 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"({peak['latency_mean_ms'][0]:.1f} ms); "
                     + (f"under {COMFORT_MS[0]:g} ms up to {ok['outstanding'][-1]} outstanding "
                        f"({ok['iops'][-1]:,.0f} IOPS)" if ok.height else f"never under {COMFORT_MS[0]:g} ms"))
-    for ms in COMFORT_MS:
-        fig.add_hline(y=ms, row=1, col=2, line={"dash": "dash", "color": "#c33" if ms >= 10 else "#3a3"},
-                      annotation_text=f"{ms:g} ms")
+    span = [int(df["outstanding"].min()), int(df["outstanding"].max())]
+    for ms in COMFORT_MS:  # as lines of data: shapes on a log axis take log10 coordinates
+        fig.add_trace(go.Scatter(x=span, y=[ms, ms], mode="lines", name=f"{ms:g} ms comfort line",
+                                 line={"dash": "dash", "color": "#c33" if ms >= 10 else "#3a3"},
+                                 meta=["comfort", ms]), row=1, col=2)
     fig.update_xaxes(type="log", title_text="outstanding I/Os", dtick=math.log10(2))
     fig.update_yaxes(type="log", row=1, col=2)
     table = df.select("trace_id", "scenario", "sweep_id", "outstanding", "iops", "mb_per_s", "latency_mean_ms",
@@ -471,7 +478,7 @@ def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
             said.append(f"{r['scenario']}: p95 {r['latency_p95_ms']:.2f} ms ({_change(r['latency_p95_ms'], base['latency_p95_ms'])} "
                         f"vs {base['scenario']}), p99 {_change(r['latency_p99_ms'], base['latency_p99_ms'])}")
     return Chart("latency", "Response time distribution and percentiles", "; ".join(said) + ".", fig.to_dict(),
-                 table, pts.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")))
+                 table, _labelled(pts, sel))
 
 
 def _rg_balance(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -504,8 +511,7 @@ def _rg_balance(wh: Warehouse, sel: Selection) -> Chart | None:
                         f"{lo['rg']} {_pct(lo['utilization_mean'])}"
                         + (f" ({hi['utilization_mean'] / lo['utilization_mean']:.2f}x)" if lo['utilization_mean'] else ""))
     return Chart("rg_balance", "Per-RAID-group load balance", "; ".join(said) + ".", fig.to_dict(),
-                 df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(
-                     "scenario", pl.exclude("scenario")))
+                 _labelled(df, sel))
 
 
 def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -548,7 +554,7 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
     table = points if not points.is_empty() else curve.group_by("run_id", maintain_order=True).agg(
         pl.len().alias("slices"))
     return Chart("skew", "Tier skew", "; ".join(said) + ".", fig.to_dict(), table,
-                 curve.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario"))
+                 _labelled(curve, sel)
                  if not curve.is_empty() else None)
 
 
@@ -575,8 +581,7 @@ def _snapshots(wh: Warehouse, sel: Selection) -> Chart | None:
         said.append(f"{sel.labels[rid]}: peak {_bytes(g['snapshot_bytes'][k])} held at {_dur(g['t_s'][k])} by "
                     f"{g['retained_snapshots'][k]} snapshots; {_bytes(g['snapshot_bytes'][-1])} at the end")
     return Chart("snapshots", "Snapshot space over time", "; ".join(said) + ".", fig.to_dict(),
-                 df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(
-                     "scenario", pl.exclude("scenario")))
+                 _labelled(df, sel))
 
 
 def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -607,8 +612,7 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
         else:
             said.append(f"{sel.labels[r['run_id']]}: no write cliff (free space never ran out)")
     return Chart("write_cliff", "All-flash write cliff", "; ".join(said) + ".", fig.to_dict(),
-                 df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(
-                     "scenario", pl.exclude("scenario")))
+                 _labelled(df, sel))
 
 
 #: the charts, in page order

@@ -193,7 +193,9 @@ def test_sweep_chart_is_the_sweep_rows_with_comfort_lines(comparison):
     for col in ("iops", "latency_mean_ms"):
         tr = traces_of(fig, sid, col)
         assert tr["x"] == SWEEP and tr["y"] == pytest.approx(rows[col].to_list())
-    assert sorted(s["y0"] for s in fig["layout"]["shapes"]) == sorted(COMFORT_MS)
+    comfort = {t["meta"][1]: t for t in fig["data"] if t["meta"][0] == "comfort"}
+    assert set(comfort) == set(COMFORT_MS) and all(comfort[ms]["y"] == [ms, ms] for ms in COMFORT_MS)
+    assert comfort[10.0]["x"] == [min(SWEEP), max(SWEEP)]
     peak = rows.sort("iops").row(-1, named=True)
     assert f"peak {peak['iops']:,.0f} IOPS at {peak['outstanding']} outstanding" in out.read_text()
 
