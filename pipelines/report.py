@@ -58,6 +58,10 @@ class Selection:
     sweep_ids: list[str] | None
     labels: dict[str, str] = field(default_factory=dict)  # run_id -> label
 
+    def only(self, keep: pl.Expr) -> Selection:
+        """The runs for which ``keep`` holds (a chart of one mechanism)."""
+        return Selection(self.runs.filter(keep), self.trace_ids, self.sweep_ids, self.labels)
+
 
 # --------------------------------------------------------------------------------------------
 # the warehouse
@@ -86,6 +90,8 @@ class Warehouse:
 
 def _fresh(data_dir: Path) -> None:
     """Load the warehouse when it is missing or older than the data directory."""
+    import duckdb
+
     from pipelines.load import load
     from pipelines.warehouse import connect, db_path, staleness
 
@@ -94,7 +100,7 @@ def _fresh(data_dir: Path) -> None:
         con = connect(db, read_only=True)
         try:
             stale = staleness(con, data_dir) is not None
-        except Exception:  # an older schema: the load migrates it
+        except duckdb.Error:  # an older schema without load_state: the load migrates it
             stale = True
         finally:
             con.close()
@@ -258,7 +264,7 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
     if ssd:
         hits = "sum(ssd_read_hits) + sum(ssd_write_hits)"
         exprs["ssd_hit_ratio"] = (f"({hits}) / nullif({hits} + sum(ssd_read_misses) + sum(ssd_write_misses), 0)")
-    sel = Selection(sel.runs.filter(pl.col("dram_mode") != "none"), sel.trace_ids, None, sel.labels)  # all-flash: no cache
+    sel = sel.only(pl.col("dram_mode") != "none")  # all-flash: no cache
     if not sel.runs.height:
         return None
     df = _per_run_intervals(wh, sel, "interval_metrics", exprs)
@@ -339,10 +345,10 @@ def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     """Seed 002's picture: dirty %, flush rate, forced flushes and throttling per interval."""
     if not sel.runs.height or not wh.has("interval_metrics", "dirty_pct_max", "throttle_delay_sum_ms"):
         return None
-    runs = sel.runs.filter(pl.col("dram_mode").is_in(["flare", "mcx"]))
+    sub = sel.only(pl.col("dram_mode").is_in(["flare", "mcx"]))
+    runs = sub.runs
     if not runs.height:
         return None
-    sub = Selection(runs, sel.trace_ids, None, sel.labels)
     df = _per_run_intervals(wh, sub, "interval_metrics", {
         "dirty_pct_max": "max(dirty_pct_max)", "flush_mb_per_s": "sum(flush_mb_per_s)",
         "forced_flushes": "max(forced_flushes)", "forced_flush_stall_ms": "max(forced_flush_stall_ms)",
@@ -378,11 +384,12 @@ def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     """Seed 000's Unisphere charts: SSD cache read/write hits and misses per s, and fill %."""
     if not sel.runs.height or not wh.has("interval_metrics", *SSD_RATES, "ssd_fill_pct"):
         return None
-    runs = sel.runs.filter(pl.col("ssd_cache_bytes").fill_null(0) > 0) if "ssd_cache_bytes" in sel.runs.columns \
-        else sel.runs.head(0)
+    if "ssd_cache_bytes" not in sel.runs.columns:  # runs from before replays recorded it
+        return None
+    sub = sel.only(pl.col("ssd_cache_bytes").fill_null(0) > 0)
+    runs = sub.runs
     if not runs.height:
         return None
-    sub = Selection(runs, sel.trace_ids, None, sel.labels)
     df = _per_run_intervals(wh, sub, "interval_metrics",
                             {**{c: f"sum({c})" for c in SSD_RATES}, "ssd_fill_pct": "max(ssd_fill_pct)"})
     div, unit = _time_axis(float(df["t_s"].max()))
@@ -567,8 +574,7 @@ def _snapshots(wh: Warehouse, sel: Selection) -> Chart | None:
                 _ids(sel))
     if df.is_empty():
         return None
-    sub = Selection(sel.runs.filter(pl.col("run_id").is_in(df["run_id"].unique().to_list())), sel.trace_ids, None,
-                    sel.labels)
+    sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(2, ["space held by snapshots (bytes)", "host writes per snapshot interval (bytes)"], 600)
     _lines(fig, df, sub, "snapshot_bytes", row=1, div=div)
@@ -593,8 +599,7 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
                             "AND flash_free_pct IS NOT NULL")
     if df.is_empty():
         return None
-    sub = Selection(sel.runs.filter(pl.col("run_id").is_in(df["run_id"].unique().to_list())), sel.trace_ids, None,
-                    sel.labels)
+    sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(3, ["free flash (% of the space GC can free)", "host writes (MiB/s)", "GC copies (MiB/s)"], 760)
     for row, col in enumerate(cols, 1):
