@@ -208,7 +208,7 @@ def insert_parquet(con: duckdb.DuckDBPyConnection, table: str, path: Path, const
     file_cols = con.execute("DESCRIBE SELECT * FROM read_parquet($1)", [str(path)]).fetchall()
     take = []
     for name, kind, *_ in file_cols:
-        if name in skip or name in constants or kind == "NULL" or kind.startswith("NULL"):
+        if name in skip or name in constants or kind.strip('"').startswith("NULL"):  # DuckDB 2.0: '"NULL"'
             continue
         if name not in have:  # IF NOT EXISTS: another loader may have added it since we looked
             con.execute(f"ALTER TABLE {identifier(table)} ADD COLUMN IF NOT EXISTS {identifier(name)} {kind}")

@@ -9,6 +9,7 @@ dataset per table so the load step can put a view on each::
     results/array_runs/<run_id>/summary.parquet    one row: the run summary (also summary.json)
     results/array_volume_intervals/<run_id>.parquet  per interval and volume
     results/array_rg_intervals/<run_id>.parquet      per interval and RAID group
+    results/array_latency_hist/<run_id>.parquet    response-time histogram of the measured requests
     results/array_sweeps/<sweep_id>.parquet        one row per outstanding-I/O count
 
 ``run_id`` = hash of (trace id, scenario hash, model version): replaying the same trace through
@@ -39,7 +40,9 @@ flash_gc_mib_per_s, flash_write_amplification, flash_host_write_mib_per_s, flash
 flash_gc_wait_sum_ms. Background work (flushes, and the promotions they cause) counts in the
 interval and for the volume / group of the request during whose processing it ran.
 
-Summary: the counters of the model plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
+Summary: the counters of the model, the cache sizes the run had (``dram_cache_bytes``,
+``dram_write_cache_bytes``, ``ssd_cache_bytes``; FLARE's ``dram_high_watermark_pct`` /
+``dram_low_watermark_pct``: what a report marks), plus ``iops``, ``mb_per_s``, latency mean/p50/p95/p99/max,
 ``read_hit_ratio``, ``write_hit_ratio``, ``flush_mb_per_s``, ``forced_flush_count``,
 ``forced_flush_stall_ms``, ``throttle_delay_sum_ms`` / ``throttled_requests`` /
 ``throttle_delay_mean_ms`` (per throttled request) and the same three for forced-flush stalls,
@@ -369,6 +372,15 @@ class _Aggregates:
         else:
             self.sums["backend_ios"] += int(ios[ts >= self.sums["first_ns"]].sum())
 
+    def latency_table(self) -> pl.DataFrame:
+        """The measured requests' response-time histogram (the one the summary's percentiles come
+        from): one row per non-empty 1 %-wide bucket, its bounds in ms and its request count."""
+        b = np.flatnonzero(self.lat_hist)
+        return pl.DataFrame({"lat_bucket": b.astype(np.int32),
+                             "latency_lo_ms": LAT_BASE ** b.astype(np.float64) / 1e6,
+                             "latency_hi_ms": LAT_BASE ** (b + 1.0) / 1e6,
+                             "requests": self.lat_hist[b]})
+
     def percentile_ms(self, q: float) -> float:
         total = self.lat_hist.sum()
         if not total:
@@ -567,14 +579,15 @@ def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], sce
     hist = aggs.hist.result()  # merged once: the volume, group and tier tables all use it
     vol, rg = _interval_tables(aggs, model, names, trace_id, rid, hist)
     summary = _summary(model, state, aggs, trace_id, rid)
-    tables = {}
+    tables = {"latency_hist": aggs.latency_table().with_columns(
+        pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(scenario.name).alias("scenario"))}
     if aggs.moves is not None:
-        tables, tier_summary = _tier_tables(model, state, aggs, rg, hist, names)
+        tier, tier_summary = _tier_tables(model, state, aggs, rg, hist, names)
         summary.update(tier_summary)
         rg = rg.with_columns(tier=pl.col("rg").replace_strict(tier_tables.tier_of_group(model), default=None,
                                                               return_dtype=pl.String))
         extra = {"trace_id": trace_id, "run_id": rid, "scenario": scenario.name}
-        tables = {k: t.with_columns(pl.lit(v).alias(c) for c, v in extra.items()) for k, t in tables.items()}
+        tables |= {k: t.with_columns(pl.lit(v).alias(c) for c, v in extra.items()) for k, t in tier.items()}
     if aggs.snap is not None:
         timeline = _snapshot_timeline(model, aggs)
         tables["snapshot_intervals"] = timeline.rows().with_columns(
@@ -668,6 +681,11 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "backend_ios_per_request": s["backend_ios"] / n if n else 0.0,
         "backend_iops_per_drive": s["backend_ios"] / sc.n_drives / span_s if span_s > 0 else 0.0,
         "simulated_seconds": sim_s,
+        "dram_cache_bytes": 0 if sc.flash else sc.dram.cache_bytes,
+        "dram_write_cache_bytes": 0 if sc.flash else sc.dram.write_cache_bytes,
+        "dram_high_watermark_pct": sc.dram.flare.high_watermark_pct if sc.dram.mode == "flare" else None,
+        "dram_low_watermark_pct": sc.dram.flare.low_watermark_pct if sc.dram.mode == "flare" else None,
+        "ssd_cache_bytes": sc.ssd.usable_bytes(sc.drive_classes) if sc.ssd else 0,
         "not_yet_modelled": ",".join(sc.ignored_sections),
     }
     for k, v in c.items():
@@ -737,7 +755,7 @@ def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
         "volume_intervals": root / "array_volume_intervals" / f"{rid}.parquet",
         "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
         **{name: root / f"array_{name}" / f"{rid}.parquet" for name in (*tier_tables.TIER_TABLES,
-                                                                         "snapshot_intervals")},
+                                                                         "snapshot_intervals", "latency_hist")},
         "run": root / "array_runs" / rid / "run.json",
     }
 

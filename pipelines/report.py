@@ -1,194 +1,813 @@
-"""Report step: one self-contained HTML page (charts inlined as PNG) of what the data directory
-holds — traces, hit-ratio curves, array runs side by side over time, closed-loop sweeps — with
-every table it shows also written as CSV beside it.
+"""Report step: one self-contained, offline HTML page of interactive what-if charts (plotly, its
+JavaScript inlined once; no CDN, fonts, MathJax or map data fetched), printable, built from the
+DuckDB warehouse (loaded first when stale), with every chart's numbers also written as CSV beside
+it (``<out stem>_tables/<chart>.csv``).
+
+Each chart appears only when its data exists, for the selected runs side by side, with a caption
+stating what it shows in words computed from the same rows. The page embeds each figure as JSON
+(``<script type="application/json" class="figure" data-chart=NAME>``), so what is drawn can be
+read back and checked against the warehouse.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from pipelines.catalog import list_traces
 from pipelines.files import atomic_output, check_output, check_output_dir, write_text
-from pipelines.load import result_datasets
+
+#: the comfort lines of the sweep chart (seed 000: 10 ms for HDD arrays; seed 001: 1 ms for flash)
+COMFORT_MS = (10.0, 1.0)
+#: a run has warmed up when its hit ratio first reaches this share of its level over the last
+#: 10 % of the intervals
+WARM_SHARE = 0.9
+TAIL_SHARE = 0.1
+#: the MRC marks each scenario's cache sizes on this curve: the exact one first, then the page
+#: size nearest this
+MRC_PAGE = 8192
 
 
-def _read(data_dir: Path, table: str) -> pl.DataFrame:
-    files = result_datasets(data_dir).get(table)
-    if not files:
-        return pl.DataFrame()
-    # runs of different modes leave different columns all-null: relax types when stacking
-    return pl.concat([pl.read_parquet(f, hive_partitioning=False) for f in files], how="diagonal_relaxed")
+@dataclass
+class Chart:
+    """One section: a plotly figure (a dict), its caption, its numbers (shown and as CSV), and
+    optionally longer numbers (CSV only, ``<name>_points.csv``)."""
+
+    name: str
+    title: str
+    caption: str
+    figure: dict | None
+    table: pl.DataFrame
+    points: pl.DataFrame | None = None
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
+@dataclass
+class Selection:
+    """What the page covers: runs (one row each, with its label), sweeps, traces."""
 
-    plt.close(fig)
-    return '<img alt="chart" src="data:image/png;base64,' + base64.b64encode(buf.getvalue()).decode() + '">'
+    runs: pl.DataFrame
+    trace_ids: list[str]
+    sweep_ids: list[str] | None
+    labels: dict[str, str] = field(default_factory=dict)  # run_id -> label
+
+    def only(self, keep: pl.Expr) -> Selection:
+        """The runs for which ``keep`` holds (a chart of one mechanism)."""
+        return Selection(self.runs.filter(keep), self.trace_ids, self.sweep_ids, self.labels)
 
 
-def _table(df: pl.DataFrame, name: str, out_dir: Path, floats: int = 3) -> str:
-    """HTML of ``df`` and a CSV copy ``<out_dir>/<name>.csv`` (linked)."""
+# --------------------------------------------------------------------------------------------
+# the warehouse
+# --------------------------------------------------------------------------------------------
+class Warehouse:
+    """A read-only connection to the warehouse and what it holds."""
+
+    def __init__(self, data_dir: Path):
+        from pipelines.warehouse import db_path, reader
+
+        self.con = reader(db_path(data_dir), data_dir)
+        self.columns: dict[str, set[str]] = {}
+        for t, c in self.con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                     "WHERE table_schema = 'main'").fetchall():
+            self.columns.setdefault(t, set()).add(c)
+
+    def has(self, table: str, *cols: str) -> bool:
+        return table in self.columns and all(c in self.columns[table] for c in cols)
+
+    def sql(self, q: str, params: dict | None = None) -> pl.DataFrame:
+        return self.con.sql(q, params=params or {}).pl()
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _fresh(data_dir: Path) -> None:
+    """Load the warehouse when it is missing or older than the data directory."""
+    import duckdb
+
+    from pipelines.load import load
+    from pipelines.warehouse import connect, db_path, staleness
+
+    db = db_path(data_dir)
+    if db.exists():
+        con = connect(db, read_only=True)
+        try:
+            stale = staleness(con, data_dir) is not None
+        except duckdb.Error:  # an older schema without load_state: the load migrates it
+            stale = True
+        finally:
+            con.close()
+        if not stale:
+            return
+    load(data_dir)
+
+
+def _select(wh: Warehouse, trace_id: str | None, run_ids: list[str] | None,
+            sweep_ids: list[str] | None) -> Selection:
+    """The runs: ``run_ids`` in that order, else the newest run of every (trace, scenario)."""
+    names = wh.sql("SELECT trace_id, source_path FROM traces")
+    short = {t: Path(p).stem if p else t[:12] for t, p in names.iter_rows()}
+    if run_ids:
+        runs = wh.sql("SELECT r.*, s.* EXCLUDE (run_id) FROM runs r JOIN run_summary s USING (run_id) "
+                      "WHERE run_id IN (SELECT unnest($ids))", {"ids": run_ids})
+        missing = [r for r in run_ids if r not in set(runs["run_id"])]
+        if missing:
+            raise LookupError(f"report: run(s) {', '.join(missing)} not in the warehouse")
+        runs = runs.join(pl.DataFrame({"run_id": run_ids, "_order": range(len(run_ids))}), on="run_id").sort(
+            "_order").drop("_order")
+    else:
+        runs = wh.sql("SELECT * FROM latest_runs ORDER BY trace_id, scenario") if wh.has("runs") else pl.DataFrame()
+    if trace_id is not None and runs.height:
+        runs = runs.filter(pl.col("trace_id") == trace_id)
+    # the traces whose curves, skew and sweeps are shown: the one asked for, those of the runs
+    # asked for, else every trace
+    traces = ([trace_id] if trace_id else list(dict.fromkeys(runs["trace_id"].to_list())) if run_ids
+              else sorted(short))
+    sel = Selection(runs, traces, sweep_ids)
+    if runs.height:
+        several = runs["trace_id"].n_unique() > 1
+        seen: dict[str, int] = {}
+        for rid, tid, sc in runs.select("run_id", "trace_id", "scenario").iter_rows():
+            label = f"{sc} on {short.get(tid, tid[:12])}" if several else sc
+            seen[label] = seen.get(label, 0) + 1
+            sel.labels[rid] = label if seen[label] == 1 else f"{label} ({rid[:8]})"
+    return sel
+
+
+def _ids(sel: Selection) -> dict:
+    return {"ids": sel.runs["run_id"].to_list() if sel.runs.height else []}
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------------------------
+def _time_axis(t_s: float) -> tuple[float, str]:
+    """(divisor, unit) for a time axis spanning ``t_s`` seconds."""
+    return (3600.0, "h") if t_s > 3 * 3600 else (60.0, "min") if t_s > 20 * 60 else (1.0, "s")
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "never"
+    div, unit = _time_axis(seconds)
+    return f"{seconds / div:,.3g} {unit}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f} %"
+
+
+def _bytes(n: float) -> str:
+    for unit, k in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:,.3g} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _change(x: float, base: float) -> str:
+    return f"{100 * (x / base - 1):+.0f} %" if base else "n/a"
+
+
+def _list(v) -> list:
+    """Plain JSON numbers (plotly would encode numpy arrays as base64)."""
+    return [None if (isinstance(x, float) and math.isnan(x)) else x for x in (v.to_list() if hasattr(v, "to_list")
+                                                                            else list(v))]
+
+
+def _layout(title: str, **kw) -> dict:
+    base = {"title": {"text": title, "font": {"size": 14}}, "template": "plotly_white", "height": 380,
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "x unified",
+            "legend": {"orientation": "h", "y": -0.2}}
+    base.update(kw)
+    return base
+
+
+def _subplots(rows: int, titles: list[str], height: int):
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.07)
+    fig.update_layout(template="plotly_white", height=height, hovermode="x unified",
+                      margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h", "y": -0.08})
+    return fig
+
+
+def _color(i: int) -> str:
+    return ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+            "#7f7f7f", "#bcbd22")[i % 10]
+
+
+def _per_run_intervals(wh: Warehouse, sel: Selection, table: str, exprs: dict[str, str],
+                       where: str = "") -> pl.DataFrame:
+    """Per (run, interval) aggregates of ``table`` (``exprs``: column -> SQL aggregate), time in s."""
+    cols = ", ".join(f"{e} AS {c}" for c, e in exprs.items())
+    return wh.sql(f"SELECT run_id, interval_start_ns / 1e9 AS t_s, {cols} FROM {table} "
+                  f"WHERE run_id IN (SELECT unnest($ids)) {where} GROUP BY ALL ORDER BY run_id, t_s", _ids(sel))
+
+
+def _labelled(df: pl.DataFrame, sel: Selection) -> pl.DataFrame:
+    """``df`` (rows per run) with the run's label first, runs in the selection's order."""
+    order = {rid: i for i, rid in enumerate(sel.runs["run_id"])}
+    return (df.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario"),
+                            pl.col("run_id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+            .sort("_order", maintain_order=True).drop("_order").select("scenario", pl.exclude("scenario")))
+
+
+def _warm_up_s(t: np.ndarray, y: np.ndarray) -> float | None:
+    """When ``y`` first reaches WARM_SHARE of its mean over the last TAIL_SHARE of the intervals."""
+    ok = ~np.isnan(y)
+    t, y = t[ok], y[ok]
+    if not len(y):
+        return None
+    tail = y[-max(1, int(round(len(y) * TAIL_SHARE))):].mean()
+    if tail <= 0:
+        return None
+    return float(t[np.argmax(y >= WARM_SHARE * tail)])
+
+
+def _lines(fig, df: pl.DataFrame, sel: Selection, y: str, row: int | None = None, name: str = "",
+           dash: str | None = None, x: str = "t_s", div: float = 1.0, legend: bool = True) -> None:
+    """One line per run (colour = run) of column ``y`` against time."""
+    import plotly.graph_objects as go
+
+    for i, rid in enumerate(sel.runs["run_id"]):
+        g = df.filter(pl.col("run_id") == rid)
+        if g.is_empty() or g[y].is_null().all():
+            continue
+        tr = go.Scatter(x=_list(g[x] / div), y=_list(g[y]), mode="lines+markers", marker={"size": 3},
+                        name=f"{sel.labels[rid]}{' ' + name if name else ''}", legendgroup=sel.labels[rid],
+                        showlegend=legend, line={"color": _color(i), "dash": dash}, meta=[rid, y])
+        if row is None:
+            fig.add_trace(tr)
+        else:
+            fig.add_trace(tr, row=row, col=1)
+
+
+# --------------------------------------------------------------------------------------------
+# the charts
+# --------------------------------------------------------------------------------------------
+def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
+    """DRAM read / write and SSD cache hit ratios per interval (page-weighted over volumes)."""
+    if not sel.runs.height or not wh.has("interval_metrics", "read_hit_pages"):
+        return None
+    import plotly.graph_objects as go
+
+    exprs = {"dram_read_hit_ratio": "sum(read_hit_pages) / nullif(sum(read_pages), 0)",
+             "dram_write_hit_ratio": "sum(write_hit_pages) / nullif(sum(write_pages), 0)"}
+    ssd = wh.has("interval_metrics", "ssd_read_hits", "ssd_write_hits")
+    if ssd:
+        hits = "sum(ssd_read_hits) + sum(ssd_write_hits)"
+        exprs["ssd_hit_ratio"] = (f"({hits}) / nullif({hits} + sum(ssd_read_misses) + sum(ssd_write_misses), 0)")
+    sel = sel.only(pl.col("dram_mode") != "none")  # all-flash: no cache
+    if not sel.runs.height:
+        return None
+    df = _per_run_intervals(wh, sel, "interval_metrics", exprs)
+    if df.is_empty():
+        return None
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = go.Figure(layout=_layout("Hit ratio over time per cache tier", yaxis={"title": "hit ratio",
+                                                                                 "range": [0, 1.02]},
+                                   xaxis={"title": f"time ({unit})"}))
+    tiers = [("dram_read_hit_ratio", "DRAM read", "solid"), ("dram_write_hit_ratio", "DRAM write", "dot")]
+    if ssd:
+        tiers.append(("ssd_hit_ratio", "SSD cache", "dash"))
+    for col, label, dash in tiers:
+        _lines(fig, df, sel, col, name=label, dash=dash, div=div)
+    said = []
+    for rid in sel.runs["run_id"]:
+        g = df.filter(pl.col("run_id") == rid)
+        col = "ssd_hit_ratio" if ssd and not g["ssd_hit_ratio"].is_null().all() else "dram_read_hit_ratio"
+        y = g[col].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        warm = _warm_up_s(g["t_s"].to_numpy(), y)
+        tail = y[~np.isnan(y)][-max(1, int(round(np.count_nonzero(~np.isnan(y)) * TAIL_SHARE))):]
+        tier = "SSD cache" if col == "ssd_hit_ratio" else "DRAM read"
+        said.append(f"{sel.labels[rid]}: {tier} hit ratio {_pct(float(tail.mean()) if len(tail) else None)} at the "
+                    f"end, warm-up {_dur(warm)}")
+    return Chart("hit_ratio", "Hit ratio over time", "; ".join(said) + ".", fig.to_dict(),
+                 _labelled(df, sel))
+
+
+def _mrc(wh: Warehouse, sel: Selection) -> Chart | None:
+    """The traces' LRU hit-ratio curves, each scenario's DRAM and SSD cache sizes marked on them."""
+    if not wh.has("mrc") or not sel.trace_ids:
+        return None
+    curves = wh.sql("SELECT trace_id, method, page_size, cache_bytes, hit_ratio FROM mrc "
+                    "WHERE trace_id IN (SELECT unnest($t)) ORDER BY trace_id, method, page_size, cache_bytes",
+                    {"t": sel.trace_ids})
+    if curves.is_empty():
+        return None
+    import plotly.graph_objects as go
+
+    fig = go.Figure(layout=_layout("LRU hit-ratio curve (exact stack distances or SHARDS)",
+                                   xaxis={"title": "cache size (bytes)", "type": "log"},
+                                   yaxis={"title": "hit ratio", "range": [0, 1.02]}, hovermode="closest"))
+    marks, said = [], []
+    for (tid, method, page), g in curves.group_by(["trace_id", "method", "page_size"], maintain_order=True):
+        fig.add_trace(go.Scatter(x=_list(g["cache_bytes"]), y=_list(g["hit_ratio"]), mode="lines+markers",
+                                 name=f"{tid[:12]} {method} {page // 1024} KiB pages", line={"color": "#444"},
+                                 marker={"size": 4}, meta=[tid, method, page]))
+    for (tid,), g in curves.group_by(["trace_id"], maintain_order=True):
+        best = g.sort([pl.col("method") != "exact", (pl.col("page_size") - MRC_PAGE).abs()]).head(1)
+        method, page = best["method"][0], best["page_size"][0]
+        c = g.filter((pl.col("method") == method) & (pl.col("page_size") == page))
+        x, y = np.log(c["cache_bytes"].to_numpy().astype(float)), c["hit_ratio"].to_numpy()
+        if not sel.runs.height:
+            continue
+        for row in sel.runs.filter(pl.col("trace_id") == tid).iter_rows(named=True):
+            for kind, col in (("DRAM", "dram_cache_bytes"), ("SSD", "ssd_cache_bytes")):
+                size = row.get(col) or 0
+                if size > 0:
+                    hr = float(np.interp(math.log(size), x, y))
+                    marks.append({"trace_id": tid, "scenario": sel.labels[row["run_id"]], "run_id": row["run_id"], "cache": kind,
+                                  "cache_bytes": int(size), "lru_hit_ratio": hr, "method": method, "page_size": page})
+                    said.append(f"{sel.labels[row['run_id']]} {kind} {_bytes(size)}: {_pct(hr)}")
+    mk = pl.DataFrame(marks) if marks else None
+    if mk is not None:
+        labels = list(dict.fromkeys(mk["scenario"].to_list()))
+        for (label, kind), g in mk.group_by(["scenario", "cache"], maintain_order=True):
+            fig.add_trace(go.Scatter(x=_list(g["cache_bytes"]), y=_list(g["lru_hit_ratio"]), mode="markers",
+                                     name=f"{label} {kind} cache", meta=["mark", label, kind],
+                                     marker={"size": 12, "color": _color(labels.index(label)),
+                                             "symbol": "circle" if kind == "DRAM" else "diamond"}))
+    caption = ("LRU hit ratio the trace would get at each scenario's cache size: " + "; ".join(said) + "."
+               if said else "LRU hit-ratio curve of the trace (no replay of it selected to mark).")
+    return Chart("mrc", "LRU hit-ratio curve and the scenarios' cache sizes", caption, fig.to_dict(),
+                 mk if mk is not None else curves, curves)
+
+
+def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Seed 002's picture: dirty %, flush rate, forced flushes and throttling per interval."""
+    if not sel.runs.height or not wh.has("interval_metrics", "dirty_pct_max", "throttle_delay_sum_ms"):
+        return None
+    sub = sel.only(pl.col("dram_mode").is_in(["flare", "mcx"]))
+    runs = sub.runs
+    if not runs.height:
+        return None
+    df = _per_run_intervals(wh, sub, "interval_metrics", {
+        "dirty_pct_max": "max(dirty_pct_max)", "flush_mb_per_s": "sum(flush_mb_per_s)",
+        "forced_flushes": "max(forced_flushes)", "forced_flush_stall_ms": "max(forced_flush_stall_ms)",
+        "throttle_delay_sum_ms": "sum(throttle_delay_sum_ms)"})
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = _subplots(4, ["write cache dirty % (max in interval)", "flush rate (MB/s)", "forced flushes",
+                        "throttle delay (ms, summed over requests)"], 860)
+    for row, col in enumerate(("dirty_pct_max", "flush_mb_per_s", "forced_flushes", "throttle_delay_sum_ms"), 1):
+        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+    said = []
+    for r in runs.iter_rows(named=True):
+        g = df.filter(pl.col("run_id") == r["run_id"])
+        for w in ("high", "low"):
+            pct = r.get(f"dram_{w}_watermark_pct")
+            if pct is not None:
+                fig.add_hline(y=pct, row=1, col=1, line={"dash": "dot", "color": "#888"},
+                              annotation_text=f"{sel.labels[r['run_id']]} {w} watermark {pct:g} %")
+        said.append(f"{sel.labels[r['run_id']]} ({r['dram_mode'].upper()}): dirty up to "
+                    f"{g['dirty_pct_max'].max() or 0:.0f} %, {int(g['forced_flushes'].sum())} forced flushes "
+                    f"(stall {_dur(float(g['forced_flush_stall_ms'].sum()) / 1e3)}), throttled "
+                    f"{_dur(float(g['throttle_delay_sum_ms'].sum()) / 1e3)} in all, flushing "
+                    f"{r['flush_mb_per_s']:.1f} MB/s")
+    fig.update_xaxes(title_text=f"time ({unit})", row=4, col=1)
+    return Chart("write_cache", "DRAM write cache: dirty pages, flushing, forced flushes, throttling",
+                 "; ".join(said) + ".", fig.to_dict(),
+                 _labelled(df, sel))
+
+
+SSD_RATES = ("ssd_read_hits_per_s", "ssd_read_misses_per_s", "ssd_write_hits_per_s", "ssd_write_misses_per_s")
+
+
+def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Seed 000's Unisphere charts: SSD cache read/write hits and misses per s, and fill %."""
+    if not sel.runs.height or not wh.has("interval_metrics", *SSD_RATES, "ssd_fill_pct"):
+        return None
+    if "ssd_cache_bytes" not in sel.runs.columns:  # runs from before replays recorded it
+        return None
+    sub = sel.only(pl.col("ssd_cache_bytes").fill_null(0) > 0)
+    runs = sub.runs
+    if not runs.height:
+        return None
+    df = _per_run_intervals(wh, sub, "interval_metrics",
+                            {**{c: f"sum({c})" for c in SSD_RATES}, "ssd_fill_pct": "max(ssd_fill_pct)"})
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = _subplots(5, ["read hits/s", "read misses/s", "write hits/s", "write misses/s", "SSD cache used (%)"],
+                    1000)
+    for row, col in enumerate((*SSD_RATES, "ssd_fill_pct"), 1):
+        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+    fig.update_xaxes(title_text=f"time ({unit})", row=5, col=1)
+    said = []
+    for r in runs.iter_rows(named=True):
+        g = df.filter(pl.col("run_id") == r["run_id"])
+        last = g.tail(1)
+        said.append(f"{sel.labels[r['run_id']]} ({_bytes(r['ssd_cache_bytes'])}): {last['ssd_fill_pct'][0]:.1f} % "
+                    f"used at the end, half full after {_dur(r.get('ssd_time_to_50pct_fill_s'))}; last interval "
+                    f"{last['ssd_read_hits_per_s'][0]:,.0f} read hits/s vs {last['ssd_read_misses_per_s'][0]:,.0f} "
+                    "misses/s")
+    return Chart("ssd_cache", "SSD cache: hits and misses per second, fill", "; ".join(said) + ".", fig.to_dict(),
+                 _labelled(df, sel))
+
+
+def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
+    """IOPS and mean response time against outstanding I/Os, with the comfort lines."""
+    if not wh.has("sweeps"):
+        return None
+    if sel.sweep_ids is not None:
+        df = wh.sql("SELECT * FROM sweeps WHERE sweep_id IN (SELECT unnest($s)) ORDER BY trace_id, scenario, "
+                    "sweep_id, outstanding", {"s": sel.sweep_ids})
+    else:
+        df = wh.sql("SELECT * FROM sweeps WHERE trace_id IN (SELECT unnest($t)) QUALIFY row_number() OVER ("
+                    "PARTITION BY trace_id, scenario, outstanding ORDER BY finished_at DESC NULLS LAST, sweep_id) = 1 "
+                    "ORDER BY trace_id, scenario, outstanding", {"t": sel.trace_ids})
+    if df.is_empty():
+        return None
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["host IOPS", "mean response time (ms)"])
+    fig.update_layout(template="plotly_white", height=420, hovermode="closest", legend={"orientation": "h", "y": -0.25},
+                      title={"text": "Closed loop: IOPS and response time vs outstanding I/Os", "font": {"size": 14}})
+    said = []
+    several = df["trace_id"].n_unique() > 1
+    for i, ((tid, sc, sid), g) in enumerate(df.group_by(["trace_id", "scenario", "sweep_id"], maintain_order=True)):
+        label = f"{sc} on {tid[:12]}" if several else sc
+        for col, (y, show) in enumerate((("iops", True), ("latency_mean_ms", False)), 1):
+            fig.add_trace(go.Scatter(x=_list(g["outstanding"]), y=_list(g[y]), mode="lines+markers", name=label,
+                                     legendgroup=label, showlegend=show, line={"color": _color(i)},
+                                     meta=[sid, y]), row=1, col=col)
+        peak = g.sort("iops", descending=True).head(1)
+        ok = g.filter(pl.col("latency_mean_ms") <= COMFORT_MS[0]).sort("outstanding")
+        said.append(f"{label}: peak {peak['iops'][0]:,.0f} IOPS at {peak['outstanding'][0]} outstanding "
+                    f"({peak['latency_mean_ms'][0]:.1f} ms); "
+                    + (f"under {COMFORT_MS[0]:g} ms up to {ok['outstanding'][-1]} outstanding "
+                       f"({ok['iops'][-1]:,.0f} IOPS)" if ok.height else f"never under {COMFORT_MS[0]:g} ms"))
+    span = [int(df["outstanding"].min()), int(df["outstanding"].max())]
+    for ms in COMFORT_MS:  # as lines of data: shapes on a log axis take log10 coordinates
+        fig.add_trace(go.Scatter(x=span, y=[ms, ms], mode="lines", name=f"{ms:g} ms comfort line",
+                                 line={"dash": "dash", "color": "#c33" if ms >= 10 else "#3a3"},
+                                 meta=["comfort", ms]), row=1, col=2)
+    fig.update_xaxes(type="log", title_text="outstanding I/Os", dtick=math.log10(2))
+    fig.update_yaxes(type="log", row=1, col=2)
+    table = df.select("trace_id", "scenario", "sweep_id", "outstanding", "iops", "mb_per_s", "latency_mean_ms",
+                      "latency_p95_ms", "latency_p99_ms")
+    return Chart("sweeps", "IOPS and response time vs outstanding I/Os", "; ".join(said) + ".", fig.to_dict(), table)
+
+
+def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Response-time CDF of each run's measured requests, and its p50 / p95 / p99."""
+    if not sel.runs.height or not wh.has("latency_hist"):
+        return None
+    pts = wh.sql("SELECT run_id, latency_hi_ms, requests, sum(requests) OVER w / sum(requests) OVER (PARTITION BY "
+                 "run_id) AS cdf FROM latency_hist WHERE run_id IN (SELECT unnest($ids)) WINDOW w AS (PARTITION BY "
+                 "run_id ORDER BY lat_bucket) ORDER BY run_id, lat_bucket", _ids(sel))
+    if pts.is_empty():
+        return None
+    import plotly.graph_objects as go
+
+    fig = go.Figure(layout=_layout("Response time distribution (CDF of the measured requests)",
+                                   xaxis={"title": "response time (ms)", "type": "log"},
+                                   yaxis={"title": "share of requests", "range": [0, 1.02]}, hovermode="closest"))
+    _lines(fig, pts, sel, "cdf", x="latency_hi_ms")
+    runs = sel.runs.filter(pl.col("run_id").is_in(pts["run_id"].unique().to_list()))
+    for q in (0.5, 0.95, 0.99):
+        fig.add_hline(y=q, line={"dash": "dot", "color": "#aaa"}, annotation_text=f"p{int(q * 100)}")
+    table = runs.select(pl.col("run_id").replace_strict(sel.labels).alias("scenario"), "run_id", "measured_requests",
+                        "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms")
+    said, bases = [], {}
+    for r, tid in zip(table.iter_rows(named=True), runs["trace_id"], strict=True):
+        base = bases.setdefault(tid, r)  # each run against the first selected run of its trace
+        if r is base:
+            said.append(f"{r['scenario']}: p50 {r['latency_p50_ms']:.2f} ms, p95 {r['latency_p95_ms']:.2f} ms, "
+                        f"p99 {r['latency_p99_ms']:.2f} ms")
+        else:
+            said.append(f"{r['scenario']}: p95 {r['latency_p95_ms']:.2f} ms ({_change(r['latency_p95_ms'], base['latency_p95_ms'])} "
+                        f"vs {base['scenario']}), p99 {_change(r['latency_p99_ms'], base['latency_p99_ms'])}")
+    return Chart("latency", "Response time distribution and percentiles", "; ".join(said) + ".", fig.to_dict(),
+                 table, _labelled(pts, sel))
+
+
+def _rg_balance(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Per RAID group: I/Os served and mean drive utilization over the run."""
+    if not sel.runs.height or not wh.has("rg_intervals", "utilization"):
+        return None
+    df = wh.sql("SELECT run_id, rg, sum(requests) AS requests, sum(backend_ios) AS backend_ios, "
+                "avg(utilization) AS utilization_mean, max(utilization) AS utilization_max FROM rg_intervals "
+                "WHERE run_id IN (SELECT unnest($ids)) GROUP BY ALL ORDER BY run_id, rg", _ids(sel))
+    if df.is_empty():
+        return None
+    import plotly.graph_objects as go
+
+    fig = go.Figure(layout=_layout("Load balance across RAID groups", barmode="group", hovermode="closest",
+                                   yaxis={"title": "mean drive utilization", "tickformat": ".0%"},
+                                   xaxis={"title": "RAID group"}))
+    said = []
+    for i, rid in enumerate(sel.runs["run_id"]):
+        g = df.filter(pl.col("run_id") == rid)
+        if g.is_empty():
+            continue
+        fig.add_trace(go.Bar(x=_list(g["rg"]), y=_list(g["utilization_mean"]), name=sel.labels[rid],
+                             marker={"color": _color(i)}, meta=[rid, "utilization_mean"],
+                             customdata=_list(g["backend_ios"]),
+                             hovertemplate="%{x}: %{y:.1%} busy, %{customdata:,} back-end I/Os"))
+        busy = g.filter(pl.col("backend_ios") > 0).sort("utilization_mean")
+        if busy.height:
+            hi, lo = busy.row(-1, named=True), busy.row(0, named=True)
+            said.append(f"{sel.labels[rid]}: busiest {hi['rg']} {_pct(hi['utilization_mean'])}, least busy "
+                        f"{lo['rg']} {_pct(lo['utilization_mean'])}"
+                        + (f" ({hi['utilization_mean'] / lo['utilization_mean']:.2f}x)" if lo['utilization_mean'] else ""))
+    return Chart("rg_balance", "Per-RAID-group load balance", "; ".join(said) + ".", fig.to_dict(),
+                 _labelled(df, sel))
+
+
+def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
+    """The skew curve (slices by I/O count: cumulative capacity vs I/O share) from FAST VP runs'
+    slices, and the traces' skew points (``tiercast skew``)."""
+    curve = pl.DataFrame()
+    if sel.runs.height and wh.has("tier_slices", "ios"):
+        curve = wh.sql("SELECT run_id, row_number() OVER w / count(*) OVER (PARTITION BY run_id) AS capacity_share, "
+                       "sum(ios) OVER w / sum(ios) OVER (PARTITION BY run_id) AS io_share FROM tier_slices "
+                       "WHERE run_id IN (SELECT unnest($ids)) WINDOW w AS (PARTITION BY run_id ORDER BY ios DESC, "
+                       "volume, slice ROWS UNBOUNDED PRECEDING) ORDER BY run_id, capacity_share", _ids(sel))
+    points = (wh.sql("SELECT trace_id, slice_bytes, slices, ios, skew_capacity_share, skew_io_share, "
+                     "flash_bytes_80pct, flash_bytes_90pct, flash_bytes_95pct FROM skew WHERE trace_id IN "
+                     "(SELECT unnest($t)) ORDER BY trace_id, slice_bytes", {"t": sel.trace_ids})
+              if wh.has("skew") and sel.trace_ids else pl.DataFrame())
+    if curve.is_empty() and points.is_empty():
+        return None
+    import plotly.graph_objects as go
+
+    fig = go.Figure(layout=_layout("I/O skew: slices sorted by I/O count", hovermode="closest",
+                                   xaxis={"title": "capacity share", "tickformat": ".0%", "range": [0, 1]},
+                                   yaxis={"title": "I/O share", "tickformat": ".0%", "range": [0, 1.02]}))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[1, 0], mode="lines", name="capacity + I/O share = 1",
+                             line={"dash": "dot", "color": "#aaa"}, meta=["diagonal"]))
+    said = []
+    if not curve.is_empty():
+        _lines(fig, curve, sel, "io_share", x="capacity_share")
+        for rid in curve["run_id"].unique(maintain_order=True):
+            g = curve.filter(pl.col("run_id") == rid)
+            k = int(((g["capacity_share"] + g["io_share"]) >= 1).arg_max())
+            said.append(f"{sel.labels[rid]} (FAST VP slices): {_pct(g['capacity_share'][k])} of the slices serve "
+                        f"{_pct(g['io_share'][k])} of the I/O")
+    for r in points.iter_rows(named=True):
+        fig.add_trace(go.Scatter(x=[r["skew_capacity_share"]], y=[r["skew_io_share"]], mode="markers",
+                                 marker={"size": 12, "symbol": "x"}, meta=["skew", r["trace_id"], r["slice_bytes"]],
+                                 name=f"skew point {r['trace_id'][:12]}, {_bytes(r['slice_bytes'])} slices"))
+        said.append(f"trace {r['trace_id'][:12]} ({_bytes(r['slice_bytes'])} slices): {_pct(r['skew_capacity_share'])} "
+                    f"of the capacity serves {_pct(r['skew_io_share'])} of the I/O; 80 % of the I/O fits in "
+                    f"{_bytes(r['flash_bytes_80pct'])} of flash")
+    table = points if not points.is_empty() else curve.group_by("run_id", maintain_order=True).agg(
+        pl.len().alias("slices"))
+    return Chart("skew", "Tier skew", "; ".join(said) + ".", fig.to_dict(), table,
+                 _labelled(curve, sel)
+                 if not curve.is_empty() else None)
+
+
+def _snapshots(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Space held by the replay's snapshots over time."""
+    if not sel.runs.height or not wh.has("snapshot_intervals", "snapshot_bytes"):
+        return None
+    df = wh.sql("SELECT run_id, start_ns / 1e9 AS t_s, writes, write_bytes, new_snapshot_bytes, retained_snapshots, "
+                "snapshot_bytes FROM snapshot_intervals WHERE run_id IN (SELECT unnest($ids)) ORDER BY run_id, t_s",
+                _ids(sel))
+    if df.is_empty():
+        return None
+    sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = _subplots(2, ["space held by snapshots (bytes)", "host writes per snapshot interval (bytes)"], 600)
+    _lines(fig, df, sub, "snapshot_bytes", row=1, div=div)
+    _lines(fig, df, sub, "write_bytes", row=2, div=div, legend=False)
+    fig.update_xaxes(title_text=f"time ({unit})", row=2, col=1)
+    said = []
+    for rid in sub.runs["run_id"]:
+        g = df.filter(pl.col("run_id") == rid)
+        k = int(g["snapshot_bytes"].arg_max())
+        said.append(f"{sel.labels[rid]}: peak {_bytes(g['snapshot_bytes'][k])} held at {_dur(g['t_s'][k])} by "
+                    f"{g['retained_snapshots'][k]} snapshots; {_bytes(g['snapshot_bytes'][-1])} at the end")
+    return Chart("snapshots", "Snapshot space over time", "; ".join(said) + ".", fig.to_dict(),
+                 _labelled(df, sel))
+
+
+def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
+    """All-flash: free space, host write and GC rates per interval, and the cliff."""
+    cols = ("flash_free_pct", "flash_host_write_mib_per_s", "flash_gc_mib_per_s")
+    if not sel.runs.height or not wh.has("interval_metrics", *cols):
+        return None
+    df = _per_run_intervals(wh, sel, "interval_metrics", {c: f"max({c})" for c in cols},
+                            "AND flash_free_pct IS NOT NULL")
+    if df.is_empty():
+        return None
+    sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = _subplots(3, ["free flash (% of the space GC can free)", "host writes (MiB/s)", "GC copies (MiB/s)"], 760)
+    for row, col in enumerate(cols, 1):
+        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+    fig.update_xaxes(title_text=f"time ({unit})", row=3, col=1)
+    said = []
+    for r in sub.runs.iter_rows(named=True):
+        cliff = r.get("flash_time_to_cliff_s")
+        if cliff is not None:
+            for row in (1, 2, 3):
+                fig.add_vline(x=cliff / div, row=row, col=1, line={"dash": "dash", "color": "#c33"})
+            said.append(f"{sel.labels[r['run_id']]}: write cliff at {_dur(cliff)}, host writes "
+                        f"{r.get('flash_pre_cliff_write_mib_per_s') or 0:,.0f} -> "
+                        f"{r.get('flash_post_cliff_write_mib_per_s') or 0:,.0f} MiB/s")
+        else:
+            said.append(f"{sel.labels[r['run_id']]}: no write cliff (free space never ran out)")
+    return Chart("write_cliff", "All-flash write cliff", "; ".join(said) + ".", fig.to_dict(),
+                 _labelled(df, sel))
+
+
+#: the charts, in page order
+CHARTS: tuple[Callable[[Warehouse, Selection], Chart | None], ...] = (
+    _hit_ratio, _mrc, _write_cache, _ssd_cache, _sweeps, _latency, _rg_balance, _skew, _snapshots, _write_cliff)
+
+#: the run table at the top: columns shown when present
+RUN_COLUMNS = ("scenario", "trace_id", "run_id", "model_version", "replay_mode", "outstanding", "measured_requests",
+               "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms", "latency_p99_ms", "read_hit_ratio",
+               "write_hit_ratio", "ssd_hit_ratio_last10pct", "flush_mb_per_s", "forced_flush_count",
+               "throttle_delay_sum_ms", "dram_cache_bytes", "ssd_cache_bytes")
+
+
+# --------------------------------------------------------------------------------------------
+# the page
+# --------------------------------------------------------------------------------------------
+def _cell(v, floats: int) -> str:
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:,.{floats}f}"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return "" if v is None else str(v)
+
+
+def _csv(df: pl.DataFrame, name: str, out_dir: Path) -> str:
+    """Write ``<out_dir>/<name>.csv`` (atomically); returns the link to it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_output(out_dir / f"{name}.csv", "report table") as tmp:
         df.write_csv(tmp)
+    return f'<a href="{html.escape(out_dir.name)}/{html.escape(name)}.csv">{html.escape(name)}.csv</a>'
+
+
+def _table(df: pl.DataFrame, name: str, out_dir: Path, floats: int = 3, bad: str | None = None,
+           max_rows: int = 200) -> str:
+    """HTML of ``df`` (rows where boolean column ``bad`` is false marked) and ``<name>.csv``."""
+    link = _csv(df, name, out_dir)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     rows = []
-    for r in df.iter_rows():
-        cells = []
-        for v in r:
-            if isinstance(v, float):
-                v = f"{v:,.{floats}f}"
-            elif isinstance(v, int):
-                v = f"{v:,}"
-            cells.append(f"<td>{html.escape(str(v))}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    link = f'<p class="csv"><a href="{out_dir.name}/{name}.csv">{name}.csv</a></p>'
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>{link}"
+    for r in df.head(max_rows).iter_rows(named=True):
+        cls = ' class="miss"' if bad is not None and r.get(bad) is False else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(_cell(v, floats))}</td>" for v in r.values()) + "</tr>")
+    more = f"<p class='csv'>{df.height - max_rows:,} more rows in the CSV</p>" if df.height > max_rows else ""
+    return (f'<div class="tablewrap"><table data-table="{html.escape(name)}"><tr>{head}</tr>{"".join(rows)}</table>'
+            f'</div>{more}<p class="csv">{link}</p>')
 
 
-def _traces_section(data_dir: Path, out_dir: Path) -> str:
-    rows = []
-    for t in list_traces(data_dir):
-        m = t.manifest
-        rows.append({
-            "trace_id": t.trace_id, "format": m["format"], "source": Path(m["source_path"]).name,
-            "requests": m["rows_accepted"], "rejected": m["rows_rejected"], "volumes": len(m["volumes"]),
-            "span_s": max(v["last_ts_ns"] for v in m["volumes"].values()) / 1e9,
-            "read_pct": 100 * sum(v["reads"] for v in m["volumes"].values()) / max(1, m["rows_accepted"]),
-        })
-    if not rows:
-        return "<p>No trace ingested.</p>"
-    return _table(pl.DataFrame(rows), "traces", out_dir, floats=1)
+def _figure_html(chart: Chart) -> str:
+    spec = json.dumps(chart.figure, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return (f'<div class="chart" id="chart-{chart.name}"></div>'
+            f'<script type="application/json" class="figure" data-chart="{chart.name}">{spec}</script>')
 
 
-def _names(data_dir: Path) -> dict[str, str]:
-    """trace_id -> a short label (its source file name)."""
-    return {t.trace_id: Path(t.manifest["source_path"]).stem for t in list_traces(data_dir)}
+def _section(chart: Chart, out_dir: Path) -> str:
+    parts = [f'<section class="chartsec" id="{chart.name}"><h2>{html.escape(chart.title)}</h2>',
+             f'<p class="caption">{html.escape(chart.caption)}</p>']
+    if chart.figure is not None:
+        parts.append(_figure_html(chart))
+    parts.append(_table(chart.table, chart.name, out_dir))
+    if chart.points is not None:
+        parts.append(f'<p class="csv">all points: {_csv(chart.points, chart.name + "_points", out_dir)}</p>')
+    return "".join(parts) + "</section>"
 
 
-def _mrc_section(data_dir: Path, out_dir: Path) -> str:
-    df = _read(data_dir, "mrc")
-    if df.is_empty():
-        return "<p>No hit-ratio curve computed (<code>tiercast mrc TRACE</code>).</p>"
-    import matplotlib.pyplot as plt
-
-    names = _names(data_dir)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    for (tid, method, page), g in df.sort("cache_bytes").group_by(
-        ["trace_id", "method", "page_size"], maintain_order=True
-    ):
-        ax.plot(g["cache_bytes"] / 2**30, g["hit_ratio"], marker=".", label=f"{names.get(tid, tid)} ({method}, {page // 1024} KiB)")
-    ax.set_xscale("log")
-    ax.set_xlabel("LRU cache size (GiB)")
-    ax.set_ylabel("hit ratio")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    table = df.select("trace_id", "method", "page_size", "cache_bytes", "hit_ratio", "byte_hit_ratio").sort(
-        "trace_id", "method", "cache_bytes"
-    )
-    return _png(fig) + _table(table, "mrc", out_dir)
+def _clean(obj):
+    """NaN -> None, numpy scalars and DuckDB decimals (its sums) -> Python numbers (JSON without NaN)."""
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _clean(obj.item())
+    if isinstance(obj, Decimal):
+        obj = float(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
-def _runs_section(data_dir: Path, out_dir: Path) -> str:
-    runs = _read(data_dir, "array_runs")
-    if runs.is_empty():
-        return "<p>No array replay (<code>tiercast replay TRACE --scenario S</code>).</p>"
-    import matplotlib.pyplot as plt
+CSS = """body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;color:#222;
+padding:0 1em}table{border-collapse:collapse;font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;
+padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f0f0f0}tr.miss td{background:#fde2e2;
+color:#900}.tablewrap{max-height:320px;overflow:auto}h2{border-bottom:2px solid #446;padding-bottom:3px;
+margin-top:1.8em}.caption{font-size:15px;background:#f6f8fb;border-left:4px solid #446;padding:.5em .8em}
+.csv{font-size:12px;margin:0}.chart{width:100%;min-height:300px}small{color:#888;font-weight:normal}
+nav a{margin-right:1em}
+@media print{body{margin:0;max-width:none;font-size:10pt}nav,.modebar-container,.csv{display:none}
+.tablewrap{max-height:none;overflow:visible}section{break-inside:avoid-page}.chart{break-inside:avoid}
+table{font-size:8pt}h2{break-after:avoid}}"""
 
-    names = _names(data_dir)
-    cols = [c for c in ("trace_id", "scenario", "dram_mode", "requests", "iops", "mb_per_s", "latency_mean_ms",
-                        "latency_p99_ms", "read_hit_ratio", "write_hit_ratio", "flush_mb_per_s",
-                        "forced_flush_count", "forced_flush_stall_ms", "throttle_delay_sum_ms", "run_id") if c in runs.columns]
-    parts = [_table(runs.select(cols).sort("trace_id", "scenario"), "array_runs", out_dir)]
-    vol = _read(data_dir, "array_volume_intervals")
-    rg = _read(data_dir, "array_rg_intervals")
-    for tid, g in runs.group_by("trace_id", maintain_order=True):
-        run_ids = g["run_id"].to_list()
-        v = vol.filter(pl.col("run_id").is_in(run_ids)) if not vol.is_empty() else vol
-        r = rg.filter(pl.col("run_id").is_in(run_ids)) if not rg.is_empty() else rg
-        if v.is_empty():
-            continue
-        per = v.group_by("scenario", "interval_start_ns").agg(
-            pl.col("iops").sum(), (pl.col("latency_mean_ms") * pl.col("requests")).sum() / pl.col("requests").sum()
-        ).sort("interval_start_ns")
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-        scenarios = sorted(per["scenario"].unique().to_list())
-        style = {sc: {"color": f"C{i}", "marker": "o", "markersize": 3} for i, sc in enumerate(scenarios)}
-        for sc, s in per.group_by("scenario", maintain_order=True):
-            t = s["interval_start_ns"] / 1e9
-            axes[0].plot(t, s["iops"], label=sc[0], **style[sc[0]])
-            axes[1].plot(t, s["latency_mean_ms"], label=sc[0], **style[sc[0]])
-        if not r.is_empty() and "dirty_pct_max" in r.columns:
-            dirty = r.group_by("scenario", "interval_start_ns").agg(pl.col("dirty_pct_max").max()).sort("interval_start_ns")
-            for sc, s in dirty.group_by("scenario", maintain_order=True):
-                axes[2].plot(s["interval_start_ns"] / 1e9, s["dirty_pct_max"], label=sc[0], **style.get(sc[0], {}))
-        for ax, title in zip(axes, ("host IOPS", "mean response time (ms)", "write cache dirty % (max)"), strict=True):
-            ax.set_title(title, fontsize=10)
-            ax.set_xlabel("time (s)")
-            ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=8)
-        parts.append(f"<h3>{html.escape(names.get(tid[0], tid[0]))} <small>{tid[0]}</small></h3>" + _png(fig))
+#: draws every embedded figure; charts follow the page width (also when printing)
+LOADER = """(function(){var charts=[];
+document.querySelectorAll('script.figure').forEach(function(s){var f=JSON.parse(s.textContent);
+var d=document.getElementById('chart-'+s.dataset.chart);
+Plotly.newPlot(d,f.data,f.layout,{responsive:true,displaylogo:false,showLink:false,showSendToCloud:false,
+showEditInChartStudio:false,toImageButtonOptions:{filename:s.dataset.chart}});charts.push(d);});
+function fit(){charts.forEach(function(d){Plotly.Plots.resize(d);});}
+window.addEventListener('beforeprint',fit);window.addEventListener('afterprint',fit);})();"""
+
+
+def _intro_tables(figures: pl.DataFrame | None, findings: pl.DataFrame | None, out_dir: Path) -> str:
+    parts = []
+    if figures is not None:
+        n_bad = figures.filter(pl.col("ok") == False).height  # noqa: E712
+        parts.append(f'<section id="figures"><h2>Seed figures: published vs model</h2><p class="caption">'
+                     f'{figures.height} figures, {figures.height - n_bad} within tolerance, {n_bad} outside '
+                     '(highlighted).</p>' + _table(figures, "seed_figures", out_dir, floats=2, bad="ok") + "</section>")
+    if findings is not None:
+        n_bad = findings.filter(pl.col("ok") == False).height  # noqa: E712
+        parts.append(f'<section id="findings"><h2>Qualitative findings</h2><p class="caption">{findings.height} '
+                     f'findings, {n_bad} not reproduced (highlighted).</p>'
+                     + _table(findings, "findings", out_dir, bad="ok") + "</section>")
     return "".join(parts)
 
 
-def _sweep_section(data_dir: Path, out_dir: Path) -> str:
-    sw = _read(data_dir, "array_sweeps")
-    if sw.is_empty():
-        return "<p>No closed-loop sweep (<code>tiercast sweep TRACE --scenario S --outstanding 12,24,48</code>).</p>"
-    import matplotlib.pyplot as plt
-
-    names = _names(data_dir)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    for (tid, sc, _sid), g in sw.sort("outstanding").group_by(["trace_id", "scenario", "sweep_id"], maintain_order=True):
-        label = f"{names.get(tid, tid)} on {sc}"
-        axes[0].plot(g["outstanding"], g["iops"], marker="o", label=label)
-        axes[1].plot(g["outstanding"], g["latency_mean_ms"], marker="o", label=label)
-    for ax, title in zip(axes, ("host IOPS", "mean response time (ms)"), strict=True):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("outstanding I/Os")
-        ax.set_title(title, fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    cols = [c for c in ("trace_id", "scenario", "outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms")
-            if c in sw.columns]
-    return _png(fig) + _table(sw.select(cols).sort("trace_id", "scenario", "outstanding"), "array_sweeps", out_dir)
+def _runs_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
+    if not sel.runs.height:
+        return "<p>No array replay in the warehouse (<code>tiercast replay TRACE --scenario S</code>).</p>"
+    cols = [c for c in RUN_COLUMNS if c in sel.runs.columns or c == "scenario"]
+    df = sel.runs.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(cols)
+    return ('<section id="runs"><h2>Scenarios side by side</h2>' + _table(df, "runs", out_dir) + "</section>")
 
 
-CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 7px;
-text-align:right}th{background:#f0f0f0}h2{border-bottom:2px solid #446;padding-bottom:3px;margin-top:1.6em}
-.csv{font-size:12px;margin:0}img{max-width:100%}small{color:#888;font-weight:normal}"""
+def _traces_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
+    if not wh.has("traces"):
+        return ""
+    df = wh.sql("SELECT trace_id, format, source_path, rows_accepted AS requests, rows_rejected AS rejected, volumes, "
+                "span_ns / 1e9 AS span_s FROM traces WHERE trace_id IN (SELECT unnest($t)) ORDER BY trace_id",
+                {"t": sel.trace_ids})
+    if df.is_empty():
+        return "<p>No trace ingested.</p>"
+    return '<section id="traces"><h2>Traces</h2>' + _table(df, "traces", out_dir, floats=1) + "</section>"
 
 
-def write_report(data_dir: Path, out: Path, title: str = "tiercast report") -> Path:
-    """Write ``out`` (HTML) and ``<out stem>_tables/*.csv``; returns the HTML path."""
-    import matplotlib
+def build_charts(data_dir: Path, trace_id: str | None = None, run_ids: list[str] | None = None,
+                 sweep_ids: list[str] | None = None) -> tuple[Selection, list[Chart], Warehouse]:
+    """The selection and every chart that has data (the caller closes the warehouse)."""
+    _fresh(data_dir)
+    wh = Warehouse(data_dir)
+    try:
+        sel = _select(wh, trace_id, run_ids, sweep_ids)
+        charts = [c for make in CHARTS if (c := make(wh, sel)) is not None]
+    except BaseException:
+        wh.close()
+        raise
+    for c in charts:
+        c.figure = _clean(c.figure)
+    return sel, charts, wh
 
-    matplotlib.use("Agg")
+
+def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, trace_id: str | None = None,
+                 run_ids: list[str] | None = None, sweep_ids: list[str] | None = None,
+                 figures: pl.DataFrame | None = None, findings: pl.DataFrame | None = None,
+                 intro: str | None = None) -> Path:
+    """Write ``out`` (HTML) and ``<out stem>_tables/*.csv``; returns the HTML path. Without
+    ``run_ids``: the newest run of every trace and scenario in the warehouse (of ``trace_id``
+    only when given); ``figures`` (seed, figure, published, model, error_pct, tolerance_pct,
+    kind, ok) and ``findings`` (seed, finding, ok) open the page, misses highlighted."""
+    from plotly.offline import get_plotlyjs
+
     data_dir, out = Path(data_dir), Path(out)
     # refuse before any work: a directory, a device (/dev/full), a FIFO is never replaced
     check_output(out, "report")
     tables = check_output_dir(out.parent / f"{out.stem}_tables", "report tables directory")
-    if data_dir.exists() and not data_dir.is_dir():
+    if not data_dir.is_dir():
         raise NotADirectoryError(20, "Not a directory (data directory)", str(data_dir))
-    body = [
-        f"<h1>{html.escape(title)}</h1><p>Data directory <code>{html.escape(str(data_dir.resolve()))}</code>, "
-        f"written {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC.</p>",
-        "<h2>Traces</h2>", _traces_section(data_dir, tables),
-        "<h2>Hit-ratio curves (exact LRU stack distances / SHARDS)</h2>", _mrc_section(data_dir, tables),
-        "<h2>Array replays</h2>", _runs_section(data_dir, tables),
-        "<h2>Closed-loop sweeps: IOPS and response time vs outstanding I/Os</h2>", _sweep_section(data_dir, tables),
-    ]
-    write_text(out, f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                    f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>", "report")
+    sel, charts, wh = build_charts(data_dir, trace_id, run_ids, sweep_ids)
+    try:
+        head = [f"<h1>{html.escape(title)}</h1><p>Data directory <code>{html.escape(str(data_dir.resolve()))}</code>, "
+                f"written {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC; charts are interactive (hover for values, "
+                "drag to zoom, double-click to reset); every table is also a CSV in "
+                f"<code>{html.escape(tables.name)}/</code>.</p>"]
+        if intro:
+            head.append(f'<p class="intro">{html.escape(intro)}</p>')
+        nav = "".join(f'<a href="#{c.name}">{html.escape(c.title)}</a>' for c in charts)
+        body = [*head, f"<nav>{nav}</nav>" if charts else "", _intro_tables(figures, findings, tables),
+                _runs_section(wh, sel, tables), _traces_section(wh, sel, tables),
+                *(_section(c, tables) for c in charts)]
+        if not charts:
+            body.append("<p>Nothing to chart yet: replay a trace (<code>tiercast replay</code>), compute its "
+                        "hit-ratio curve (<code>tiercast mrc</code>) or sweep it (<code>tiercast sweep</code>).</p>")
+    finally:
+        wh.close()
+    js = get_plotlyjs().replace("</script", "<\\/script") if charts else ""
+    write_text(out, "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+                    "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+                    f"<title>{html.escape(title)}</title><style>{CSS}</style>"
+                    + (f"<script>{js}</script>" if js else "") + "</head><body>" + "".join(body)
+                    + (f"<script>{LOADER}</script>" if charts else "") + "</body></html>", "report")
     return out

@@ -514,7 +514,7 @@ def test_report_written_atomically(tmp_path, trace, monkeypatch):
     def fail(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
 
-    monkeypatch.setattr(rep, "_sweep_section", fail)
+    monkeypatch.setattr(rep, "_runs_section", fail)
     r = run("report", "--out", out, "--data-dir", d)
     assert r.exit_code == 2 and "No space left on device" in one_error_line(r.stderr)
     assert out.read_text() == first  # the old report is intact

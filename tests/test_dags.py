@@ -169,7 +169,9 @@ print(json.dumps({'first': first, 'second': second, 'after_first': after_first, 
     w = a["warehouse"]
     assert (w["traces"], w["runs"]) == (2, 4) and w["interval_metrics"] > 0
     assert [n for _, n in w["runs_by_trace"]] == [2, 2]
-    assert a["reports"] == ["tiercast.html", "tiercast_tables/array_runs.csv", "tiercast_tables/traces.csv"]
+    # the what-if report of the 4 runs: the charts that apply to FLARE / MCx replays, each with its CSV
+    assert a["reports"] == ["tiercast.html"] + [f"tiercast_tables/{n}.csv" for n in (
+        "hit_ratio", "latency", "latency_points", "rg_balance", "runs", "traces", "write_cache")]
     # the second round: nothing landed, nothing to replay, nothing loaded, no event, no report
     assert out["second"] == ["success", "success"]
     assert out["events"] == a["events"] and out["warehouse"] == w

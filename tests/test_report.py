@@ -1,16 +1,351 @@
-"""The demo job end to end (small) and the HTML report it writes."""
+"""The what-if report (pipelines/report.py): every chart's numbers against the warehouse rows and
+the model's own counters, the CSVs, the seed-figure table, and the page in headless Chromium
+(offline: no request, no console error). Also the demo job end to end (small)."""
 
 from __future__ import annotations
 
 import csv
+import json
 import re
+import shutil
+from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
+from conftest import require, require_module
 
+from pipelines.analytics import skew_trace
+from pipelines.catalog import find_trace
 from pipelines.demo import DEMO_REPLAYS, DEMO_WORKLOADS, run_demo
+from pipelines.ingest import ingest_file
 from pipelines.load import query
+from pipelines.replay import LAT_BASE, replay_trace, sweep_trace
+from pipelines.report import COMFORT_MS, write_report
+from pipelines.simulate import mrc
+from replay.scenario import load as load_scenario
+from traces import synth
+
+DRAM = 32 << 20
+SSD = 128 << 20
+SMALL = [f"dram.cache_bytes={DRAM}", "replay.interval=0.5s"]
+#: scenario -> extra overrides: seed 000's pair (FAST Cache off / on, small caches), FLARE for the
+#: watermarks and forced flushes, FAST VP for the slices' skew, snapshots
+SCENARIOS = {
+    "vnx5400": [],
+    "vnx5400-fastcache": [f"ssd_cache.capacity_bytes={SSD}"],
+    "vnx1-flare": ["dram.flare.read_cache_bytes=8MiB"],
+    "vnx5400-fastvp": [],
+    "vnx5500-snapshots": ["dram.flare.read_cache_bytes=8MiB", "snapshots.every_s=2"],
+}
+SWEEP = [12, 48, 192]
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory):
+    """A database-pattern trace through the scenarios above, an all-flash array driven past its
+    write cliff by random writes, the curve, skew and a sweep; the report over all of it."""
+    d = tmp_path_factory.mktemp("whatif")
+    data = d / "data"
+    db = d / "db.parquet"
+    synth.write(synth.pattern("database", requests=20_000, region_bytes=512 << 20, volume="lun-db"), db)
+    rw = d / "rw.parquet"
+    synth.write(synth.pattern("randwrite-4k", requests=20_000, region_bytes=48 << 20, volume="lun-rw"), rw)
+    trace = find_trace(data, ingest_file(db, data).trace_id)
+    writes = find_trace(data, ingest_file(rw, data).trace_id)
+    runs = {name: replay_trace(trace, data, load_scenario(name, SMALL + extra))["run_id"]
+            for name, extra in SCENARIOS.items()}
+    runs["violin6232"] = replay_trace(writes, data, load_scenario(
+        "violin6232", ["flash.user_capacity_bytes=48MiB", "replay.interval=5ms", "replay.outstanding=64"]))["run_id"]
+    mrc(trace, data, page_size=8192)
+    skew_trace(trace, 16 << 20, data_dir=data)
+    sweep_trace(trace, data, load_scenario("vnx5400", SMALL), SWEEP, max_requests=3000)
+    figures = pl.DataFrame({"seed": ["000", "002"], "figure": ["s000_rt24", "s002_flare"],
+                            "published": [14.0, 513.0], "model": [13.1, 665.3], "error_pct": [-6.4, 29.7],
+                            "tolerance_pct": [15.0, 15.0], "kind": ["validation", "validation"], "ok": [True, False]})
+    findings = pl.DataFrame({"seed": ["002"], "finding": ["MCx sustains more IOPS than FLARE"], "ok": [True]})
+    out = d / "reports" / "whatif.html"
+    write_report(data, out, "what-if", figures=figures, findings=findings, intro="A small comparison.")
+    con = duckdb.connect(str(data / "tiercast.duckdb"), read_only=True)
+    yield data, out, runs, con
+    con.close()
+
+
+def figures_of(page: Path) -> dict[str, dict]:
+    """The figure JSON the page embeds, by chart name."""
+    text = page.read_text()
+    return {m[1]: json.loads(m[2].replace("<\\/", "</")) for m in re.finditer(
+        r'<script type="application/json" class="figure" data-chart="(\w+)">(.*?)</script>', text, re.S)}
+
+
+def traces_of(fig: dict, run_id: str, column: str) -> dict:
+    [tr] = [t for t in fig["data"] if t.get("meta") == [run_id, column]]
+    return tr
+
+
+def sql_rows(con, q: str, *params) -> pl.DataFrame:
+    return con.sql(q, params=list(params)).pl()
+
+
+def sql_row(con, q: str, *params) -> tuple:
+    [row] = con.execute(q, list(params)).fetchall()
+    return row
+
+
+def label(scenario: str) -> str:
+    """How the page names a run: two traces are replayed, so with the trace's file name."""
+    return f"{scenario} on {'rw' if scenario == 'violin6232' else 'db'}"
+
+
+def test_every_chart_present_with_its_csv(comparison):
+    data, out, runs, _ = comparison
+    figs = figures_of(out)
+    assert set(figs) == {"hit_ratio", "mrc", "write_cache", "ssd_cache", "sweeps", "latency", "rg_balance", "skew",
+                         "snapshots", "write_cliff"}
+    tables = out.parent / "whatif_tables"
+    for name in figs:
+        assert (tables / f"{name}.csv").stat().st_size > 0
+    page = out.read_text()
+    # the chart library once, no address outside the page
+    assert page.count("Plotly.newPlot") == 1 and page.count("<script>") == 2
+    own = re.sub(r"<script>.*?</script>", "", page, count=1, flags=re.S)  # the page less plotly.js
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", own)
+    with open(tables / "runs.csv") as f:
+        assert {r["run_id"] for r in csv.DictReader(f)} == set(runs.values())
+
+
+def test_hit_ratio_chart_is_the_interval_rows(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["hit_ratio"]
+    for name in ("vnx5400", "vnx5400-fastcache"):
+        rows = sql_rows(con, "SELECT interval_start_ns, read_hit_pages, read_pages, ssd_read_hits, ssd_write_hits, "
+                        "ssd_read_misses, ssd_write_misses FROM interval_metrics WHERE run_id = ? "
+                        "ORDER BY interval_start_ns", runs[name])
+        tr = traces_of(fig, runs[name], "dram_read_hit_ratio")
+        assert tr["x"] == pytest.approx((rows["interval_start_ns"] / 1e9).to_list())
+        want = (rows["read_hit_pages"] / rows["read_pages"]).to_list()
+        assert tr["y"] == pytest.approx(want, nan_ok=True)
+    ssd = traces_of(fig, runs["vnx5400-fastcache"], "ssd_hit_ratio")
+    rows = sql_rows(con, "SELECT * FROM interval_metrics WHERE run_id = ? ORDER BY interval_start_ns",
+                    runs["vnx5400-fastcache"])
+    hits = rows["ssd_read_hits"] + rows["ssd_write_hits"]
+    assert ssd["y"] == pytest.approx((hits / (hits + rows["ssd_read_misses"] + rows["ssd_write_misses"])).to_list())
+    assert not [t for t in fig["data"] if t["meta"] == [runs["vnx5400"], "ssd_hit_ratio"]]  # no SSD cache: no line
+    # the CSV holds the same numbers
+    csv_rows = pl.read_csv(out.parent / "whatif_tables" / "hit_ratio.csv").filter(
+        pl.col("run_id") == runs["vnx5400"])
+    assert csv_rows["dram_read_hit_ratio"].to_list() == pytest.approx(
+        traces_of(fig, runs["vnx5400"], "dram_read_hit_ratio")["y"], nan_ok=True)
+
+
+def test_mrc_chart_marks_each_scenarios_cache_sizes(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["mrc"]
+    curve = sql_rows(con, "SELECT cache_bytes, hit_ratio FROM mrc ORDER BY cache_bytes")
+    [line] = [t for t in fig["data"] if t["meta"][1:] == ["exact", 8192]]
+    assert line["x"] == curve["cache_bytes"].to_list() and line["y"] == pytest.approx(curve["hit_ratio"].to_list())
+    marks = {tuple(t["meta"][1:]): t for t in fig["data"] if t["meta"][0] == "mark"}
+    # the sizes the scenarios were given, on the curve (log-size interpolation)
+    assert marks[(label("vnx5400"), "DRAM")]["x"] == [DRAM] and marks[(label("vnx5400-fastcache"), "SSD")]["x"] == [SSD]
+    x, y = np.log(curve["cache_bytes"].to_numpy().astype(float)), curve["hit_ratio"].to_numpy()
+    assert marks[(label("vnx5400-fastcache"), "SSD")]["y"] == pytest.approx([np.interp(np.log(SSD), x, y)])
+    assert (label("vnx5400"), "SSD") not in marks  # FAST Cache off
+    assert f"{label('vnx5400-fastcache')} SSD 128 MiB" in out.read_text()
+
+
+def test_write_cache_chart_matches_intervals_and_model_counters(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["write_cache"]
+    flare = runs["vnx1-flare"]
+    rows = sql_rows(con, "SELECT interval_start_ns, dirty_pct_max, flush_mb_per_s, forced_flushes, "
+                    "throttle_delay_sum_ms FROM interval_metrics WHERE run_id = ? ORDER BY 1", flare)
+    for col in ("dirty_pct_max", "flush_mb_per_s", "forced_flushes", "throttle_delay_sum_ms"):
+        assert traces_of(fig, flare, col)["y"] == pytest.approx(rows[col].to_list())
+    # the forced flushes drawn add up to the model's own count (an independent counter)
+    total = sql_row(con, "SELECT forced_flush_count FROM run_summary WHERE run_id = ?", flare)[0]
+    assert total > 0 and sum(traces_of(fig, flare, "forced_flushes")["y"]) == total
+    # FLARE's watermarks (80 / 60 %, doc) drawn on the dirty % panel; MCx has none
+    assert sorted(s["y0"] for s in fig["layout"]["shapes"]) == [60.0, 60.0, 80.0, 80.0]  # flare + snapshots (FLARE)
+    assert f"{label('vnx1-flare')} (FLARE): dirty up to" in out.read_text()
+
+
+def test_ssd_cache_chart_matches_intervals_and_model_counters(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["ssd_cache"]
+    fc = runs["vnx5400-fastcache"]
+    assert {t["meta"][0] for t in fig["data"]} == {fc}  # only the run with an SSD cache
+    rows = sql_rows(con, "SELECT * FROM interval_metrics WHERE run_id = ? ORDER BY interval_start_ns", fc)
+    for col in ("ssd_read_hits_per_s", "ssd_read_misses_per_s", "ssd_write_hits_per_s", "ssd_write_misses_per_s",
+                "ssd_fill_pct"):
+        assert traces_of(fig, fc, col)["y"] == pytest.approx(rows[col].to_list())
+    s = sql_row(con, "SELECT ssd_read_hits, ssd_fill_pct FROM run_summary WHERE run_id = ?", fc)
+    # read hits/s x 0.5 s intervals = the model's read-hit counter; the last fill = the model's fill
+    assert sum(traces_of(fig, fc, "ssd_read_hits_per_s")["y"]) * 0.5 == pytest.approx(s[0])
+    assert traces_of(fig, fc, "ssd_fill_pct")["y"][-1] == pytest.approx(s[1])
+
+
+def test_sweep_chart_is_the_sweep_rows_with_comfort_lines(comparison):
+    _, out, _, con = comparison
+    fig = figures_of(out)["sweeps"]
+    rows = sql_rows(con, "SELECT sweep_id, outstanding, iops, latency_mean_ms FROM sweeps ORDER BY outstanding")
+    sid = rows["sweep_id"][0]
+    for col in ("iops", "latency_mean_ms"):
+        tr = traces_of(fig, sid, col)
+        assert tr["x"] == SWEEP and tr["y"] == pytest.approx(rows[col].to_list())
+    comfort = {t["meta"][1]: t for t in fig["data"] if t["meta"][0] == "comfort"}
+    assert set(comfort) == set(COMFORT_MS) and all(comfort[ms]["y"] == [ms, ms] for ms in COMFORT_MS)
+    assert comfort[10.0]["x"] == [min(SWEEP), max(SWEEP)]
+    peak = rows.sort("iops").row(-1, named=True)
+    assert f"peak {peak['iops']:,.0f} IOPS at {peak['outstanding']} outstanding" in out.read_text()
+
+
+def test_latency_cdf_gives_the_summary_percentiles(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["latency"]
+    for name in ("vnx5400", "vnx5400-fastcache"):
+        rid = runs[name]
+        hist = sql_rows(con, "SELECT latency_hi_ms, requests FROM latency_hist WHERE run_id = ? ORDER BY lat_bucket",
+                        rid)
+        tr = traces_of(fig, rid, "cdf")
+        cdf = np.cumsum(hist["requests"].to_numpy()) / hist["requests"].sum()
+        assert tr["x"] == pytest.approx(hist["latency_hi_ms"].to_list()) and tr["y"] == pytest.approx(cdf)
+        s = sql_row(con, "SELECT measured_requests, latency_p50_ms, latency_p95_ms, latency_p99_ms FROM run_summary "
+                        "WHERE run_id = ?", rid)
+        assert hist["requests"].sum() == s[0]
+        # each summary percentile is the middle of the first bucket where the drawn CDF reaches it
+        for q, want in zip((0.5, 0.95, 0.99), s[1:], strict=True):
+            k = int(np.argmax(np.asarray(tr["y"]) >= q - 1e-12))
+            assert tr["x"][k] / np.sqrt(LAT_BASE) == pytest.approx(want)
+
+
+def test_rg_balance_chart_is_the_group_rows(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["rg_balance"]
+    rid = runs["vnx5400"]
+    rows = sql_rows(con, "SELECT rg, avg(utilization) u, sum(backend_ios) b FROM rg_intervals WHERE run_id = ? "
+                    "GROUP BY rg ORDER BY rg", rid)
+    tr = traces_of(fig, rid, "utilization_mean")
+    assert tr["x"] == rows["rg"].to_list() and len(tr["x"]) >= 2
+    assert tr["y"] == pytest.approx(rows["u"].to_list()) and tr["customdata"] == rows["b"].to_list()
+    assert all(0 < u < 1 for u in tr["y"])
+
+
+def test_skew_chart_curve_and_point(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["skew"]
+    rid = runs["vnx5400-fastvp"]
+    ios = sql_rows(con, "SELECT ios FROM tier_slices WHERE run_id = ? ORDER BY ios DESC", rid)["ios"].to_numpy()
+    tr = traces_of(fig, rid, "io_share")
+    assert tr["y"] == pytest.approx(np.cumsum(ios) / ios.sum()) and tr["y"][-1] == pytest.approx(1.0)
+    assert tr["x"] == pytest.approx(np.arange(1, len(ios) + 1) / len(ios))
+    point = sql_row(con, "SELECT skew_capacity_share, skew_io_share FROM skew")
+    [mark] = [t for t in fig["data"] if t["meta"][0] == "skew"]
+    assert (mark["x"][0], mark["y"][0]) == pytest.approx(point)
+    assert mark["x"][0] + mark["y"][0] == pytest.approx(1.0, abs=0.1)  # the skew point sits near the diagonal
+
+
+def test_snapshot_chart_is_the_snapshot_rows(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["snapshots"]
+    rid = runs["vnx5500-snapshots"]
+    rows = sql_rows(con, "SELECT start_ns, snapshot_bytes FROM snapshot_intervals WHERE run_id = ? ORDER BY 1", rid)
+    tr = traces_of(fig, rid, "snapshot_bytes")
+    assert tr["y"] == rows["snapshot_bytes"].to_list() and max(tr["y"]) > 0
+    peak = sql_row(con, "SELECT snapshot_peak_bytes FROM run_summary WHERE run_id = ?", rid)[0]
+    assert max(tr["y"]) == peak
+
+
+def test_write_cliff_chart_marks_the_cliff(comparison):
+    _, out, runs, con = comparison
+    fig = figures_of(out)["write_cliff"]
+    rid = runs["violin6232"]
+    rows = sql_rows(con, "SELECT flash_free_pct, flash_gc_mib_per_s FROM interval_metrics WHERE run_id = ? "
+                    "ORDER BY interval_start_ns", rid)
+    assert traces_of(fig, rid, "flash_free_pct")["y"] == pytest.approx(rows["flash_free_pct"].to_list())
+    assert traces_of(fig, rid, "flash_gc_mib_per_s")["y"] == pytest.approx(rows["flash_gc_mib_per_s"].to_list())
+    cliff = sql_row(con, "SELECT flash_time_to_cliff_s FROM run_summary WHERE run_id = ?", rid)[0]
+    assert cliff is not None and [s["x0"] for s in fig["layout"]["shapes"]] == pytest.approx([cliff] * 3)
+    assert min(rows["flash_free_pct"]) < 1  # free space ran out: the cliff is real
+
+
+def test_seed_figure_table_opens_the_page_with_misses_marked(comparison):
+    _, out, _, _ = comparison
+    page = out.read_text()
+    assert page.index('data-table="seed_figures"') < page.index('data-table="runs"')
+    table = page[page.index('data-table="seed_figures"'):]
+    table = table[:table.index("</table>")]
+    assert table.count('<tr class="miss">') == 1 and "s002_flare" in table.split('<tr class="miss">')[1]
+    assert "2 figures, 1 within tolerance, 1 outside" in page and "A small comparison." in page
+    with open(out.parent / "whatif_tables" / "seed_figures.csv") as f:
+        assert [r["ok"] for r in csv.DictReader(f)] == ["true", "false"]
+
+
+def test_selected_runs_only(comparison, tmp_path):
+    data, _, runs, con = comparison
+    out = write_report(data, tmp_path / "two.html", "two", run_ids=[runs["vnx5400"], runs["vnx5400-fastcache"]])
+    figs = figures_of(out)
+    assert {t["meta"][0] for t in figs["hit_ratio"]["data"]} == {runs["vnx5400"], runs["vnx5400-fastcache"]}
+    assert "write_cliff" not in figs and "snapshots" not in figs
+    # the caption compares each run with the first one selected of its trace
+    base = sql_row(con, "SELECT latency_p95_ms FROM run_summary WHERE run_id = ?", runs["vnx5400"])[0]
+    fc = sql_row(con, "SELECT latency_p95_ms FROM run_summary WHERE run_id = ?", runs["vnx5400-fastcache"])[0]
+    assert f"vnx5400-fastcache: p95 {fc:.2f} ms ({100 * (fc / base - 1):+.0f} % vs vnx5400)" in out.read_text()
+    with pytest.raises(LookupError, match="not in the warehouse"):
+        write_report(data, tmp_path / "x.html", "x", run_ids=["0000000000000000"])
+
+
+def test_cli_report_takes_runs_and_trace_by_prefix(comparison, tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    data, _, runs, con = comparison
+    trace = sql_row(con, "SELECT trace_id FROM runs WHERE run_id = ?", runs["vnx5400"])[0]
+    out = tmp_path / "cli.html"
+    r = CliRunner().invoke(app, ["report", "--out", str(out), "--data-dir", str(data), "--trace", trace[:6],
+                                 "--run", runs["vnx1-flare"][:8], "--run", runs["vnx5400"]], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    figs = figures_of(out)
+    assert [t["meta"][0] for t in figs["latency"]["data"] if t["meta"][1] == "cdf"] == [runs["vnx1-flare"],
+                                                                                      runs["vnx5400"]]
+    assert [t["meta"][1:] for t in figs["mrc"]["data"] if t["meta"][0] == "mark"] == [["vnx1-flare", "DRAM"],
+                                                                                    ["vnx5400", "DRAM"]]
+
+
+def test_page_renders_offline_in_headless_chromium(comparison, tmp_path):
+    _, out, _, _ = comparison
+    chromium = shutil.which("chromium")
+    require(chromium, "Debian's chromium is not installed (.ci/run installs it)")
+    sync_api = require_module("playwright.sync_api", "playwright (dev extra) drives Chromium")
+    errors, requests = [], []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(out.as_uri())
+            page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= "
+                                   "document.querySelectorAll('.chart').length")
+            drawn = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll('.chart')).map(d => "
+                                  "[d.id.slice(6), d.querySelectorAll('.scatterlayer .trace path.js-line, "
+                                  ".scatterlayer .trace .point, .barlayer .point').length]))")
+            png = tmp_path / "report.png"
+            page.screenshot(path=str(png), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert requests == [out.as_uri()]  # the page itself, nothing else
+    assert set(drawn) == set(figures_of(out)) and all(n > 0 for n in drawn.values()), drawn
+    from PIL import Image
+
+    img = np.asarray(Image.open(png).convert("L"))
+    assert img.shape[0] > 3000 and img.std() > 10 and (img < 128).mean() > 0.01  # not blank
+
+
+# --- the demo job -----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +376,14 @@ def test_demo_ingests_replays_and_loads(demo):
     assert any(line.startswith("sweep database-15g on vnx5400") for line in lines)
 
 
-def test_report_has_charts_and_tables_that_match_the_warehouse(demo):
+def test_demo_report_charts_the_demo_runs(demo):
     d, _, _, report = demo
-    page = report.read_text()
-    # traces, curves, array runs (one figure per replayed trace) and the sweep
-    assert len(re.findall(r'src="data:image/png;base64,', page)) == 1 + len(DEMO_REPLAYS) + 1
-    tables = report.parent / "demo_tables"
-    with open(tables / "array_runs.csv") as f:
-        rows = list(csv.DictReader(f))
+    figs = figures_of(report)
+    assert {"hit_ratio", "mrc", "write_cache", "ssd_cache", "sweeps", "latency", "rg_balance"} <= set(figs)
     con = duckdb.connect(str(d / "data" / "tiercast.duckdb"), read_only=True)
-    want = dict(con.sql("select run_id, iops from run_summary").fetchall())
+    with open(report.parent / "demo_tables" / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    want = dict(con.sql("select run_id, iops from latest_runs").fetchall())
     assert {r["run_id"]: float(r["iops"]) for r in rows} == pytest.approx(want)
-    with open(tables / "traces.csv") as f:
-        assert sorted(int(r["requests"]) for r in csv.DictReader(f)) == sorted(
-            20_000 * m for *_, m in DEMO_WORKLOADS
-        )
+    with open(report.parent / "demo_tables" / "traces.csv") as f:
+        assert sorted(int(r["requests"]) for r in csv.DictReader(f)) == sorted(20_000 * m for *_, m in DEMO_WORKLOADS)

@@ -1,4 +1,4 @@
-"""``tiercast report``: the HTML report of everything in the data directory."""
+"""``tiercast report``: the offline what-if HTML report of the warehouse's runs."""
 
 from __future__ import annotations
 
@@ -14,11 +14,28 @@ from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out
 def report(
     out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")] = Path("reports/report.html"),
     title: Annotated[str, typer.Option(help="Page title.")] = "tiercast report",
+    trace: Annotated[str | None, typer.Option(help="Only this trace (id or unambiguous prefix).")] = None,
+    run: Annotated[list[str] | None, typer.Option(help="A run id (or unambiguous prefix) to show; repeatable, "
+                                                       "in the order given. Default: the newest run of every "
+                                                       "trace and scenario.")] = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Write a self-contained HTML report (charts inlined) plus a CSV of every table shown."""
+    """Write a self-contained, offline HTML report of interactive charts (hit ratios, cache
+    curves, write cache, SSD cache, sweeps, latency, balance, skew, snapshots, write cliff) plus
+    a CSV of every chart's numbers."""
     from pipelines.report import write_report
 
     check_output(out_path, "--out")  # before any work: never a directory, device or FIFO
-    path = write_report(data_dir_of(data_dir), out_path, title)
-    out.print(f"wrote {path} (tables as CSV in {path.parent / (path.stem + '_tables')})")
+    d = data_dir_of(data_dir)
+    trace_id = None
+    if trace is not None:
+        from pipelines.catalog import find_trace
+
+        trace_id = find_trace(d, trace).trace_id
+    run_ids = None
+    if run:
+        from pipelines.compare import find_run
+
+        run_ids = [find_run(d, r)["run_id"] for r in run]
+    path = write_report(d, out_path, title, trace_id=trace_id, run_ids=run_ids)
+    out.print(f"wrote {path} (every chart's numbers as CSV in {path.parent / (path.stem + '_tables')})")
