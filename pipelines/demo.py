@@ -48,17 +48,53 @@ EXAMPLE_QUERIES = (
 )
 
 
+#: the what-if part: seed 003's 4 KB Zipf random reads (100,000 over 8 GiB) compared on three
+#: configurations, and the smallest DRAM cache (cheapest first) whose mean response time is <= 5.7 ms
+WHATIF_WORKLOAD = ("randread-4k", {"requests": 100_000, "region_bytes": 8 << 30, "volume": "lun-zipf",
+                                   "distribution": "zipf:0.9"})
+WHATIF_COMPARE = ("vnx5400 dram.cache_bytes=64MiB", "vnx5400", "vnx5400-fastcache")
+WHATIF_SIZE = ("vnx5400", "dram.cache_bytes=16MiB,32MiB,64MiB,128MiB,256MiB,512MiB,1GiB,2GiB", "mean_ms<=5.7")
+
+
+def whatif_demo(data_dir: Path, reports: Path, log: Callable[[str], None] = print) -> list[Path]:
+    """One ``compare`` and one ``size`` on a synthetic Zipf trace; returns their reports."""
+    from pipelines import whatif
+
+    pattern, over = WHATIF_WORKLOAD
+    path = Path(data_dir) / "synth" / f"{pattern}-zipf-{over['requests']}.parquet"
+    if not path.exists():
+        with atomic_output(path, "synthetic workload") as tmp:
+            synth.write(synth.pattern(pattern, **over), tmp)
+    trace = find_trace(data_dir, ingest_file(path, data_dir).trace_id)
+    rows = whatif.compare(trace, data_dir, [whatif.scenario_of(s) for s in WHATIF_COMPARE])
+    for r in rows:
+        log(f"compare {r['scenario']}: {r['iops']:,.0f} IOPS, mean {r['latency_mean_ms']:.2f} ms, "
+            f"p95 {r['latency_p95_ms']:.2f} ms ({r['latency_p95_ms_change_pct']:+.1f} %)")
+    base, vary, target = WHATIF_SIZE
+    res = whatif.size(trace, data_dir, base, [whatif.parse_vary(vary)], [whatif.parse_target(target)])
+    c = res.counts()
+    log(f"size {base}, {target}: {res.chosen.label if res.chosen else 'none meets it'} "
+        f"({c['replayed']} of {c['variants']} variants replayed, {c['saved']} saved)")
+    compare_html = write_report(data_dir, reports / "compare.html", "compare: Zipf 4 KB reads on three configurations",
+                                trace_id=trace.trace_id, run_ids=[r["run_id"] for r in rows])
+    size_html = write_report(data_dir, reports / "size.html", f"size: {base}, {target}", trace_id=trace.trace_id,
+                             run_ids=[v.row["run_id"] for v in res.variants if v.row])
+    return [compare_html, size_html]
+
+
 def demo(data_dir: Path, reports: Path = Path("reports"), log: Callable[[str], None] = print):
-    """The seed experiments in quick mode into ``data_dir`` (report ``<reports>/seeds.html``)."""
+    """The seed experiments in quick mode into ``data_dir`` (report ``<reports>/seeds.html``),
+    then one compare and one size (``whatif_demo``); returns (experiment results, what-if reports)."""
     from pipelines.experiments import run_experiments
 
-    return run_experiments(data_dir, quick=True, report=reports / "seeds.html", log=log)
+    res = run_experiments(data_dir, quick=True, report=reports / "seeds.html", log=log)
+    return res, whatif_demo(Path(data_dir), reports, log)
 
 
-def where(data_dir: Path, report: Path) -> list[str]:
-    """Where the demo left the warehouse and the report, and what to ask the warehouse."""
+def where(data_dir: Path, reports: list[Path]) -> list[str]:
+    """Where the demo left the warehouse and the reports, and what to ask the warehouse."""
     return [f"warehouse: {(Path(data_dir) / 'tiercast.duckdb').resolve()}",
-            f"report: {report.resolve()} (tables as CSV in {report.parent.resolve() / (report.stem + '_tables')})",
+            *(f"report: {r.resolve()} (tables as CSV in {r.parent.resolve() / (r.stem + '_tables')})" for r in reports),
             "try:", *(f'  tiercast sql --data-dir {data_dir} "{q}"' for q in EXAMPLE_QUERIES)]
 
 

@@ -10,7 +10,6 @@ the shorter runs move them, and the table says which tolerance a row was held to
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -198,7 +197,7 @@ FINDING_SCHEMA = {"seed": pl.String, "finding": pl.String, "ok": pl.Boolean}
 def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
     """The figure and finding rows as result files (``results/seed_figures/``,
     ``results/seed_findings/``), one per (model version, mode, seeds), for the loader."""
-    from pipelines.replay import _write_parquet, array_model_version
+    from pipelines.replay import array_model_version, write_parquet
 
     version = array_model_version()
     mode = "quick" if quick else "full"
@@ -208,7 +207,7 @@ def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
     out = []
     for sub, df in (("seed_figures", res.figures), ("seed_findings", res.findings)):
         path = Path(data_dir) / "results" / sub / f"{version}-{mode}-{seeds}.parquet"
-        _write_parquet(df.with_columns(extra), path)
+        write_parquet(df.with_columns(extra), path)
         out.append(path)
     return out
 
@@ -230,31 +229,15 @@ def run_experiments(data_dir: Path, only: list[str] | None = None, quick: bool =
 
 
 def write_seed_report(data_dir: Path, out: Path, res: Results, quick: bool) -> Path:
-    """``reports/seeds.html`` through ``pipelines.report.write_report``: the seed table and findings
-    first, then the runs behind them. The one place that calls the report (adapt it here if the
-    report's API moves)."""
+    """``reports/seeds.html``: the seed table and findings first, then the runs behind them."""
     from pipelines import report
 
     title = "tiercast: the seed articles reproduced" + (" (quick mode)" if quick else "")
     intro = "\n".join(f"seed {s}: {PROGRAMS[s]}" for s in sorted(set(res.figures["seed"])))
     run_ids = sorted({r.run_id for r in res.runs.ran if r.run_id})
     sweep_ids = sorted({r.sweep_id for r in res.runs.ran if r.sweep_id})
-    try:
-        return report.write_report(data_dir, out, title, run_ids=run_ids, sweep_ids=sweep_ids, figures=res.figures,
-                                   findings=res.findings, intro=intro)
-    except TypeError as e:  # today's write_report(data_dir, out, title): the tables spliced in after the title
-        if "unexpected keyword" not in str(e):
-            raise
-    path = report.write_report(data_dir, out, title)
-    tables = out.parent / f"{out.stem}_tables"
-    page = path.read_text()
-    head = page.index("</h1>") + len("</h1>")
-    seeds = ("".join(f"<p>{html.escape(line)}</p>" for line in intro.splitlines())
-             + "<h2>Seed figures</h2>" + report._table(res.figures, "seed_figures", tables)
-             + "<h2>Findings</h2>" + report._table(res.findings, "seed_findings", tables))
-    from pipelines.files import write_text
-
-    return write_text(path, page[:head] + seeds + page[head:], "report")
+    return report.write_report(data_dir, out, title, run_ids=run_ids, sweep_ids=sweep_ids, figures=res.figures,
+                               findings=res.findings, intro=intro)
 
 
 def table_rows(res: Results) -> list[tuple[str, ...]]:

@@ -740,7 +740,8 @@ def _ssd_summary(c: dict, aggs: _Aggregates) -> dict:
     return out
 
 
-def _write_parquet(df: pl.DataFrame, path: Path) -> None:
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    """``df`` to ``path`` atomically (a temporary file renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     df.write_parquet(tmp)
@@ -791,13 +792,13 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
     summary = res.summary
     if paths:
         # intervals first, summary last: a summary on disk means the run is complete
-        _write_parquet(res.volume_intervals, paths["volume_intervals"])
-        _write_parquet(res.rg_intervals, paths["rg_intervals"])
+        write_parquet(res.volume_intervals, paths["volume_intervals"])
+        write_parquet(res.rg_intervals, paths["rg_intervals"])
         for name, table in res.tables.items():
-            _write_parquet(table, paths[name])
+            write_parquet(table, paths[name])
         paths["run"].parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(paths["run"], _run_record(scenario, started, time.time()))
-        _write_parquet(pl.DataFrame([summary]), paths["summary"])
+        write_parquet(pl.DataFrame([summary]), paths["summary"])
         summary["results_dir"] = str(paths["summary"].parent)
         write_json_atomic(paths["summary_json"], summary)
     summary["already_done"] = False
@@ -859,7 +860,7 @@ def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario
     if data_dir is not None and rows:
         df = pl.DataFrame(rows).with_columns(pl.lit(trace.trace_id).alias("trace_id"),
                                              pl.lit(scenario.name).alias("scenario"))
-        _write_parquet(df, sweep_path(data_dir, sid))
+        write_parquet(df, sweep_path(data_dir, sid))
     return rows
 
 

@@ -146,3 +146,17 @@ def test_cli_compare_and_size_json(zipf):
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
                                  "--target", "p95<5", "--data-dir", str(data)])
     assert r.exit_code != 0
+
+
+def test_demo_whatif_part_writes_the_compare_and_size_reports(tmp_path):
+    """``make demo``'s what-if part: three configurations compared, the DRAM cache sized (512 MiB,
+    as in ``test_size_agrees_with_the_exhaustive_search`` on the same workload), two reports."""
+    from pipelines.demo import whatif_demo
+
+    lines: list[str] = []
+    reports = whatif_demo(tmp_path / "data", tmp_path / "reports", log=lines.append)
+    assert [p.name for p in reports] == ["compare.html", "size.html"] and all(p.stat().st_size > 100_000 for p in reports)
+    assert [ln.split(":")[0] for ln in lines] == ["compare vnx5400 [dram.cache_bytes=64MiB]", "compare vnx5400",
+                                                  "compare vnx5400-fastcache", "size vnx5400, mean_ms<=5.7"]
+    assert "dram.cache_bytes=512MiB (6 of 8 variants replayed, 2 saved)" in lines[-1]
+    assert "(+0.0 %)" in lines[0]

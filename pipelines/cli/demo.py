@@ -16,14 +16,15 @@ def demo(
     reports: Annotated[Path, typer.Option(help="Directory of the reports to write.")] = Path("reports"),
 ) -> None:
     """Run the seed experiments in quick mode (synthetic workloads through the seed arrays, the
-    seed table and findings), load DuckDB, write reports/seeds.html, and say where everything is."""
+    seed table and findings), one compare and one size, load DuckDB, write reports/seeds.html,
+    compare.html and size.html, and say where everything is."""
     from pipelines.cli.experiments import show
     from pipelines.demo import demo as run
     from pipelines.demo import where
 
     check_output_dir(reports, "--reports")  # before minutes of work
     d = data_dir_of(data_dir)
-    res = run(d, reports, log=console.print)
+    res, whatif_reports = run(d, reports, log=console.print)
     show(res)
-    for line in where(d, res.report):
+    for line in where(d, [res.report, *whatif_reports]):
         out.print(line, soft_wrap=True)

@@ -49,11 +49,9 @@ def _progress(label: str):
 
 
 def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run_ids: list[str]) -> Path:
-    from pipelines.load import load
-    from pipelines.report import write_report
+    from pipelines.report import write_report  # loads the warehouse when it is older than the data
 
     path = out_path or Path("reports") / f"{command}-{trace.trace_id[:12]}.html"
-    load(d)
     return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids)
 
 
