@@ -40,7 +40,7 @@ from pipelines.dataset import (
 )
 from pipelines.ingest_streaming import discard, stream_csv
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
-from schemas.trace_suite import exact_check, exact_report, validate_trace_dir
+from schemas.trace_suite import exact_check, exact_report, validate_trace_dir, volume_files
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
 from traces.registry import detect, reader_class
@@ -197,7 +197,8 @@ class _Read:
     origin_ns: int | None
     skipped: dict[str, int]
     rows_rejected: int = 0
-    first_reject: tuple[int, str] | None = None
+    #: :func:`schemas.trace_suite.row_counts` when computed while writing
+    row_counts: pl.DataFrame | None = None
 
 
 def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None) -> _Read:
@@ -232,7 +233,7 @@ def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progr
             source.path, line,
             f"no line could be read as {reader.name}: {reason} (and {rejects.count - 1} more rejected)",
         )
-    return _Read(read, origin, dict(skipped), rejects.count, rejects.first)
+    return _Read(read, origin, dict(skipped), rejects.count)
 
 
 def _read_streaming(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None) -> _Read | None:
@@ -241,16 +242,23 @@ def _read_streaming(tmp: Path, source: Source, reader: TraceReader, progress: Pr
     streamed = stream_csv(tmp, source, reader, FLUSH_ROWS_PER_VOLUME, PARQUET_COMPRESSION)
     if streamed is None:
         return None
-    counts, stats, _ = exact_check(tmp, reader.capacities)
-    backwards = any(s["out_of_order"] for s in stats.values())
-    if counts["rows"] != streamed.rows_read or (reader.order == "reject" and backwards):
+    rows = int(streamed.row_counts["requests"].sum())
+    if rows != streamed.rows_read or (reader.order == "reject" and _goes_back(tmp)):
         discard(tmp)
         return None
     if progress:
         progress(source.raw_bytes_read, source.path.stat().st_size)
     rejects = RejectsWriter(tmp)  # the block path's layout: an empty rejects/
     rejects.close()
-    return _Read(streamed.rows_read, streamed.origin_ns, streamed.skipped, rejects.count)
+    return _Read(streamed.rows_read, streamed.origin_ns, streamed.skipped, rejects.count, streamed.row_counts)
+
+
+def _goes_back(tmp: Path) -> bool:
+    """Whether a timestamp goes back within a volume of the rows written under ``tmp``."""
+    return any(
+        pl.scan_parquet(files, hive_partitioning=False).select((pl.col("ts_ns").diff() < 0).any()).collect().item()
+        for files in volume_files(tmp).values()
+    )
 
 
 def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> dict:
@@ -259,7 +267,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         # importing Great Expectations takes seconds; do it while the file is being parsed
         threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
     got = _read_streaming(tmp, source, reader, progress) or _read_blocks(tmp, source, reader, progress)
-    counts, stats, _ = exact_check(tmp, reader.capacities)
+    counts, stats = exact_check(tmp, reader.capacities, got.row_counts)
     check_counts(source.path, got.rows_read, counts["rows"], got.rows_rejected)
 
     origin = got.origin_ns
@@ -268,7 +276,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
     if sorted_rows or min_ts < 0:
         _sort_volumes(tmp, list(stats), shift_ns=-min_ts if min_ts < 0 else 0)
         origin += min(min_ts, 0)
-        counts, stats, _ = exact_check(tmp, reader.capacities)
+        counts, stats = exact_check(tmp, reader.capacities)
 
     identity = reader.identity()
     trace_id = content_id(source.sha256, identity)

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from schemas.trace import POLARS_SCHEMA
+from schemas.trace_suite import row_counts
 from traces.base import TraceReader
 from traces.delimited import DelimitedReader
 from traces.source import LineBlock, LineCount, Source
@@ -32,11 +33,12 @@ PARSE_ERRORS = (pl.exceptions.PolarsError, ValueError, OSError)
 @dataclass
 class Streamed:
     """What the streaming path wrote: rows read (every data line), the time origin, the
-    lines skipped (a header)."""
+    lines skipped (a header), and :func:`schemas.trace_suite.row_counts` of the rows written."""
 
     rows_read: int
     origin_ns: int
     skipped: dict[str, int]
+    row_counts: pl.DataFrame
 
 
 def _eligible(source: Source, reader: TraceReader) -> dict | None:
@@ -97,14 +99,17 @@ def stream_csv(tmp: Path, source: Source, reader: TraceReader, max_rows_per_part
         first = rows.select("ts_raw_ns").head(1).collect()
         if first.height:
             origin = int(first.item())
-            rows.select(
+            canonical = rows.select(
                 (pl.col("ts_raw_ns") - origin).alias("ts_ns"),
                 *(pl.col(c).cast(t, strict=False) for c, t in POLARS_SCHEMA.items() if c != "ts_ns"),
-            ).sink_parquet(
+            )
+            sink = canonical.sink_parquet(
                 pl.PartitionBy(tmp, key="volume", include_key=True, max_rows_per_file=max_rows_per_part,
                                file_path_provider=part_path(tmp, max_rows_per_part)),
-                compression=compression, mkdir=True,
+                compression=compression, mkdir=True, lazy=True,
             )
+            # one scan feeds both: Polars shares the common plan of the queries it collects together
+            counts = pl.collect_all([sink, row_counts(canonical, reader.capacities)])[1]
             written = True
     except PARSE_ERRORS:
         pass
@@ -115,7 +120,7 @@ def stream_csv(tmp: Path, source: Source, reader: TraceReader, max_rows_per_part
     if not written or lines.has_nul:
         discard(tmp)
         return None
-    return Streamed(lines.lines - header, origin, {"header": 1} if header else {})
+    return Streamed(lines.lines - header, origin, {"header": 1} if header else {}, counts)
 
 
 def discard(tmp: Path) -> None:

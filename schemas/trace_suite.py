@@ -2,9 +2,11 @@
 
 :data:`RULES` says what every accepted trace satisfies. From it come both the Great
 Expectations suite (:func:`expectations`, the declared contract other tools can read) and the
-exact Polars counts of :func:`exact_check`, which read every row of the written dataset back and
-count each rule's violations. A rule added to :data:`RULES` is therefore always checked on every
-row before a dataset is published (``pipelines.ingest``), whether or not GX runs then.
+exact Polars counts of :func:`exact_check`: every row-wise rule counted on every row written
+(in the ingest's own streaming query, or read back), the order rules (time steps within a
+volume, unique ``src_line``) from the written parts. A rule added to :data:`RULES` is therefore
+checked on every row before a dataset is published (``pipelines.ingest``), whether or not GX
+runs then.
 
 GX itself runs where its ~9 s import is paid once for many datasets (``tiercast validate``, the
 ingest DAG's validate task) or in the ingest when asked (``--validate full|sample``). Up to
@@ -18,11 +20,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import polars as pl
 
 from schemas.gx import run_suite, summarize
 from schemas.trace import OPS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FULL_ROWS = int(os.environ.get("TIERCAST_GX_FULL_ROWS", 2_000_000))
 SAMPLE_ROWS = int(os.environ.get("TIERCAST_GX_SAMPLE_ROWS", 100_000))
@@ -63,19 +70,34 @@ def expectations(gx, rules: tuple[Rule, ...] | None = None) -> list:
     return [getattr(gx.expectations, _GX_CLASS[r.kind])(column=r.column, **r.kwargs) for r in rules or RULES]
 
 
+#: derived columns that depend on row order within a volume: counted from the written parts
+ORDERED_COLUMNS = ("ts_step_ns",)
+
+
 def _derived(lf: pl.LazyFrame, capacities: dict[str, int]) -> pl.LazyFrame:
     """Columns the rules name that GX cannot compute itself: time step within the volume,
     capacity overflow, the size of requests that carry data."""
-    cap = pl.col("volume").cast(pl.String).replace_strict(capacities, default=None, return_dtype=pl.Int64)
-    return lf.with_columns(
+    return _row_derived(lf, capacities).with_columns(
         ts_step_ns=(pl.col("ts_ns") - pl.col("ts_ns").shift(1).over("volume")).fill_null(0),
-        beyond_capacity=((pl.col("offset") + pl.col("size").cast(pl.Int64)) > cap).fill_null(False),
-        data_size=pl.when(pl.col("op").cast(pl.String) != "flush").then(pl.col("size")),
+    )
+
+
+def _row_derived(lf: pl.LazyFrame, capacities: dict[str, int]) -> pl.LazyFrame:
+    """The derived columns computed from each row alone (streamable)."""
+    end = pl.col("offset") + pl.col("size").cast(pl.Int64)
+    if capacities:
+        cap = pl.col("volume").cast(pl.String).replace_strict(capacities, default=None, return_dtype=pl.Int64)
+        beyond = (end > cap).fill_null(False)
+    else:
+        beyond = pl.lit(False)
+    return lf.with_columns(
+        beyond_capacity=beyond,
+        data_size=pl.when(pl.col("op") != "flush").then(pl.col("size")),
     )
 
 
 def _violations(r: Rule) -> pl.Expr:
-    """Rows breaking ``r`` (a ``unique`` rule is counted across volumes by :func:`exact_check`)."""
+    """Rows breaking a row-wise rule ``r``."""
     col = pl.col(r.column)
     if r.kind == "not_null":
         bad = col.is_null()
@@ -86,12 +108,30 @@ def _violations(r: Rule) -> pl.Expr:
             bad = bad | (col < lo)
         if hi is not None:
             bad = bad | (col > hi)
-    elif r.kind == "in_set":
-        values = r.kwargs["value_set"]
-        bad = ~(col.cast(pl.String) if isinstance(values[0], str) else col).is_in(values)
     else:
-        return pl.lit(0, pl.UInt32)
+        bad = ~col.is_in(pl.Series(r.kwargs["value_set"]).implode())
     return bad.fill_null(False).sum()
+
+
+def _row_wise(rules: tuple[Rule, ...]) -> list[Rule]:
+    return [r for r in rules if r.kind != "unique" and r.column not in ORDERED_COLUMNS]
+
+
+def row_counts(lf: pl.LazyFrame, capacities: dict[str, int], rules: tuple[Rule, ...] | None = None) -> pl.LazyFrame:
+    """Per volume: the statistics the manifest records and the violations of every row-wise
+    rule. A streaming aggregate: the ingest runs it on the rows it writes, in the same query."""
+    ts, size = pl.col("ts_ns"), pl.col("size").cast(pl.Int64)
+    return _row_derived(lf, capacities).group_by("volume").agg(
+        requests=pl.len(),
+        reads=(pl.col("op") == "read").sum(),
+        writes=(pl.col("op") == "write").sum(),
+        bytes=size.sum(),
+        min_offset=pl.col("offset").min(),
+        max_end=(pl.col("offset") + size).max(),
+        first_ts_ns=ts.min(),
+        last_ts_ns=ts.max(),
+        **{r.key: _violations(r) for r in _row_wise(rules or RULES)},
+    ).with_columns(pl.col("volume").cast(pl.String))
 
 
 def volume_files(path: Path) -> dict[str, list[Path]]:
@@ -99,62 +139,74 @@ def volume_files(path: Path) -> dict[str, list[Path]]:
     return {d.name: sorted(d.glob("part-*.parquet")) for d in sorted(Path(path).glob("volume=*"))}
 
 
-def exact_check(path: Path, capacities: dict[str, int], sample_rows: int = 0, seed: int = 0,
-                rules: tuple[Rule, ...] | None = None) -> tuple[dict, dict[str, dict], pl.DataFrame]:
-    """Every rule counted exactly on every row written under ``path`` (one pass per volume over
-    its parts in order), with the per-volume statistics the manifest records (``out_of_order``:
-    rows below an earlier timestamp of their volume) and, with ``sample_rows``, a bottom-k hash
-    sample for GX: the rows with the smallest seeded hashes of ``src_line``, in dataset order.
-
-    Returns (violation counts by rule key plus ``rows``, statistics by volume, sample)."""
+def _duplicates(values: list[np.ndarray]) -> int:
+    """Values that occur more than once, over all arrays (a bitmap when they are dense)."""
     import numpy as np
 
+    allv = np.concatenate(values) if values else np.empty(0, np.int64)
+    if not len(allv):
+        return 0
+    lo, hi = int(allv.min()), int(allv.max())
+    if lo >= 0 and hi <= 8 * len(allv):
+        seen = np.zeros(hi + 1, dtype=bool)
+        seen[allv] = True
+        return int(len(allv) - np.count_nonzero(seen))
+    return int(len(allv) - len(np.unique(allv)))
+
+
+def exact_check(path: Path, capacities: dict[str, int], rows: pl.DataFrame | None = None,
+                rules: tuple[Rule, ...] | None = None) -> tuple[dict, dict[str, dict]]:
+    """Every rule counted exactly on every row written under ``path``, and the per-volume
+    statistics the manifest records (``out_of_order``: rows below an earlier timestamp of their
+    volume). ``rows`` is :func:`row_counts` when the ingest computed it while writing; otherwise
+    it is computed from the parts. The order rules (time steps within a volume, unique
+    ``src_line``) read ``ts_ns`` and ``src_line`` back, one volume at a time.
+
+    Returns (violation counts by rule key plus ``rows``, statistics by volume)."""
     rules = rules or RULES
+    files = volume_files(path)
+    if rows is None:
+        every = [f for fs in files.values() for f in fs]
+        rows = row_counts(pl.scan_parquet(every, hive_partitioning=False), capacities, rules).collect()
     counts = dict.fromkeys(["rows", *(r.key for r in rules)], 0)
     stats: dict[str, dict] = {}
-    picked: list[pl.DataFrame] = []
-    lines: list[np.ndarray] = []
-    ts, size = pl.col("ts_ns"), pl.col("size").cast(pl.Int64)
-    for ordinal, files in enumerate(volume_files(path).values()):
-        if not files:
+    for rec in rows.iter_rows(named=True):
+        volume = rec.pop("volume")
+        for r in _row_wise(rules):
+            counts[r.key] += int(rec.pop(r.key) or 0)
+        counts["rows"] += rec["requests"]
+        stats[volume] = rec
+    lines = []
+    for name, fs in files.items():
+        if not fs:
             continue
-        lf = _derived(pl.scan_parquet(files, hive_partitioning=False), capacities)
-        agg = lf.select(
-            volume=pl.col("volume").cast(pl.String).first(),
-            requests=pl.len(),
-            reads=(pl.col("op") == "read").sum(),
-            writes=(pl.col("op") == "write").sum(),
-            bytes=size.sum(),
-            min_offset=pl.col("offset").min(),
-            max_end=(pl.col("offset") + size).max(),
-            first_ts_ns=ts.min(),
-            last_ts_ns=ts.max(),
-            out_of_order=(ts < ts.cum_max().shift(1)).fill_null(False).sum(),
-            **{r.key: _violations(r) for r in rules},
+        order = pl.scan_parquet(fs, hive_partitioning=False).select("ts_ns", "src_line").collect()
+        ts = order["ts_ns"]
+        backwards = int((ts.diff() < 0).sum())
+        stats[unquote(name.removeprefix("volume="))]["out_of_order"] = (
+            int((ts < ts.cum_max().shift(1)).sum()) if backwards else 0
         )
-        frames = [agg, lf.select("src_line")]
-        if sample_rows:
-            keyed = lf.drop("ts_step_ns", "beyond_capacity", "data_size").with_row_index("_pos").with_columns(
-                _key=pl.col("src_line").hash(seed), _volume=pl.lit(ordinal))
-            frames.append(keyed.bottom_k(sample_rows, by="_key"))
-        got = pl.collect_all(frames)
-        row = got[0].row(0, named=True)
+        lines.append(order["src_line"].drop_nulls().to_numpy())
         for r in rules:
-            counts[r.key] += int(row.pop(r.key) or 0)
-        counts["rows"] += row["requests"]
-        volume = row.pop("volume")
-        stats[volume] = {k: (int(v) if v is not None else None) for k, v in row.items()}
-        lines.append(got[1]["src_line"].drop_nulls().to_numpy())
-        if sample_rows:
-            picked.append(got[2])
+            if r.column == "ts_step_ns":
+                counts[r.key] += backwards
     for r in rules:
         if r.kind == "unique":
-            values = np.concatenate(lines) if lines else np.empty(0, np.int64)
-            counts[r.key] = int(len(values) - len(np.unique(values)))
-    sample = pl.DataFrame()
-    if picked:
-        sample = pl.concat(picked).bottom_k(sample_rows, by="_key").sort("_volume", "_pos").drop("_key", "_volume", "_pos")
-    return counts, stats, sample
+            counts[r.key] = _duplicates(lines)
+    return counts, stats
+
+
+def gx_sample(path: Path, sample_rows: int, seed: int = 0) -> pl.DataFrame:
+    """A bottom-k hash sample for GX: the ``sample_rows`` rows with the smallest seeded hashes
+    of ``src_line``, in dataset order (so time steps within a volume stay meaningful)."""
+    picked = []
+    for ordinal, fs in enumerate(volume_files(path).values()):
+        lf = pl.scan_parquet(fs, hive_partitioning=False).with_row_index("_pos")
+        picked.append(lf.with_columns(_key=pl.col("src_line").hash(seed), _volume=pl.lit(ordinal))
+                      .bottom_k(sample_rows, by="_key").collect())
+    if not picked:
+        return pl.DataFrame()
+    return pl.concat(picked).bottom_k(sample_rows, by="_key").sort("_volume", "_pos").drop("_key", "_volume", "_pos")
 
 
 def exact_report(counts: dict, rules: tuple[Rule, ...] | None = None) -> dict:
@@ -183,8 +235,8 @@ def validate_trace_dir(path: Path, manifest: dict, mode: str = "auto", rules: tu
     if full:
         df = _derived(pl.scan_parquet(files, hive_partitioning=False), caps).collect()
     else:
-        aggregates, _, sample = exact_check(path, caps, sample_rows=SAMPLE_ROWS, rules=rules)
-        df = _derived(sample.lazy(), caps).collect()
+        aggregates, _ = exact_check(path, caps, rules=rules)
+        df = _derived(gx_sample(path, SAMPLE_ROWS).lazy(), caps).collect()
     result = run_suite(SUITE_NAME, lambda gx: expectations(gx, rules), df)
     success, rows, summary = summarize(result)
     if aggregates is not None:
