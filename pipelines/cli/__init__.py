@@ -18,6 +18,7 @@ COMMANDS = {
     "demo": "demo", "ingest": "ingest", "load": "warehouse", "measured": "measured", "mrc": "simulate",
     "replay": "replay", "report": "report", "scenarios": "replay", "simulate": "simulate", "skew": "analytics",
     "snapshots": "analytics", "sql": "warehouse", "sweep": "replay", "synth": "synth", "traces": "ingest",
+    "validate": "ingest",
 }
 
 

@@ -329,7 +329,8 @@ def checked(parse, ok, expected: str):
 
 
 #: commands that write into the data directory: its writability is checked before any work
-WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "skew", "capture", "demo"})
+WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "skew", "capture", "demo",
+                             "validate"})
 
 
 def check_data_dir(d: Path, write: bool) -> Path:
