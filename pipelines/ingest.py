@@ -209,21 +209,19 @@ def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progr
     origin: int | None = None
     read = 0
     skipped: Counter = Counter()
-    try:
-        for chunk in prefetch(reader.chunks(source), depth=1):
-            read += chunk.n_read
-            skipped.update(chunk.skipped)
-            rejects.write(chunk.rejects)
-            rows = chunk.rows
-            if rows.height:
-                if origin is None:
-                    origin = int(rows["ts_raw_ns"][0])
-                writer.add(rows.with_columns(ts_ns=pl.col("ts_raw_ns") - origin).drop("ts_raw_ns"))
-            if progress:
-                progress(source.raw_bytes_read, total_bytes)
-    finally:
-        writer.close()
-        rejects.close()
+    for chunk in prefetch(reader.chunks(source), depth=1):
+        read += chunk.n_read
+        skipped.update(chunk.skipped)
+        rejects.write(chunk.rejects)
+        rows = chunk.rows
+        if rows.height:
+            if origin is None:
+                origin = int(rows["ts_raw_ns"][0])
+            writer.add(rows.with_columns(ts_ns=pl.col("ts_raw_ns") - origin).drop("ts_raw_ns"))
+        if progress:
+            progress(source.raw_bytes_read, total_bytes)
+    writer.close()
+    rejects.close()
     if read == 0:
         what = "has only a header" if skipped.get("header") else "contains no requests"
         raise TraceFormatError(source.path, None, f"file {what} ({dict(skipped) or 'empty'})")
