@@ -143,15 +143,17 @@ def _duplicates(values: list[np.ndarray]) -> int:
     """Values that occur more than once, over all arrays (a bitmap when they are dense)."""
     import numpy as np
 
-    allv = np.concatenate(values) if values else np.empty(0, np.int64)
-    if not len(allv):
+    values = [v for v in values if len(v)]
+    if not values:
         return 0
-    lo, hi = int(allv.min()), int(allv.max())
-    if lo >= 0 and hi <= 8 * len(allv):
-        seen = np.zeros(hi + 1, dtype=bool)
-        seen[allv] = True
-        return int(len(allv) - np.count_nonzero(seen))
-    return int(len(allv) - len(np.unique(allv)))
+    n = sum(len(v) for v in values)
+    lo, hi = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
+    if lo < 0 or hi > 8 * n:
+        return n - len(np.unique(np.concatenate(values)))
+    seen = np.zeros(hi + 1, dtype=bool)
+    for v in values:
+        seen[v] = True
+    return n - int(np.count_nonzero(seen))
 
 
 def exact_check(path: Path, capacities: dict[str, int], rows: pl.DataFrame | None = None,
