@@ -1,12 +1,16 @@
 """Ingest throughput and memory: `tiercast ingest` vs bare Polars CSV -> Parquet, same file.
 
-Writes a synthetic MSR-format CSV (the format's real field widths), then in one run:
+Writes a synthetic MSR-format CSV (the format's real field widths), then in one run, each a
+fresh process timed from start to exit (imports included):
 1. ``polars.scan_csv(schema=...).sink_parquet(...)`` of the file (the floor: no validation,
    no rejects, no partitioning);
-2. ``tiercast ingest`` of the same file in a fresh process (everything included: format
-   detection, sha256, row checks and rejects, partitioned Parquet, manifest, GX contract);
-and prints MB/s of both and the ratio (goal >= 0.7). With ``--rss-gb`` it also ingests a larger
-file and reports the peak RSS of the ingest process (goal < 2 GB).
+2. ``tiercast ingest`` of the same file (everything included: format detection, sha256, row
+   checks and rejects, partitioned Parquet, manifest, the exact contract checks of
+   ``--validate auto``);
+and prints wall seconds, CPU seconds (user + system, all threads), MB/s and peak RSS of both
+and the ratios (goal >= 0.7). ``--repeat N`` alternates the two N times and keeps each one's
+best wall time. With ``--rss-gb`` it also ingests a larger file and reports the peak RSS of the
+ingest process (goal < 2 GB).
 
     .venv/bin/python benchmarks/ingest.py --gb 1 --rss-gb 4
 """
@@ -23,7 +27,6 @@ sys.path[0] = str(Path(__file__).resolve().parent.parent)
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -35,10 +38,6 @@ import numpy as np
 import polars as pl
 
 FILETIME_2007 = 128166372003061629
-SCHEMA = {
-    "Timestamp": pl.Int64, "Hostname": pl.String, "DiskNumber": pl.Int64, "Type": pl.String,
-    "Offset": pl.Int64, "Size": pl.Int64, "ResponseTime": pl.Int64,
-}
 
 
 def make_msr_csv(path: Path, target_bytes: int, seed: int = 0) -> int:
@@ -64,21 +63,41 @@ def make_msr_csv(path: Path, target_bytes: int, seed: int = 0) -> int:
     return rows
 
 
-def run_ingest(path: Path, data_dir: Path, validate: str) -> tuple[float, dict, int]:
-    """Wall seconds, the JSON summary and the peak RSS (bytes) of a fresh ingest process."""
-    code = (
-        "import resource, sys, json; from pipelines.cli import main; "
-        "sys.argv=['tiercast','ingest',sys.argv[1],'--json','--validate',sys.argv[3],'--data-dir',sys.argv[2]]; "
-        "\ntry:\n    main()\nfinally:\n    print(json.dumps({'maxrss_kb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}), file=sys.stderr)"
-    )
-    t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", code, str(path), str(data_dir), validate],
-                       capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t
-    if p.returncode:
-        raise SystemExit(f"ingest failed: {p.stderr}")
-    rss_kb = json.loads(p.stderr.strip().splitlines()[-1])["maxrss_kb"]
-    return wall, json.loads(p.stdout.strip().splitlines()[-1]), rss_kb * 1024
+POLARS_CODE = (
+    "import sys, polars as pl; "
+    "schema = dict(Timestamp=pl.Int64, Hostname=pl.String, DiskNumber=pl.Int64, Type=pl.String, "
+    "Offset=pl.Int64, Size=pl.Int64, ResponseTime=pl.Int64); "
+    "pl.scan_csv(sys.argv[1], has_header=False, schema=schema).sink_parquet(sys.argv[2])"
+)
+
+
+def timed(args: list[str]) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system of the process and its threads), peak RSS
+    (bytes) and stdout of a fresh process (``os.wait4``: that child's own resource usage)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        p = subprocess.Popen(args, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode:
+            raise SystemExit(f"{args[:3]} failed: {err.read()}")
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out.read()
+
+
+def run_polars(path: Path, out: Path) -> tuple[float, float, int]:
+    wall, cpu, rss, _ = timed([sys.executable, "-c", POLARS_CODE, str(path), str(out)])
+    return wall, cpu, rss
+
+
+def run_ingest(path: Path, data_dir: Path, validate: str) -> tuple[float, float, dict, int]:
+    """Wall and CPU seconds, the JSON summary and the peak RSS (bytes) of a fresh ingest process."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    wall, cpu, rss, out = timed([sys.executable, "-c", "from pipelines.cli import main; main()", "ingest", str(path),
+                                 "--json", "--validate", validate, "--data-dir", str(data_dir)])
+    return wall, cpu, json.loads(out.strip().splitlines()[-1]), rss
 
 
 def main() -> None:
@@ -86,6 +105,7 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0, help="size of the throughput file (GB)")
     ap.add_argument("--rss-gb", type=float, default=0.0, help="size of the peak-RSS file (GB); 0 skips")
     ap.add_argument("--validate", default="auto", help="ingest --validate mode (auto|full|sample|off)")
+    ap.add_argument("--repeat", type=int, default=1, help="alternate the two runs N times, keep each one's best")
     ap.add_argument("--workdir", type=Path, default=None)
     a = ap.parse_args()
     work = Path(a.workdir or tempfile.mkdtemp(prefix="tiercast-bench-"))
@@ -97,32 +117,32 @@ def main() -> None:
     size_mb = csv.stat().st_size / 1e6
 
     out = work / "polars.parquet"
-    t = time.perf_counter()
-    pl.scan_csv(csv, has_header=False, schema=SCHEMA).sink_parquet(out)
-    polars_s = time.perf_counter() - t
-
     dd = work / "data"
-    shutil.rmtree(dd, ignore_errors=True)
-    wall, summary, rss = run_ingest(csv, dd, a.validate)
-    print(f"\nfile: {csv.name}  {size_mb:,.0f} MB  {summary['rows_read']:,} rows  (validate={a.validate})")
-    print(f"{'':28}{'seconds':>10}{'MB/s':>10}")
-    print(f"{'polars scan_csv->parquet':28}{polars_s:>10.2f}{size_mb / polars_s:>10.1f}")
-    print(f"{'tiercast ingest':28}{wall:>10.2f}{size_mb / wall:>10.1f}")
-    print(f"ratio tiercast/polars = {polars_s / wall:.2f}  (goal >= 0.7)")
-    print(f"peak RSS of that ingest: {rss / 2**20:,.0f} MiB")
+    polars, tiercast = [], []
+    for _ in range(a.repeat):
+        polars.append(run_polars(csv, out))
+        tiercast.append(run_ingest(csv, dd, a.validate))
+    p_wall, p_cpu, p_rss = min(polars)
+    wall, cpu, summary, rss = min(tiercast, key=lambda r: r[0])
+    print(f"\nfile: {csv.name}  {size_mb:,.0f} MB  {summary['rows_read']:,} rows  (validate={a.validate}, "
+          f"best of {a.repeat}; load average {os.getloadavg()[0]:.1f})")
+    print(f"{'':28}{'wall s':>9}{'CPU s':>9}{'MB/s':>9}{'peak RSS MiB':>14}")
+    print(f"{'polars scan_csv->parquet':28}{p_wall:>9.2f}{p_cpu:>9.2f}{size_mb / p_wall:>9.1f}{p_rss / 2**20:>14,.0f}")
+    print(f"{'tiercast ingest':28}{wall:>9.2f}{cpu:>9.2f}{size_mb / wall:>9.1f}{rss / 2**20:>14,.0f}")
+    print(f"ratio tiercast/polars: wall {p_wall / wall:.2f}, CPU {p_cpu / cpu:.2f}  (goal >= 0.7)")
+    print("all runs (wall s): polars " + ", ".join(f"{r[0]:.2f}" for r in polars)
+          + "; tiercast " + ", ".join(f"{r[0]:.2f}" for r in tiercast))
 
     if a.rss_gb:
         big = work / f"msr_{a.rss_gb:g}gb.csv"
         if not big.exists():
             print(f"generating {big} ...", flush=True)
             make_msr_csv(big, int(a.rss_gb * 1e9), seed=1)
-        shutil.rmtree(dd, ignore_errors=True)
-        wall, summary, rss = run_ingest(big, dd, a.validate)
+        wall, _, summary, rss = run_ingest(big, dd, a.validate)
         print(f"\n{big.name}: {big.stat().st_size / 1e6:,.0f} MB, {summary['rows_read']:,} rows in {wall:.1f} s "
               f"({big.stat().st_size / 1e6 / wall:.0f} MB/s); peak RSS {rss / 2**20:,.0f} MiB (goal < 2048 MiB)")
     if not a.workdir:
         shutil.rmtree(work, ignore_errors=True)
-    _ = resource, os
 
 
 if __name__ == "__main__":

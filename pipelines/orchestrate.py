@@ -17,7 +17,6 @@ raised as is and retried.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import shutil
 import time
@@ -137,15 +136,16 @@ def archive(src: Path, folder: Path) -> Path:
 
 
 def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_dir: Path) -> dict:
-    """Ingest one landed file without the contract check (that runs once per batch:
-    :func:`validate_batch`), then archive it; an input error quarantines it and raises
-    :class:`InputError`. Idempotent: a file already ingested is archived and reported as such."""
+    """Ingest one landed file, then archive it; an input error (a trace whose rows break the
+    contract's exact checks included) quarantines it and raises :class:`InputError`. The Great
+    Expectations suite runs once per batch (:func:`validate_batch`). Idempotent: a file already
+    ingested is archived and reported as such."""
     from pipelines.steps import ingest_any
     from traces.errors import TraceFormatError
 
     src = Path(path)
     try:
-        result = ingest_any(src, root, options=None, validate="off")
+        result = ingest_any(src, root, options=None, validate="auto", measured_validate="off")
     except FileNotFoundError:
         raise  # moved or deleted meanwhile: a retry will tell
     except (TraceFormatError, UnicodeDecodeError, ValueError, LookupError, EOFError) as e:
@@ -157,40 +157,21 @@ def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_di
 
 
 def validate_batch(root: Path, ingested: list[dict], quarantine_dir: Path) -> dict:
-    """The data contract (Great Expectations), once for all datasets this run made new. A
-    dataset that fails is moved out of the data root's catalog into ``quarantine/datasets/``
-    with its report, and its source is quarantined too. Returns {"valid": [...], "invalid":
-    [...]} of the new results."""
-    new = [r for r in ingested if r and not r.get("already_ingested")]
-    out = {"valid": [], "invalid": []}
-    if not new:
-        return out
-    import logging
+    """The Great Expectations contract, once for all datasets this run made new
+    (:func:`pipelines.contract.validate_datasets`). A dataset that fails is moved out of the
+    data root's catalog into ``quarantine/datasets/`` with its report, and its source is
+    quarantined too. Returns {"valid": [...], "invalid": [...]} of the new results."""
+    from pipelines.contract import validate_datasets
 
-    for name in ("great_expectations", "great_expectations.expectations.registry"):
-        logging.getLogger(name).setLevel(logging.ERROR)  # ~216 "Skipping registering function" lines otherwise
-    from schemas.measured_suite import validate_measured_dir
-    from schemas.trace_suite import validate_trace_dir
-
-    for r in new:
-        sub = "traces" if r["kind"] == "trace" else "measured"
-        d = root / sub / r["id"]
-        manifest = json.loads((d / "manifest.json").read_text())
-        check = validate_trace_dir if r["kind"] == "trace" else validate_measured_dir
-        report = check(d, manifest, mode="auto")
-        write_json_atomic(d / "validation.json", report)
-        if report["success"]:
-            manifest["validation"] = {k: report[k] for k in ("success", "mode") if k in report}
-            write_json_atomic(d / "manifest.json", manifest)
-            out["valid"].append(r)
-            continue
-        held = quarantine_dir / "datasets"
-        held.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(d), held / r["id"])
+    new = {(r["kind"], r["id"]): r for r in ingested if r and not r.get("already_ingested")}
+    checked = validate_datasets(root, list(new), quarantine_dir)
+    out = {"valid": [new[k] for k in checked["valid"]], "invalid": []}
+    for kind, dataset_id, summary in checked["invalid"]:
+        r = new[(kind, dataset_id)]
         archived = Path(r["archived_as"])
         if archived.exists():
-            quarantine(archived, quarantine_dir, f"accepted rows fail the {sub[:-1]} contract: {report['summary']}")
-        out["invalid"].append({**r, "error": report["summary"]})
+            quarantine(archived, quarantine_dir, f"accepted rows fail the {kind} contract: {summary}")
+        out["invalid"].append({**r, "error": summary})
     return out
 
 

@@ -13,12 +13,13 @@ from pipelines.ingest_logs import ingest_log_file, measured_format
 
 
 def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None,
-               validate: str = "auto") -> dict:
+               validate: str = "auto", measured_validate: str | None = None) -> dict:
     """Ingest a trace or a measured log (detected), idempotently; returns a small summary.
-    ``validate="off"`` leaves the contract check to the caller (the DAG runs it once per batch)."""
+    ``validate`` for a trace, ``measured_validate`` (default: the same) for a measured log;
+    ``"off"`` leaves its contract check to the caller (the DAG runs GX once per batch)."""
     mfmt = measured_format(path, fmt)
     if mfmt:
-        r = ingest_log_file(path, data_dir, mfmt, options, validate=validate)
+        r = ingest_log_file(path, data_dir, mfmt, options, validate=measured_validate or validate)
         return {"kind": "measured", "id": r.dataset_id, "format": r.format, "rows_read": r.rows_read,
                 "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
                 "already_ingested": r.already_ingested}

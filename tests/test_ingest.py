@@ -221,27 +221,34 @@ def test_sample_mode_after_a_sort_pass_reads_back_from_disk(tmp_path, data_dir, 
     monkeypatch.setattr(suite, "FULL_ROWS", 10)
     lines = [f"{T0 + t},usr,0,Read,{512 * i},512,1" for i, t in enumerate([50, 40, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150])]
     src = write(tmp_path / "ooo.csv", lines)
-    r = ingest_file(src, data_dir, validate="auto")
+    r = ingest_file(src, data_dir, validate="sample")
     v = json.loads((find_trace(data_dir, r.trace_id).path / "validation.json").read_text())
     assert r.sorted_rows == 1 and v["success"] and v["mode"] == "sample"
     # the on-disk pass sees the re-sorted data: nothing goes backwards, 12 rows counted
     assert v["exact_aggregates"]["rows"] == 12 and v["exact_aggregates"]["ts_backwards"] == 0
 
 
-def test_streaming_contract_counts_violations_across_chunks():
+def test_exact_check_counts_every_rule_across_parts(tmp_path):
     from schemas.trace import POLARS_SCHEMA
-    from schemas.trace_suite import StreamingContract
+    from schemas.trace_suite import RULES, exact_check
 
-    def chunk(rows):
-        return pl.DataFrame(rows, schema=list(POLARS_SCHEMA.items()), orient="row")
+    def part(volume, idx, rows):
+        d = tmp_path / f"volume={volume}"
+        d.mkdir(exist_ok=True)
+        pl.DataFrame(rows, schema=list(POLARS_SCHEMA.items()), orient="row").write_parquet(d / f"part-{idx:05d}.parquet")
 
-    c = StreamingContract({"a": 8192}, sample_rows=3)
-    c.update(chunk([(10, "a", "read", 0, 4096, None, 1), (20, "b", "write", 0, 0, None, 2)]))
-    # 'a' goes back from 10 to 5 across the chunk boundary; its second request ends past 8192
-    c.update(chunk([(5, "a", "read", 4096, 8192, -1, 3), (30, "b", "flush", 0, 0, None, 4)]))
-    agg, sample = c.result()
-    assert agg == {
-        "rows": 4, "null_cells": 0, "size_not_positive": 1, "offset_negative": 0, "ts_negative": 0,
-        "latency_negative": 1, "ts_backwards": 1, "beyond_capacity": 1, "ops_outside_set": 0,
+    part("a", 0, [(10, "a", "read", 0, 4096, None, 1)])
+    # 'a' goes back from 10 to 5 across the part boundary; that request ends past 8192 and
+    # repeats line 2, which volume 'b' holds too
+    part("a", 1, [(5, "a", "read", 4096, 8192, -1, 2)])
+    part("b", 0, [(20, "b", "write", 0, 0, None, 2), (30, "b", "flush", 0, 0, None, 4)])
+    counts, stats, sample = exact_check(tmp_path, {"a": 8192}, sample_rows=3)
+    assert {k: v for k, v in counts.items() if v} == {
+        "rows": 4, "size_not_positive": 1, "latency_negative": 1, "ts_backwards": 1, "beyond_capacity": 1,
+        "src_line_duplicates": 1,
     }
-    assert sample.height == 3 and sample["src_line"].is_unique().all()
+    assert set(counts) == {"rows", *(r.key for r in RULES)}
+    assert stats["a"] == {"requests": 2, "reads": 2, "writes": 0, "bytes": 12288, "min_offset": 0, "max_end": 12288,
+                          "first_ts_ns": 5, "last_ts_ns": 10, "out_of_order": 1}
+    assert stats["b"]["writes"] == 1 and stats["b"]["bytes"] == 0
+    assert sample.height == 3

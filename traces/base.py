@@ -110,19 +110,11 @@ class TraceReader(ABC):
         return ident
 
     # -- shared row checks --------------------------------------------------------------
-    def finish(
-        self,
-        df: pl.DataFrame,
-        raw_of: Callable[[np.ndarray], list[str]],
-        skipped: Counter | None = None,
-    ) -> Chunk:
-        """Apply the shared checks to a parsed block and split it into accepted and rejects.
-
-        ``df`` holds the canonical columns (any integer widths), ``src_line``, ``_idx``
-        (position in the block, for ``raw_of``) and ``_reason`` (null or the parse failure).
-        """
+    def row_checks(self) -> list[Check]:
+        """The checks every accepted row passes, whatever the format (size, offset, latency,
+        capacity): ``(condition, reason text)`` over the canonical columns."""
         cap = self.capacities
-        checks = [
+        checks: list[Check] = [
             (pl.col("ts_raw_ns").is_null(), pl.lit("timestamp missing or out of range")),
             (pl.col("volume").is_null() | (pl.col("volume") == ""), pl.lit("volume missing")),
             (pl.col("op").is_null(), pl.lit("operation missing or unknown")),
@@ -149,6 +141,20 @@ class TraceReader(ABC):
                     ),
                 )
             )
+        return checks
+
+    def finish(
+        self,
+        df: pl.DataFrame,
+        raw_of: Callable[[np.ndarray], list[str]],
+        skipped: Counter | None = None,
+    ) -> Chunk:
+        """Apply the shared checks to a parsed block and split it into accepted and rejects.
+
+        ``df`` holds the canonical columns (any integer widths), ``src_line``, ``_idx``
+        (position in the block, for ``raw_of``) and ``_reason`` (null or the parse failure).
+        """
+        checks = self.row_checks()
         # Conditions are cheap comparisons over every row; reason texts are built only for the
         # rows that fail, so a clean block costs one boolean pass.
         failed = pl.col("_reason").is_not_null() | pl.any_horizontal(c.fill_null(False) for c, _ in checks)

@@ -10,7 +10,6 @@ frame, so a reader only describes its fields and how they map to the canonical c
 from __future__ import annotations
 
 import re
-from abc import abstractmethod
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from traces.base import Chunk, TraceReader
+from traces.base import Check, Chunk, TraceReader, with_reason
 from traces.source import LineBlock, Source
 
 _TYPE_WORD = {pl.Int64: "an integer", pl.Float64: "a number", pl.String: "text"}
@@ -101,10 +100,18 @@ class DelimitedReader(TraceReader):
         return hits > 0 and hits * 2 > len(data[:10])
 
     # -- to be provided by each format --------------------------------------------------
-    @abstractmethod
     def canonical(self, df: pl.DataFrame) -> pl.DataFrame:
         """Map the typed fields to the canonical columns (ts_raw_ns, volume, op, offset,
-        size, latency_ns); may set ``_reason`` for values that are well-typed but invalid."""
+        size, latency_ns); may set ``_reason`` for values that are well-typed but invalid.
+        By default from :meth:`canonical_exprs`; formats that need more override this."""
+        exprs, checks = self.canonical_exprs()
+        return with_reason(df.with_columns(**exprs), *checks)
+
+    def canonical_exprs(self) -> tuple[dict[str, pl.Expr], list[Check]] | None:
+        """The canonical columns as expressions of the typed fields, and the format's own
+        checks on them. A format that gives them can be ingested by the Polars streaming path
+        (``pipelines.ingest_streaming``); None: only block by block, through :meth:`canonical`."""
+        return None
 
     def is_header(self, first_line: str) -> bool:
         """Whether the file's first line is a header (skipped and counted, not a record): text

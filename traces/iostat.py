@@ -32,13 +32,13 @@ independent oracle on the layouts jc does parse.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-import numba
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -714,7 +714,15 @@ def _classify(lines: pl.Series) -> pl.Series:
     return pl.Series("kind", kind)
 
 
-@numba.njit(cache=True, nogil=True)
+@functools.cache
+def _squeeze_kernel():
+    """:func:`_squeeze_lines` compiled; numba is imported when an iostat file is read, not when
+    this module is (format detection imports every reader: ~1 s of numba for any trace)."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_squeeze_lines)
+
+
 def _squeeze_lines(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> int:
     """Copy the given lines into ``out`` as CSV: runs of blanks become one comma, leading and
     trailing blanks go, each line ends with a newline. One pass over the bytes (numpy needs
@@ -748,7 +756,7 @@ def _csv_rows(block: LineBlock, rows: np.ndarray, cols: list[str], device_last: 
     field of which line is wrong."""
     starts, ends = block.starts[rows], block.ends[rows]
     out = np.empty(int((ends - starts).sum()) + len(rows), dtype=np.uint8)
-    n_out = _squeeze_lines(np.frombuffer(block.data, dtype=np.uint8), starts, ends, out)
+    n_out = _squeeze_kernel()(np.frombuffer(block.data, dtype=np.uint8), starts, ends, out)
     squeezed = out[:n_out]
     names = [_DEVICE_COLUMNS[c][0] for c in cols]
     if len(set(names)) != len(names):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traces.base import op_from_codes, with_reason
+from traces.base import Check, op_from_codes
 from traces.delimited import DelimitedReader, Field
 
 #: 100 ns ticks between 1601-01-01 and 1970-01-01 (Windows FILETIME epoch to Unix epoch)
@@ -31,14 +31,14 @@ class MsrReader(DelimitedReader):
     )
     sniff_pattern = r"^\d{17,19},[^,]*,\d+,[A-Za-z]+,[^,]*,[^,]*(,[^,]*)?\s*$"
 
-    def canonical(self, df: pl.DataFrame) -> pl.DataFrame:
+    def canonical_exprs(self) -> tuple[dict[str, pl.Expr], list[Check]]:
         op, op_reason = op_from_codes("Type", {"Read": "read", "Write": "write"})
-        df = df.with_columns(
-            ts_raw_ns=(pl.col("Timestamp") - FILETIME_UNIX_EPOCH_TICKS) * FILETIME_TICK_NS,
-            volume=pl.concat_str(pl.col("Hostname"), pl.col("DiskNumber").cast(pl.String), separator="_"),
-            op=op,
-            offset=pl.col("Offset"),
-            size=pl.col("Size"),
-            latency_ns=pl.col("ResponseTime") * FILETIME_TICK_NS,
-        )
-        return with_reason(df, op_reason)
+        exprs = {
+            "ts_raw_ns": (pl.col("Timestamp") - FILETIME_UNIX_EPOCH_TICKS) * FILETIME_TICK_NS,
+            "volume": pl.concat_str(pl.col("Hostname"), pl.col("DiskNumber").cast(pl.String), separator="_"),
+            "op": op,
+            "offset": pl.col("Offset"),
+            "size": pl.col("Size"),
+            "latency_ns": pl.col("ResponseTime") * FILETIME_TICK_NS,
+        }
+        return exprs, [op_reason]

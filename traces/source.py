@@ -237,6 +237,18 @@ class Source:
             while data := buffered.read(size):
                 yield data
 
+    def count_lines(self) -> LineCount:
+        """Read the whole file once (hashing it): its lines, and whether it holds NUL bytes."""
+        newlines = 0
+        nul = False
+        last = b""
+        for data in self.iter_bytes():
+            # numpy counts ~2x faster than bytes.count and releases the GIL
+            newlines += int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+            nul = nul or b"\x00" in data
+            last = data
+        return LineCount(newlines + (1 if last and not last.endswith(b"\n") else 0), nul)
+
     def iter_line_blocks(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[LineBlock]:
         """Blocks of whole lines (the last line of the file may lack its newline), assembled
         one block ahead in a background thread (reading, hashing, decompressing, splitting)."""
@@ -263,6 +275,12 @@ class Source:
             yield block
         if size:
             yield LineBlock(b"".join(pieces), first_line)
+
+
+@dataclass(frozen=True)
+class LineCount:
+    lines: int
+    has_nul: bool
 
 
 class LineBlock:

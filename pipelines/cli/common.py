@@ -330,7 +330,7 @@ def checked(parse, ok, expected: str):
 
 #: commands that write into the data directory: its writability is checked before any work
 WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "skew", "capture", "demo",
-                             "compare", "size", "experiments"})
+                             "compare", "size", "experiments", "validate"})
 
 
 def check_data_dir(d: Path, write: bool) -> Path:
