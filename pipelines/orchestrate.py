@@ -283,3 +283,22 @@ def write_run_summary(root: Path, dag_id: str, run_id: str, summary: dict) -> Pa
     write_json_atomic(path, {"dag_id": dag_id, "run_id": run_id, "written_at": datetime.now(tz=UTC).isoformat(),
                              **summary})
     return path
+
+
+# --- object-store data roots -----------------------------------------------------------------
+
+#: what each task downloads from an object-store data root before it runs
+#: (``pipelines.object_store.staged``); it uploads what it wrote
+PLAN_INPUTS = [CONFIG_FILE, "scenarios/", "traces/*/manifest.json", "results/array_runs/*/summary.json"]
+#: the loader removes units whose files are gone, so it sees all of them
+LOAD_INPUTS = ["traces/", "measured/", "results/", "tiercast.duckdb"]
+
+
+def ingest_inputs(landed: str) -> list[str]:
+    """A landed file (relative to the root) and the re-ingest index."""
+    return [landed, "traces/_sources.json"]
+
+
+def replay_inputs(pair: dict) -> list[str]:
+    """The pair's trace (with its page streams), scenario files, and finished runs (idempotence)."""
+    return [f"traces/{pair['trace_id']}/", "scenarios/", "results/array_runs/*/summary.json"]
