@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.catalog import ENV_DATA_DIR, write_json_atomic
+from pipelines.object_store import is_url
 
 VARIABLE = "tiercast_data_dir"
 CONFIG_FILE = "replay.toml"
@@ -54,6 +55,10 @@ def data_root(variable: str | None) -> Path:
     value = (variable or "").strip() or os.environ.get(ENV_DATA_DIR, "").strip()
     if not value:
         raise InputError(f"no data root: set the Airflow Variable {VARIABLE} or ${ENV_DATA_DIR} to an absolute path")
+    if is_url(value):
+        raise InputError(f"data root {value!r} is an object-store URL: the DAG tasks take a mounted path; the "
+                         "steps run on an object store through pipelines.object_store.staged (README, "
+                         "Running at scale)")
     root = Path(value).expanduser()
     if not root.is_absolute():
         raise InputError(f"data root {value!r} is relative: it would depend on the worker's working directory; "

@@ -19,6 +19,8 @@ from pipelines.load import load
 from pipelines.orchestrate import (
     LOAD_INPUTS,
     PLAN_INPUTS,
+    InputError,
+    data_root,
     ingest_inputs,
     ingest_landed,
     replay_config,
@@ -112,3 +114,10 @@ def test_a_failed_step_uploads_nothing_and_markers_go_last(s3, tmp_path):
     assert done["uploaded"] == ["traces/t1/validation.json", "traces/t1/volume=a/part-0.parquet",
                                 "traces/t1/manifest.json"]
     assert done["deleted"] == []
+
+
+def test_dag_tasks_refuse_an_object_store_root_with_the_reason():
+    assert object_store.is_url("s3://b/p") and not object_store.is_url("/srv/data")
+    assert not object_store.is_url("file:///srv/data")
+    with pytest.raises(InputError, match=r"data root 's3://b/p' is an object-store URL: the DAG tasks take a mounted"):
+        data_root("s3://b/p")
