@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -143,9 +144,8 @@ def query(url: str, sql: str):
             con.register_filesystem(fs)
             scheme = url.split("://", 1)[0]
             for view, (kind, _) in warehouse.FILE_VIEWS.items():
-                rel = [r[0] for r in con.execute("SELECT path FROM trace_files WHERE kind = $1 ORDER BY path",
-                                                 [kind]).fetchall()]
-                if rel and view in sql:
+                rel = warehouse.file_paths(con, kind) if re.search(rf"\b{view}\b", sql, re.IGNORECASE) else []
+                if rel:
                     con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS "
                                 + warehouse.file_view_sql(view, [f"{scheme}://{base}/{p}" for p in rel]))
             return con.sql(sql).pl()
