@@ -78,6 +78,8 @@ class Airflow:
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
             # one secret for the processes that sign and check the workers' tokens
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+            # a busy shared machine answers the workers' API calls slowly (5 s timed out at load 15)
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "TIERCAST_DATA_DIR": self.data_dir,
