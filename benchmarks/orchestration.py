@@ -1,6 +1,8 @@
 """Orchestration overhead: ``tiercast_replay`` on ``--traces`` traces x 3 scenarios under a real
-Airflow (``airflow standalone``, LocalExecutor, parallelism 2), against the same steps called
-directly in one process, one after another (``pipelines.orchestrate``: plan, replays, load).
+Airflow (``airflow standalone``, LocalExecutor, parallelism 2; or with ``--executor celery`` the
+CeleryExecutor: redis-server and two Celery workers of concurrency 1, tests/standalone.py),
+against the same steps called directly in one process, one after another
+(``pipelines.orchestrate``: plan, replays, load).
 
 The traces: synthetic (seed 000's database pattern, 4 KiB random reads, 8 KiB random writes in
 turn), ``--requests`` each, ingested before either run (not timed). Airflow's time is the DAG
@@ -11,6 +13,7 @@ same numba cache as the direct run (``$NUMBA_CACHE_DIR``); ``--no-warm`` shows a
 root's first run, whose first replays compile the kernels into ``<root>/.cache/numba``.
 
     .venv/bin/python benchmarks/orchestration.py               # 4 traces x 3 scenarios
+    .venv/bin/python benchmarks/orchestration.py --executor celery --traces 2 --requests 20000
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime  # noqa: E402
 
-from standalone import Standalone  # noqa: E402
+from standalone import CeleryCluster, Standalone  # noqa: E402
 from test_scheduler import WHATIF, data_root, serial  # noqa: E402
 
 from pipelines.load import query  # noqa: E402
@@ -48,18 +51,22 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--warm", action=argparse.BooleanOptionalAction, default=True,
                     help="workers use this process's numba cache (else they compile into the data root first)")
+    ap.add_argument("--executor", choices=("local", "celery"), default="local")
+    ap.add_argument("--scenarios", type=int, default=len(SCENARIOS), choices=range(1, len(SCENARIOS) + 1))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         root = tmp / "data"
-        data_root(root, args.traces, args.requests, SCENARIOS)
+        data_root(root, args.traces, args.requests, SCENARIOS[:args.scenarios])
         shutil.copytree(root, tmp / "serial")
         t = time.perf_counter()
         rows = serial(tmp / "serial")
         direct_s = time.perf_counter() - t
         t = time.perf_counter()
         cache = Path(os.environ["NUMBA_CACHE_DIR"]) if args.warm else None
-        with Standalone(tmp / "airflow", root, parallelism=2, numba_cache=cache) as af:
+        cluster = CeleryCluster(tmp / "airflow", root, workers=2, numba_cache=cache) if args.executor == "celery" \
+            else Standalone(tmp / "airflow", root, parallelism=2, numba_cache=cache)
+        with cluster as af:
             started_s = time.perf_counter() - t
             run = af.trigger("tiercast_replay")
             state = af.wait("tiercast_replay", run)
@@ -69,9 +76,9 @@ def main() -> None:
         task_s = {f"{x[0]}[{x[1]}]": round(_s(x[3], x[4]), 1) for x in tis if x[3] and x[4]}
         airflow_s = _s(start, end)
         print(json.dumps({
-            "pairs": len(replays), "state": state, "same_results": query(root, WHATIF).rows() == rows,
+            "executor": args.executor, "pairs": len(replays), "state": state, "same_results": query(root, WHATIF).rows() == rows,
             "direct_s": round(direct_s, 1), "airflow_run_s": round(airflow_s, 1),
-            "overhead_x": round(airflow_s / direct_s, 2), "standalone_start_s": round(started_s, 1),
+            "overhead_x": round(airflow_s / direct_s, 2), "airflow_start_s": round(started_s, 1),
             "task_s": task_s,
         }, indent=1))
 

@@ -38,6 +38,7 @@ from pipelines.warehouse import (
     connect,
     data_mtime_ns,
     db_path,
+    file_paths,
     file_view_sql,
     migrate,
     reader,
@@ -378,8 +379,7 @@ def _remove_unit(con: duckdb.DuckDBPyConnection, key: str) -> None:
 def _file_views(con: duckdb.DuckDBPyConnection) -> None:
     """The stored ``requests`` / ``rejects`` views, over paths relative to the data root."""
     for view, (kind, _) in FILE_VIEWS.items():
-        paths = [r[0] for r in con.execute("SELECT path FROM trace_files WHERE kind = $1 ORDER BY path",
-                                           [kind]).fetchall()]
+        paths = file_paths(con, kind)
         if paths:
             con.execute(f"CREATE OR REPLACE VIEW {view} AS " + file_view_sql(view, paths))
         else:

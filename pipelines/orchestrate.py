@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.catalog import ENV_DATA_DIR, write_json_atomic
+from pipelines.object_store import is_url
 
 VARIABLE = "tiercast_data_dir"
 CONFIG_FILE = "replay.toml"
@@ -53,6 +54,10 @@ def data_root(variable: str | None) -> Path:
     value = (variable or "").strip() or os.environ.get(ENV_DATA_DIR, "").strip()
     if not value:
         raise InputError(f"no data root: set the Airflow Variable {VARIABLE} or ${ENV_DATA_DIR} to an absolute path")
+    if is_url(value):
+        raise InputError(f"data root {value!r} is an object-store URL: the DAG tasks take a mounted path; the "
+                         "steps run on an object store through pipelines.object_store.staged (README, "
+                         "Running at scale)")
     root = Path(value).expanduser()
     if not root.is_absolute():
         raise InputError(f"data root {value!r} is relative: it would depend on the worker's working directory; "
@@ -264,3 +269,22 @@ def write_run_summary(root: Path, dag_id: str, run_id: str, summary: dict) -> Pa
     write_json_atomic(path, {"dag_id": dag_id, "run_id": run_id, "written_at": datetime.now(tz=UTC).isoformat(),
                              **summary})
     return path
+
+
+# --- object-store data roots -----------------------------------------------------------------
+
+#: what each task downloads from an object-store data root before it runs
+#: (``pipelines.object_store.staged``); it uploads what it wrote
+PLAN_INPUTS = [CONFIG_FILE, "scenarios/", "traces/*/manifest.json", "results/array_runs/*/summary.json"]
+#: the loader removes units whose files are gone, so it sees all of them
+LOAD_INPUTS = ["traces/", "measured/", "results/", "tiercast.duckdb"]
+
+
+def ingest_inputs(landed: str) -> list[str]:
+    """A landed file (relative to the root) and the re-ingest index."""
+    return [landed, "traces/_sources.json"]
+
+
+def replay_inputs(pair: dict) -> list[str]:
+    """The pair's trace (with its page streams), scenario files, and finished runs (idempotence)."""
+    return [f"traces/{pair['trace_id']}/", "scenarios/", "results/array_runs/*/summary.json"]

@@ -196,6 +196,11 @@ def file_view_sql(view: str, paths: list[str]) -> str:
             f"* EXCLUDE (filename) FROM read_parquet({path_list(paths)}, filename=true, hive_partitioning=false)")
 
 
+def file_paths(con: duckdb.DuckDBPyConnection, kind: str) -> list[str]:
+    """The trace Parquet files of ``kind`` (requests, rejects), relative to the data root."""
+    return [r[0] for r in con.execute("SELECT path FROM trace_files WHERE kind = $1 ORDER BY path", [kind]).fetchall()]
+
+
 def reader(database: str | Path, data_dir: str | Path, sql: str = "", timeout_s: float = LOCK_TIMEOUT_S,
            allowed: list[Path] | None = None) -> duckdb.DuckDBPyConnection:
     """``database`` opened read-only at the current schema version (else :class:`SchemaMismatch`),
@@ -211,8 +216,7 @@ def reader(database: str | Path, data_dir: str | Path, sql: str = "", timeout_s:
         root = Path(data_dir).resolve()
         for view, (kind, _) in FILE_VIEWS.items():
             if re.search(rf"\b{view}\b", sql, re.IGNORECASE):
-                rel = [r[0] for r in con.execute("SELECT path FROM trace_files WHERE kind = $1 ORDER BY path",
-                                                 [kind]).fetchall()]
+                rel = file_paths(con, kind)
                 if rel:
                     con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS "
                                 + file_view_sql(view, [str(root / p) for p in rel])).fetchall()

@@ -1,7 +1,12 @@
-"""A real Airflow (``airflow standalone``: scheduler, DAG processor, triggerer, API server) with the
-LocalExecutor, started in a private AIRFLOW_HOME for tests/test_scheduler.py and
-benchmarks/orchestration.py; stopped with SIGINT to its process group (the only signal on which
-it stops its children, PITFALLS.md), then SIGTERM / SIGKILL if it lingers.
+"""A real Airflow started in a private AIRFLOW_HOME for tests/test_scheduler.py, tests/test_celery.py
+and benchmarks/orchestration.py:
+
+- :class:`Standalone`: ``airflow standalone`` (scheduler, DAG processor, triggerer, API server)
+  with the LocalExecutor; stopped with SIGINT to its process group (the only signal on which it
+  stops its children, PITFALLS.md), then SIGTERM / SIGKILL if it lingers;
+- :class:`CeleryCluster`: a Redis server (the broker), scheduler, DAG processor and API server
+  with the CeleryExecutor, and ``workers`` Celery workers (``airflow standalone`` would force the
+  LocalExecutor); each process stopped with SIGTERM, then SIGKILL.
 
 DAG runs are triggered with the ``airflow`` CLI; their state is read from the metadata database
 (SQLite) directly, since every CLI call costs seconds of start-up.
@@ -11,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import sqlite3
@@ -21,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+DAG_IDS = {"tiercast_ingest", "tiercast_replay", "tiercast_report"}
 
 
 def free_port() -> int:
@@ -29,11 +37,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Standalone:
-    def __init__(self, home: Path, data_dir: Path, parallelism: int = 2, numba_cache: Path | None = None):
-        """``numba_cache``: the workers' NUMBA_CACHE_DIR (default: the tasks' own, in the data root,
-        compiled by the first replays)."""
-        self.home, self.data_dir = Path(home), Path(data_dir)
+def stop_group(proc: subprocess.Popen, signals=((signal.SIGTERM, 30), (signal.SIGKILL, 10))) -> None:
+    """Stop ``proc``'s process group (started with ``start_new_session``): each signal in turn
+    until the group is gone."""
+    for sig, wait_s in signals:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait_s)
+            time.sleep(1)  # its children leave after it
+            os.killpg(proc.pid, 0)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
+            continue
+
+
+class Airflow:
+    """What both set-ups share: a private AIRFLOW_HOME, the environment of every process, the CLI,
+    and the metadata database read directly."""
+
+    executor = "LocalExecutor"
+
+    def __init__(self, home: Path, data_dir: Path | str, parallelism: int = 2, numba_cache: Path | None = None):
+        """``data_dir``: the data root (a path, or an object-store URL); ``numba_cache``: the
+        workers' NUMBA_CACHE_DIR (default: the tasks' own, compiled by the first replays)."""
+        self.home, self.data_dir = Path(home), str(data_dir)
         port = free_port()
         self.env = {
             **os.environ,
@@ -41,27 +70,28 @@ class Standalone:
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__EXECUTOR": self.executor,
             "AIRFLOW__CORE__PARALLELISM": str(parallelism),
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(port),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            # one secret for the processes that sign and check the workers' tokens
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+            # a busy shared machine answers the workers' API calls slowly (5 s timed out at load 15)
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-            # the task supervisor's calls to the API server time out after 5 s by default, and a
-            # loaded 2-core machine (the suite next to the scheduler) answers slower: the task then
-            # dies before it runs (SIGKILL, "httpcore.ReadTimeout" in the scheduler's log)
-            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
-            "TIERCAST_DATA_DIR": str(self.data_dir),
+            "TIERCAST_DATA_DIR": self.data_dir,
             "TIERCAST_INGEST_CRON": "",  # runs only when triggered here
             "TIERCAST_REPLAY_CRON": "",
         }
         self.env.pop("NUMBA_CACHE_DIR", None)  # the tasks put it in the data root
         if numba_cache is not None:
             self.env["NUMBA_CACHE_DIR"] = str(numba_cache)
-        self.proc: subprocess.Popen | None = None
-        self.log = self.home / "standalone.log"
+        self.port = port
+        self.procs: list[subprocess.Popen] = []
+        self.logs: dict[int, Path] = {}  # pid -> its output
 
     def airflow(self, *args: str) -> str:
         p = subprocess.run([str(BIN / "airflow"), *args], env=self.env, capture_output=True, text=True, timeout=300)
@@ -69,43 +99,46 @@ class Standalone:
             raise RuntimeError(f"airflow {' '.join(args)}: {p.stderr[-2000:]}")
         return p.stdout
 
-    def __enter__(self) -> Standalone:
+    def spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        """Start ``argv`` in its own process group, its output in ``<home>/<name>.log``."""
+        log = self.home / f"{name}.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                    cwd=self.home)
+        self.procs.append(proc)
+        self.logs[proc.pid] = log
+        return proc
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        return self.spawn(name, [str(BIN / "airflow"), *args])
+
+    def start_processes(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
         self.home.mkdir(parents=True, exist_ok=True)
-        self.airflow("db", "migrate")
-        self.airflow("pools", "set", "tiercast_warehouse", "1", "one DuckDB writer")
-        self.proc = subprocess.Popen([str(BIN / "airflow"), "standalone"], env=self.env, stdout=open(self.log, "w"),
-                                     stderr=subprocess.STDOUT, start_new_session=True, cwd=self.home)
         try:
-            self._wait(lambda: {"tiercast_ingest", "tiercast_replay", "tiercast_report"} <= set(self.dags()), 600,
-                       "the DAGs to be parsed")
+            self.airflow("db", "migrate")
+            self.airflow("pools", "set", "tiercast_warehouse", "1", "one DuckDB writer")
+            self.start_processes()
+            self._wait(lambda: DAG_IDS <= set(self.dags()), 600, "the DAGs to be parsed")
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.proc is None:
-            return
-        for sig, wait_s in ((signal.SIGINT, 60), (signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait_s)
-                time.sleep(1)  # its children leave after it
-                os.killpg(self.proc.pid, 0)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                continue
-        self.proc = None
+        while self.procs:
+            stop_group(self.procs.pop())
 
     def _wait(self, ready, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
         while not ready():
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"airflow standalone exited: {self.log.read_text()[-3000:]}")
+            for proc in self.procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{' '.join(map(str, proc.args))} exited: {self.logs[proc.pid].read_text()[-3000:]}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"waited {timeout_s:.0f} s for {what}; log: {self.log}")
+                raise TimeoutError(f"waited {timeout_s:.0f} s for {what}; logs in {self.home}")
             time.sleep(1)
 
     def query(self, sql: str, *params) -> list[tuple]:
@@ -130,6 +163,12 @@ class Standalone:
         doc = next(line for line in reversed(out.splitlines()) if line.startswith("["))  # after any warnings
         return json.loads(doc)[0]["dag_run_id"]
 
+    def wait_for_run(self, dag_id: str, timeout_s: float = 600) -> str:
+        """The id of ``dag_id``'s first run (one an asset event created), once it exists."""
+        self._wait(lambda: self.query("select run_id from dag_run where dag_id = ?", dag_id), timeout_s,
+                   f"a run of {dag_id}")
+        return self.query("select run_id from dag_run where dag_id = ? order by id limit 1", dag_id)[0][0]
+
     def wait(self, dag_id: str, run_id: str, timeout_s: float = 1800) -> str:
         """The run's final state."""
         def state():
@@ -146,3 +185,62 @@ class Standalone:
         """(task id, map index, state, start, end) of a run."""
         return self.query("select task_id, map_index, state, start_date, end_date from task_instance "
                           "where dag_id = ? and run_id = ? order by start_date", dag_id, run_id)
+
+
+class Standalone(Airflow):
+    """``airflow standalone`` with the LocalExecutor and ``parallelism`` task processes."""
+
+    def start_processes(self) -> None:
+        self.start("standalone", "standalone")
+
+    def __exit__(self, *exc) -> None:
+        while self.procs:
+            stop_group(self.procs.pop(), ((signal.SIGINT, 60), (signal.SIGTERM, 20), (signal.SIGKILL, 10)))
+
+
+class CeleryCluster(Airflow):
+    """The CeleryExecutor on one machine: ``redis-server`` (Debian's) on a free port as the broker
+    and result backend, scheduler, DAG processor and API server, and ``workers`` Celery workers
+    (``airflow celery worker``, concurrency 1 each, their own host names, no log server: they
+    would all take port 8793). ``worker_log(i)`` is worker i's output."""
+
+    executor = "CeleryExecutor"
+
+    def __init__(self, home: Path, data_dir: Path | str, workers: int = 2, numba_cache: Path | None = None):
+        super().__init__(home, data_dir, parallelism=2 * workers, numba_cache=numba_cache)
+        self.workers = workers
+        self.redis_port = free_port()
+        redis = f"redis://127.0.0.1:{self.redis_port}"
+        self.env.update({
+            "AIRFLOW__CELERY__BROKER_URL": f"{redis}/0",
+            "AIRFLOW__CELERY__RESULT_BACKEND": f"{redis}/1",
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": "1",
+            "AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER": "1",
+        })
+
+    def start_processes(self) -> None:
+        redis = shutil.which("redis-server")
+        if redis is None:
+            raise RuntimeError("redis-server is not installed (Debian: apt-get install redis-server)")
+        self.spawn("redis", [redis, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", str(self.home)])
+        self._wait(lambda: _accepts(self.redis_port), 60, "redis-server")
+        for name in ("scheduler", "dag-processor"):
+            self.start(name, name)
+        self.start("api-server", "api-server", "--host", "127.0.0.1", "--port", str(self.port))
+        for i in range(self.workers):
+            self.start(f"worker{i}", "celery", "worker", "--celery-hostname", f"w{i}@%h", "--skip-serve-logs")
+        self._wait(lambda: all(" ready." in self.worker_log(i) for i in range(self.workers)), 300,
+                   "the Celery workers")
+
+    def worker_log(self, i: int) -> str:
+        path = self.home / f"worker{i}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False

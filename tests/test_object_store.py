@@ -1,0 +1,123 @@
+"""An object-store data root: an S3-compatible server (moto's ThreadedMotoServer, a real HTTP
+server) holds ``s3://tiercast/root``. The DAG steps run on it through ``pipelines.object_store``
+(each stages its declared inputs into a scratch directory and uploads what it wrote), and give
+the same warehouse as the same steps on a local data root; DuckDB reads the trace Parquet in the
+store through the registered fsspec filesystem."""
+
+from __future__ import annotations
+
+import logging
+import urllib.request
+
+import pytest
+from conftest import require_module
+from standalone import free_port
+from test_celery import INTERVALS, SCENARIOS, WHATIF, in_process, landed_traces
+
+from pipelines import object_store
+from pipelines.load import load
+from pipelines.orchestrate import (
+    LOAD_INPUTS,
+    PLAN_INPUTS,
+    InputError,
+    data_root,
+    ingest_inputs,
+    ingest_landed,
+    replay_config,
+    replay_inputs,
+    replay_pair,
+    replay_plan,
+    under_root,
+)
+
+URL = "s3://tiercast/root"
+
+
+@pytest.fixture()
+def s3(monkeypatch):
+    """A moto S3 server on a free port with an empty bucket ``tiercast``; the fsspec filesystem."""
+    server_mod = require_module("moto.server", "moto[server] is installed by `make venv` (extra 'dev')")
+    require_module("s3fs", "s3fs is installed by `make venv` (extra 'airflow')")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
+    port = free_port()
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                 object_store.ENV_ENDPOINT: f"http://127.0.0.1:{port}"}.items():
+        monkeypatch.setenv(k, v)
+    # the server's state lives in this process (moto's backends): start from an empty store
+    urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST")).close()
+    fs, _ = object_store.filesystem(URL)
+    fs.mkdir("tiercast")
+    try:
+        yield fs
+    finally:
+        fs.clear_instance_cache()
+        server.stop()
+
+
+def dag_steps_on_the_store(url: str, sources) -> None:
+    """What the ingest and replay DAGs' tasks do, each staged on its own scratch directory."""
+    fs, base = object_store.filesystem(url)
+    for src in sources:
+        fs.put_file(str(src), f"{base}/landing/{src.name}")
+    for src in sources:
+        with object_store.staged(url, ingest_inputs(f"landing/{src.name}")) as local:
+            ingest_landed(local / "landing" / src.name, local, under_root(local, "", "quarantine", "q"),
+                          under_root(local, "", "archive", "a"))
+    with object_store.staged(url, PLAN_INPUTS) as local:
+        pairs, _, _ = replay_plan(local, replay_config(local))
+    assert len(pairs) == 4
+    for pair in pairs:
+        with object_store.staged(url, replay_inputs(pair)) as local:
+            replay_pair(local, pair)
+    with object_store.staged(url, LOAD_INPUTS) as local:
+        load(local)
+
+
+def test_dag_steps_on_an_s3_data_root_equal_a_local_root(s3, tmp_path):
+    sources = landed_traces(tmp_path / "src", 2, 20_000)
+    expected = in_process(tmp_path / "local", sources)
+    s3.pipe("tiercast/root/replay.toml", f"scenarios = {SCENARIOS!r}\n".replace("'", '"').encode())
+    dag_steps_on_the_store(URL, sources)
+
+    assert (object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()) == expected
+    # the requests stay in the store: DuckDB reads them there through the fsspec filesystem
+    in_store = object_store.query(URL, "select count(*), sum(size) from requests").rows()
+    assert in_store == object_store.query(URL, "select sum(requests), sum(bytes) from trace_volumes").rows()
+    assert in_store[0][0] == 40_000
+    names = {p.rsplit("/", 1)[-1] for p in s3.find("tiercast/root")}
+    assert not any(p.startswith("tiercast/root/landing/") for p in s3.find("tiercast/root"))  # archived
+    assert {"lun0.parquet", "lun1.parquet", "tiercast.duckdb", "summary.json", "manifest.json"} <= names
+    # downloaded files keep the objects' mtimes: a second load on another scratch loads nothing
+    with object_store.staged(URL, LOAD_INPUTS) as local:
+        again = load(local)
+    assert again.loaded == {} and again.removed == {} and again.unchanged > 0
+
+
+def test_a_failed_step_uploads_nothing_and_markers_go_last(s3, tmp_path):
+    before = sorted(s3.find("tiercast"))
+    with pytest.raises(RuntimeError, match="replay failed"):
+        with object_store.staged(URL, []) as local:
+            (local / "results" / "array_runs" / "r1").mkdir(parents=True)
+            (local / "results" / "array_runs" / "r1" / "summary.parquet").write_bytes(b"x")
+            raise RuntimeError("replay failed")
+    assert sorted(s3.find("tiercast")) == before
+    fs, base = object_store.filesystem(URL)
+    local = tmp_path / "out"
+    (local / "traces" / "t1" / "volume=a").mkdir(parents=True)
+    for rel in ("traces/t1/manifest.json", "traces/t1/volume=a/part-0.parquet", "traces/.tmp-x/junk",
+                "traces/t1/validation.json"):
+        (local / rel).parent.mkdir(parents=True, exist_ok=True)
+        (local / rel).write_text("{}")
+    done = object_store.push(fs, base, local, {})
+    assert done["uploaded"] == ["traces/t1/validation.json", "traces/t1/volume=a/part-0.parquet",
+                                "traces/t1/manifest.json"]
+    assert done["deleted"] == []
+
+
+def test_dag_tasks_refuse_an_object_store_root_with_the_reason():
+    assert object_store.is_url("s3://b/p") and not object_store.is_url("/srv/data")
+    assert not object_store.is_url("file:///srv/data")
+    with pytest.raises(InputError, match=r"data root 's3://b/p' is an object-store URL: the DAG tasks take a mounted"):
+        data_root("s3://b/p")
