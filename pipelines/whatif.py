@@ -78,6 +78,14 @@ def parse_target(text: str) -> Target:
     return Target(TARGET_ALIASES.get(m.group(1), m.group(1)), m.group(2), value, text.strip())
 
 
+def _check_metrics(targets: Sequence[Target], metrics: dict) -> None:
+    """A target on a metric a run does not report is a typo, not a miss."""
+    for t in targets:
+        if t.metric not in metrics:
+            raise ValueError(f"target {t.text!r}: no metric {t.metric!r}; use one of {', '.join(TARGET_ALIASES)}, "
+                             "iops, mb_per_s or another key of the run summary (tiercast replay --json)")
+
+
 def scenario_of(spec: str, overrides: Sequence[str] = ()) -> Scenario:
     """``NAME`` or ``NAME key=value ...`` (a preset or a .toml path, then overrides of its own),
     plus the ``overrides`` every scenario gets. A scenario with overrides is labelled with them."""
@@ -129,10 +137,11 @@ def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
 
 
 def _replay(trace: TraceRef, data_dir: Path, sc: Scenario, label: str,
-            progress: Callable[[str], Callable | None] | None) -> dict:
+            progress: Callable[[str], Callable | None] | None) -> tuple[dict, dict]:
+    """(the comparison row, the run summary)."""
     cb = progress(label) if progress else None
     s = replay_trace(trace, data_dir, sc, progress=cb)
-    return _row(label, s, pl.read_parquet(run_paths(data_dir, s["run_id"])["volume_intervals"]))
+    return _row(label, s, pl.read_parquet(run_paths(data_dir, s["run_id"])["volume_intervals"])), s
 
 
 def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario],
@@ -145,7 +154,7 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
         raise ValueError(f"scenario {dup[0]!r} given twice: compare each configuration once")
-    rows = [_replay(trace, Path(data_dir), sc, sc.name, progress) for sc in scenarios]
+    rows = [_replay(trace, Path(data_dir), sc, sc.name, progress)[0] for sc in scenarios]
     base = rows[0]
     for r in rows:
         for k in ("iops", "latency_mean_ms", "latency_p95_ms"):
@@ -302,8 +311,10 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
                 v.notes.append(f"LRU hit ratio {v.curve_hit_ratio:.4f} at {v.capacity_bytes:,} B is within "
                                f"{min_gain} of a cheaper variant that failed ({max(worse):.4f})")
                 continue
-        v.row = _replay(trace, d, v.scenario, v.scenario.name, progress)
-        v.meets = all(t.met(v.row) for t in targets)
+        v.row, summary = _replay(trace, d, v.scenario, v.scenario.name, progress)
+        metrics = {**summary, **v.row}  # targets may name any summary key
+        _check_metrics(targets, metrics)
+        v.meets = all(t.met(metrics) for t in targets)
         if v.meets:
             chosen = chosen or v
         elif v.curve_hit_ratio is not None:

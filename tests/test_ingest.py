@@ -230,7 +230,7 @@ def test_sample_mode_after_a_sort_pass_reads_back_from_disk(tmp_path, data_dir, 
 
 def test_exact_check_counts_every_rule_across_parts(tmp_path):
     from schemas.trace import POLARS_SCHEMA
-    from schemas.trace_suite import RULES, exact_check
+    from schemas.trace_suite import RULES, exact_check, gx_sample
 
     def part(volume, idx, rows):
         d = tmp_path / f"volume={volume}"
@@ -242,7 +242,8 @@ def test_exact_check_counts_every_rule_across_parts(tmp_path):
     # repeats line 2, which volume 'b' holds too
     part("a", 1, [(5, "a", "read", 4096, 8192, -1, 2)])
     part("b", 0, [(20, "b", "write", 0, 0, None, 2), (30, "b", "flush", 0, 0, None, 4)])
-    counts, stats, sample = exact_check(tmp_path, {"a": 8192}, sample_rows=3)
+    counts, stats = exact_check(tmp_path, {"a": 8192})
+    sample = gx_sample(tmp_path, 3)
     assert {k: v for k, v in counts.items() if v} == {
         "rows": 4, "size_not_positive": 1, "latency_negative": 1, "ts_backwards": 1, "beyond_capacity": 1,
         "src_line_duplicates": 1,

@@ -145,7 +145,7 @@ def test_cli_compare_and_size_json(zipf):
     assert doc["chosen"] == "dram.cache_bytes=512MiB" and doc["saved"] == 2 and len(doc["variants"]) == 8
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
                                  "--target", "p95<5", "--data-dir", str(data)])
-    assert r.exit_code != 0
+    assert r.exit_code != 0 and "target 'p95<5': no metric 'p95'; use one of mean_ms, p50_ms" in str(r.exception)
 
 
 def test_demo_whatif_part_writes_the_compare_and_size_reports(tmp_path):
