@@ -183,6 +183,10 @@ def _overrides(key: str, value: str) -> list[str]:
     return [f"{key}={value}"]
 
 
+def _label(values: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
 @dataclass
 class Variant:
     values: dict[str, str]
@@ -198,7 +202,7 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.values.items())
+        return _label(self.values)
 
 
 def varied_capacity_bytes(sc: Scenario, keys: Sequence[str]) -> int:
@@ -222,8 +226,7 @@ def variants(base: str, vary: Sequence[tuple[str, list[str]]], overrides: Sequen
         values = {k: vals[i] for (k, vals), i in zip(vary, idx, strict=True)}
         sets = [*overrides, *(o for k, v in values.items() for o in _overrides(k, v))]
         sc = load(base, sets)
-        label = ", ".join(f"{k}={v}" for k, v in values.items())
-        out.append(Variant(values, (sum(idx), *idx), sc.relabel(f"{sc.name} [{label}]"),
+        out.append(Variant(values, (sum(idx), *idx), sc.relabel(f"{sc.name} [{_label(values)}]"),
                            tuple((k, v) for k, v in values.items() if k not in CAPACITY_KEYS),
                            varied_capacity_bytes(sc, keys)))
     return sorted(out, key=lambda v: v.cost)
@@ -246,13 +249,9 @@ class SizeResult:
     variants: list[Variant]
     curve_page_bytes: int | None
 
-    @property
-    def replays(self) -> int:
-        return sum(1 for v in self.variants if v.row is not None and not v.row["reused"])
-
     def counts(self) -> dict[str, int]:
         c = {"variants": len(self.variants), "replayed": sum(v.row is not None for v in self.variants),
-             "replayed_now": self.replays, "pruned_by_curve": 0, "not_needed": 0}
+             "replayed_now": sum(v.row is not None and not v.row["reused"] for v in self.variants), "pruned_by_curve": 0, "not_needed": 0}
         for v in self.variants:
             if v.skipped == "curve":
                 c["pruned_by_curve"] += 1
