@@ -46,6 +46,7 @@ and ``total_error_pct`` (sums: I/O-weighted for latency) over the scored interva
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -56,10 +57,12 @@ import duckdb
 import polars as pl
 
 from pipelines.calibrate import device_ms_per_s, fio_job_start_ns, fio_view, interval_ios, iostat_phase_ns
-from pipelines.capture import captures_root, find_capture
+from pipelines.capture import captures_root, find_capture, list_captures
 from pipelines.catalog import find_by_prefix, find_trace
+from pipelines.dataset import Staging
 from pipelines.ingest_logs import find_measured
 from pipelines.replay import run_paths
+from replay.version import COMPARE_MODEL, model_version
 
 METRICS = ("iops", "mb_per_s", "latency_mean_ms")
 
@@ -274,6 +277,7 @@ def compare_measured(data_dir: str | Path, run_ref: str, capture_ref: str, devic
         "device", pl.col("e").map_elements(_iso, return_dtype=pl.String).alias("interval_end"),
         (pl.col("s") - al.trace_start_ns).alias("start_since_trace_ns"), "coverage", "scored",
         *[c for m in METRICS for c in (f"model_{m}", f"measured_{m}", f"{m}_error_pct")],
+        (pl.col("util_pct") if "util_pct" in df.columns else pl.lit(None, pl.Float64)).alias("measured_util_pct"),
     ).to_dicts()
 
     fio = {}
@@ -292,9 +296,14 @@ def compare_measured(data_dir: str | Path, run_ref: str, capture_ref: str, devic
     if run.get("replay_mode") == "open":
         notes.append("open loop: the model issues at the trace's times, so its IOPS follow the measured I/O by "
                      "construction (the IOPS comparison checks the alignment, latency checks the model)")
+    fio_id = cap.get("datasets", {}).get("fio")
     return {
-        "run_id": rid, "capture_id": cap["capture_id"], "trace_id": run["trace_id"], "scenario": run.get("scenario"),
+        "comparison_id": comparison_id(rid, cap["capture_id"], iostat.dataset_id, fio_id, vmap, min_coverage),
+        "run_id": rid, "capture_id": cap["capture_id"], "measured_dataset_id": iostat.dataset_id,
+        "fio_dataset_id": fio_id, "trace_id": run["trace_id"], "scenario": run.get("scenario"),
+        "model_version": run.get("model_version"), "compare_version": model_version(COMPARE_MODEL),
         "replay_mode": run.get("replay_mode"), "outstanding": run.get("outstanding"), "min_coverage": min_coverage,
+        "device_map": vmap,
         "alignment": {**asdict(al), "trace_start": _iso(al.trace_start_ns), "fio_job_start": _iso(al.fio_job_start_ns),
                       "iostat_interval_s": sec, "model_span_s": (int(run.get("last_done_ns") or 0)
                                                                  - int(run.get("first_arrival_ns") or 0)) / 1e9},
@@ -303,3 +312,84 @@ def compare_measured(data_dir: str | Path, run_ref: str, capture_ref: str, devic
         "intervals": intervals,
         "notes": notes,
     }
+
+
+# --------------------------------------------------------------------------------------------
+# the result, kept
+# --------------------------------------------------------------------------------------------
+def comparison_id(run_id: str, capture_id: str, iostat_id: str, fio_id: str | None, device_map: dict[str, str],
+                  min_coverage: float) -> str:
+    """16 hex digits naming a comparison: the run (itself keyed on trace, data version, scenario
+    and model version), the capture and its measured datasets, the devices, the coverage rule
+    and the comparison code's version (``replay.version.COMPARE_MODEL``)."""
+    what = [run_id, capture_id, iostat_id, fio_id, sorted(device_map.items()), float(min_coverage),
+            model_version(COMPARE_MODEL)]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
+def comparisons_root(data_dir: str | Path) -> Path:
+    return Path(data_dir) / "results" / "model_vs_measured"
+
+
+def comparison_frames(r: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(per-interval rows, per device / metric summary rows) of a :func:`compare_measured` result,
+    as the warehouse's ``model_vs_measured`` and ``model_vs_measured_summary`` hold them."""
+    ident = {k: r[k] for k in ("comparison_id", "run_id", "capture_id", "measured_dataset_id", "trace_id", "scenario")}
+    interval_s = r["alignment"]["iostat_interval_s"]
+    rows = [{**ident, **i, "interval_end": datetime.fromisoformat(i["interval_end"]), "interval_s": interval_s}
+            for i in r["intervals"]]
+    cols = ["device", "interval_end", "start_since_trace_ns", "interval_s", "coverage", "scored",
+            *[c for m in METRICS for c in (f"model_{m}", f"measured_{m}", f"{m}_error_pct")], "measured_util_pct"]
+    schema = {**dict.fromkeys(ident, pl.String), "device": pl.String, "interval_end": pl.Datetime("us", "UTC"),
+              "start_since_trace_ns": pl.Int64, "interval_s": pl.Float64, "coverage": pl.Float64, "scored": pl.Boolean,
+              **{c: pl.Float64 for c in cols[6:]}}
+    intervals = pl.DataFrame(rows, schema=schema)
+    head = {**ident, "replay_mode": r["replay_mode"], "model_version": r["model_version"],
+            "compare_version": r["compare_version"], "min_coverage": float(r["min_coverage"])}
+    summary = [{**head, "source": "iostat", "device": dev, "metric": m, "scored_intervals": d[m]["scored_intervals"],
+                **{k: d[m][k] for k in ("mape_pct", "bias_pct", "total_error_pct", "model_mean", "measured_mean")}}
+               for dev, d in r["devices"].items() for m in METRICS]
+    summary += [{**head, "source": "fio", "device": None, "metric": m, "scored_intervals": None, "mape_pct": None,
+                 "bias_pct": None, "total_error_pct": f["error_pct"], "model_mean": f["model"], "measured_mean": f["fio"]}
+                for m, f in r["fio"].items() if m in METRICS]
+    now = datetime.now(tz=UTC)
+    sschema = {**dict.fromkeys(head, pl.String), "min_coverage": pl.Float64, "source": pl.String, "device": pl.String,
+               "metric": pl.String, "scored_intervals": pl.Int64,
+               **dict.fromkeys(("mape_pct", "bias_pct", "total_error_pct", "model_mean", "measured_mean"), pl.Float64)}
+    return intervals, pl.DataFrame(summary, schema=sschema).with_columns(compared_at=pl.lit(now))
+
+
+def save_comparison(data_dir: str | Path, r: dict) -> Path:
+    """Keep a :func:`compare_measured` result under ``results/model_vs_measured/<comparison_id>/``
+    (``intervals.parquet``, ``summary.parquet``, ``manifest.json``: the whole document), written
+    in a staging directory and renamed into place, so a partial result is never seen; the same
+    comparison again replaces it."""
+    intervals, summary = comparison_frames(r)
+    with Staging(comparisons_root(data_dir)) as st:
+        intervals.write_parquet(st.path / "intervals.parquet")
+        summary.write_parquet(st.path / "summary.parquet")
+        (st.path / "manifest.json").write_text(json.dumps(r, indent=1, default=str))
+        st.publish(r["comparison_id"], replace=True)
+    return comparisons_root(data_dir) / r["comparison_id"]
+
+
+def matching_captures(data_dir: str | Path, trace_id: str) -> list[dict]:
+    """The captures whose measured logs match ``trace_id``: those in which ``tiercast capture``
+    recorded this trace itself (its fio latency log) together with iostat."""
+    return [c for c in list_captures(data_dir)
+            if trace_id in c.get("traces", {}).values() and "iostat" in c.get("datasets", {})]
+
+
+def compare_and_save(data_dir: str | Path, run_id: str, capture_ref: str, devices: list[str] | None = None,
+                     min_coverage: float = 1.0) -> dict:
+    """:func:`compare_measured`, kept (:func:`save_comparison`); the result with ``saved``."""
+    r = compare_measured(data_dir, run_id, capture_ref, devices, min_coverage=min_coverage)
+    r["saved"] = str(save_comparison(data_dir, r))
+    return r
+
+
+def error_summary(r: dict) -> dict:
+    """The headline of a comparison: per device, MAPE and bias of each metric."""
+    return {"capture_id": r["capture_id"], "comparison_id": r["comparison_id"],
+            "devices": {dev: {f"{m}_{k}": d[m][k] for m in METRICS for k in ("mape_pct", "bias_pct")}
+                        for dev, d in r["devices"].items()}}

@@ -2,7 +2,8 @@
 incrementally.
 
 The data root is cut into *units*: a trace, a measured dataset, a replay run (summary and its
-interval files), one result file (a sweep, a curve, a simulation, a skew). Each has a
+interval files), one result file (a sweep, a curve, a simulation), a skew result (its row and its
+curve), a model vs measured comparison. Each has a
 fingerprint (size and mtime of its files). A unit whose fingerprint the warehouse already holds
 is skipped, a new or changed one is (re)loaded in one transaction of its own (its old rows
 deleted, the new ones inserted, the fingerprint recorded), and one whose files are gone is
@@ -60,12 +61,17 @@ RUN_COLUMNS = ("trace_id", "scenario", "scenario_hash", "model_version", "tierca
 #: its Parquet schema
 RUN_TABLES = {"array_volume_intervals": "interval_metrics", "array_rg_intervals": "rg_intervals"}
 NOT_PER_RUN = ("array_runs", "array_sweeps")
+#: a skew result: its summary row (``results/skew/<trace>/<name>``, written last) and its curve
+#: (``results/skew_curve/<trace>/<name>``), loaded together
+SKEW_TABLES = ("skew", "skew_curve")
+#: a model vs measured comparison (``results/model_vs_measured/<comparison_id>/``, published whole
+#: by a rename): its files and tables
+COMPARISON_FILES = {"intervals.parquet": "model_vs_measured", "summary.parquet": "model_vs_measured_summary"}
 #: result files loaded one by one: table -> (directory under results/, glob)
 FILE_TABLES = {
     "sweeps": ("array_sweeps", "*.parquet"),
     "mrc": ("mrc", "*/*.parquet"),
     "simulations": ("simulate", "*/*/summary.parquet"),
-    "skew": ("skew", "*/*.parquet"),
     "seed_figure_results": ("seed_figures", "*.parquet"),
     "seed_findings": ("seed_findings", "*.parquet"),
 }
@@ -301,6 +307,43 @@ def _file_units(root: Path) -> Iterator[Unit]:
             yield Unit(f"{table}:{rel}", table, _stat([f]), apply)
 
 
+def _skew_units(root: Path) -> Iterator[Unit]:
+    top = root / "results" / SKEW_TABLES[0]
+    if not top.is_dir():
+        return
+    for f in sorted(top.glob("*/*.parquet")):
+        if any(x.startswith(".") for x in f.relative_to(top).parts):
+            continue
+        rel = _rel(root, f)
+        curve = root / "results" / SKEW_TABLES[1] / f.relative_to(top)
+        files = [f, curve] if curve.is_file() else [f]  # results from before curves were kept: none
+
+        def apply(con, files=files, rel=rel):
+            for table in SKEW_TABLES:
+                con.execute(f"DELETE FROM {table} WHERE source_file = $1", [rel])
+            for table, path in zip(SKEW_TABLES[:len(files)], files, strict=True):
+                insert_parquet(con, table, path, {"source_file": rel})
+
+        yield Unit(f"skew:{rel}", "skew", _stat(files), apply)
+
+
+def _comparison_units(root: Path) -> Iterator[Unit]:
+    top = root / "results" / "model_vs_measured"
+    if not top.is_dir():
+        return
+    for d in sorted(top.iterdir()):
+        files = [d / name for name in COMPARISON_FILES]
+        if d.name.startswith(".") or not all(f.is_file() for f in files):
+            continue
+
+        def apply(con, d=d):
+            for name, table in COMPARISON_FILES.items():
+                con.execute(f"DELETE FROM {table} WHERE comparison_id = $1", [d.name])
+                insert_parquet(con, table, d / name)
+
+        yield Unit(f"model_vs_measured:{d.name}", "model_vs_measured", _stat([*files, d / "manifest.json"]), apply)
+
+
 def _remove(con: duckdb.DuckDBPyConnection, key: str) -> None:
     kind, _, ident = key.partition(":")
     deletes = {
@@ -310,6 +353,8 @@ def _remove(con: duckdb.DuckDBPyConnection, key: str) -> None:
             "SELECT DISTINCT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
             "USING (table_schema, table_name) WHERE c.table_schema = 'main' AND c.column_name = 'run_id' "
             "AND t.table_type = 'BASE TABLE'").fetchall()],
+        "skew": [(t, "source_file") for t in SKEW_TABLES],
+        "model_vs_measured": [(t, "comparison_id") for t in COMPARISON_FILES.values()],
     }.get(kind, [(kind, "source_file")])
     for table, col in deletes:
         con.execute(f"DELETE FROM {identifier(table)} WHERE {identifier(col)} = $1", [ident])
@@ -393,7 +438,8 @@ def load(data_dir: str | Path, database: Path | None = None, timeout_s: float = 
     root = Path(data_dir)
     report = LoadReport(Path(database or db_path(root)))
     seen_mtime = data_mtime_ns(root)  # before listing: what changes during the load shows as stale
-    units = [*_trace_units(root), *_measured_units(root), *_run_units(root), *_file_units(root)]
+    units = [*_trace_units(root), *_measured_units(root), *_run_units(root), *_file_units(root), *_skew_units(root),
+             *_comparison_units(root)]
     w = _Writer(report.database, root, timeout_s)
     try:
         known = dict(w.transaction(lambda con: con.execute("SELECT unit, fingerprint FROM loaded_units").fetchall()))

@@ -521,19 +521,32 @@ def _rg_balance(wh: Warehouse, sel: Selection) -> Chart | None:
                  _labelled(df, sel))
 
 
+def _trace_skew(wh: Warehouse, sel: Selection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(skew points, their curves) of the selected traces (``tiercast skew``): per trace and slice
+    size the newest result."""
+    if not wh.has("skew", "skew_key") or not sel.trace_ids:
+        return pl.DataFrame(), pl.DataFrame()
+    points = wh.sql("SELECT skew_key, trace_id, slice_bytes, slices, ios, skew_capacity_share, skew_io_share, "
+                    "flash_bytes_80pct, flash_bytes_90pct, flash_bytes_95pct, model_version, computed_at FROM skew "
+                    "WHERE trace_id IN (SELECT unnest($t)) QUALIFY row_number() OVER (PARTITION BY trace_id, "
+                    "slice_bytes ORDER BY computed_at DESC NULLS LAST, source_file DESC) = 1 "
+                    "ORDER BY trace_id, slice_bytes", {"t": sel.trace_ids})
+    curves = wh.sql("SELECT skew_key, trace_id, slice_bytes, hottest_slices, capacity_share, io_share, ios "
+                    "FROM skew_curve WHERE skew_key IN (SELECT unnest($k)) ORDER BY trace_id, slice_bytes, "
+                    "hottest_slices", {"k": points["skew_key"].drop_nulls().to_list()}) if points.height else points
+    return points, curves
+
+
 def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
-    """The skew curve (slices by I/O count: cumulative capacity vs I/O share) from FAST VP runs'
-    slices, and the traces' skew points (``tiercast skew``)."""
+    """The skew curves (slices by I/O count: cumulative capacity vs I/O share) of the traces
+    (``tiercast skew``: its ``skew_curve`` rows and skew points) and of FAST VP runs' slices."""
     curve = pl.DataFrame()
     if sel.runs.height and wh.has("tier_slices", "ios"):
         curve = wh.sql("SELECT run_id, row_number() OVER w / count(*) OVER (PARTITION BY run_id) AS capacity_share, "
                        "sum(ios) OVER w / sum(ios) OVER (PARTITION BY run_id) AS io_share FROM tier_slices "
                        "WHERE run_id IN (SELECT unnest($ids)) WINDOW w AS (PARTITION BY run_id ORDER BY ios DESC, "
                        "volume, slice ROWS UNBOUNDED PRECEDING) ORDER BY run_id, capacity_share", _ids(sel))
-    points = (wh.sql("SELECT trace_id, slice_bytes, slices, ios, skew_capacity_share, skew_io_share, "
-                     "flash_bytes_80pct, flash_bytes_90pct, flash_bytes_95pct FROM skew WHERE trace_id IN "
-                     "(SELECT unnest($t)) ORDER BY trace_id, slice_bytes", {"t": sel.trace_ids})
-              if wh.has("skew") and sel.trace_ids else pl.DataFrame())
+    points, trace_curves = _trace_skew(wh, sel)
     if curve.is_empty() and points.is_empty():
         return None
     import plotly.graph_objects as go
@@ -544,6 +557,12 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
     fig.add_trace(go.Scatter(x=[0, 1], y=[1, 0], mode="lines", name="capacity + I/O share = 1",
                              line={"dash": "dot", "color": "#aaa"}, meta=["diagonal"]))
     said = []
+    groups = trace_curves.group_by(["trace_id", "slice_bytes"], maintain_order=True) if trace_curves.height else []
+    for i, ((tid, slice_bytes), g) in enumerate(groups):
+        fig.add_trace(go.Scatter(x=_list(g["capacity_share"]), y=_list(g["io_share"]), mode="lines",
+                                 name=f"trace {tid[:12]}, {_bytes(slice_bytes)} slices (tiercast skew)",
+                                 line={"color": ("#444", "#888", "#222")[i % 3], "width": 3},
+                                 meta=["trace_curve", tid, slice_bytes]))
     if not curve.is_empty():
         _lines(fig, curve, sel, "io_share", x="capacity_share")
         for rid in curve["run_id"].unique(maintain_order=True):
@@ -560,9 +579,13 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"{_bytes(r['flash_bytes_80pct'])} of flash")
     table = points if not points.is_empty() else curve.group_by("run_id", maintain_order=True).agg(
         pl.len().alias("slices"))
+    curves = [c for c in (
+        _labelled(curve, sel).select(pl.lit("FAST VP run").alias("source"), "scenario", "run_id",
+                                     "capacity_share", "io_share") if not curve.is_empty() else None,
+        trace_curves.select(pl.lit("tiercast skew").alias("source"), "trace_id", "slice_bytes", "hottest_slices",
+                            "capacity_share", "io_share") if not trace_curves.is_empty() else None) if c is not None]
     return Chart("skew", "Tier skew", "; ".join(said) + ".", fig.to_dict(), table,
-                 _labelled(curve, sel)
-                 if not curve.is_empty() else None)
+                 pl.concat(curves, how="diagonal_relaxed") if curves else None)
 
 
 def _snapshots(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -620,9 +643,76 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
                  _labelled(df, sel))
 
 
+#: model vs measured: (column stem, panel title)
+MEASURED_PANELS = (("iops", "IOPS"), ("mb_per_s", "MB/s"), ("latency_mean_ms", "mean response time (ms)"))
+_METRIC_WORDS = {"iops": "IOPS", "mb_per_s": "MB/s", "latency_mean_ms": "mean latency"}
+
+
+def _num(v: float | None, unit: str = " %") -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.1f}{unit}"
+
+
+def _model_vs_measured(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Per measured interval, the model's IOPS, MB/s and mean response time against iostat's
+    (``tiercast compare-measured``; per run and capture the newest comparison), with MAPE and
+    bias in the caption."""
+    if not sel.runs.height or not wh.has("model_vs_measured_summary"):
+        return None
+    summary = wh.sql("SELECT * FROM model_vs_measured_summary WHERE comparison_id IN (SELECT comparison_id FROM "
+                     "model_vs_measured_summary WHERE run_id IN (SELECT unnest($ids)) QUALIFY row_number() OVER "
+                     "(PARTITION BY run_id, capture_id ORDER BY compared_at DESC, comparison_id) = 1) "
+                     "ORDER BY run_id, capture_id, source DESC, device, metric", _ids(sel))
+    if summary.is_empty():
+        return None
+    df = wh.sql("SELECT comparison_id, run_id, capture_id, device, start_since_trace_ns / 1e9 AS t_s, interval_s, "
+                "scored, " + ", ".join(f"model_{m}, measured_{m}, {m}_error_pct" for m, _ in MEASURED_PANELS)
+                + ", measured_util_pct FROM model_vs_measured WHERE comparison_id IN (SELECT unnest($c)) "
+                "ORDER BY comparison_id, device, t_s", {"c": summary["comparison_id"].unique().to_list()})
+    if df.is_empty():
+        return None
+    util = not df["measured_util_pct"].is_null().all()
+    panels = [*MEASURED_PANELS, *((("util_pct", "device utilisation, iostat %util"),) if util else ())]
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = _subplots(len(panels), [t for _, t in panels], 230 * len(panels) + 120)
+    order = {rid: i for i, rid in enumerate(sel.runs["run_id"])}
+    groups = sorted(df.group_by(["comparison_id", "device"], maintain_order=True), key=lambda kg: order[kg[1]["run_id"][0]])
+    said, several = [], len(groups) > 1
+    import plotly.graph_objects as go
+
+    for i, ((cid, dev), g) in enumerate(groups):
+        rid, cap = g["run_id"][0], g["capture_id"][0]
+        name = f"{sel.labels[rid]} vs {cap}" + (f" {dev}" if several else "")
+        for row, (m, _) in enumerate(panels, 1):
+            sides = (("measured", "dash"),) if m == "util_pct" else (("model", "solid"), ("measured", "dash"))
+            for side, dash in sides:
+                col = f"{side}_{m}"
+                fig.add_trace(go.Scatter(x=_list(g["t_s"] / div), y=_list(g[col]), mode="lines+markers",
+                                         marker={"size": 4}, name=f"{side}: {name}", legendgroup=f"{cid}{dev}{side}",
+                                         showlegend=row == 1, line={"color": _color(i), "dash": dash},
+                                         meta=[cid, dev, col]), row=row, col=1)
+        s = summary.filter((pl.col("comparison_id") == cid) & (pl.col("source") == "iostat") & (pl.col("device") == dev))
+        errs = [f"{_METRIC_WORDS[r['metric']]} MAPE {abs(r['mape_pct']):.1f} % bias {_num(r['bias_pct'])}"
+                if r["mape_pct"] is not None else f"{_METRIC_WORDS[r['metric']]} not scored"
+                for r in s.sort("metric").iter_rows(named=True)]
+        fio = summary.filter((pl.col("comparison_id") == cid) & (pl.col("source") == "fio"))
+        vs_fio = ", ".join(f"{_METRIC_WORDS[r['metric']]} {_num(r['total_error_pct'])}"
+                           for r in fio.sort("metric").iter_rows(named=True))
+        scored = int(s["scored_intervals"].max() or 0) if s.height else 0
+        said.append(f"{sel.labels[rid]} vs iostat of capture {cap} on {dev} ({scored} scored intervals of "
+                    f"{g['interval_s'][0]:g} s): " + "; ".join(errs) + (f"; against fio's totals {vs_fio}" if vs_fio else ""))
+    fig.update_xaxes(title_text=f"time since the trace start ({unit})", row=len(panels), col=1)
+    table = summary.select("comparison_id", pl.col("run_id").replace_strict(sel.labels, default=None).alias("scenario"),
+                           "run_id", "capture_id", "source", "device", "metric", "scored_intervals", "mape_pct",
+                           "bias_pct", "total_error_pct", "model_mean", "measured_mean")
+    return Chart("model_vs_measured", "Model vs measured", "; ".join(said) + ". Model solid, measured dashed; "
+                 "error % = 100 x (model - measured) / measured over the scored intervals (MAPE: mean of its "
+                 "absolute value, bias: its mean).", fig.to_dict(), table, _labelled(df, sel))
+
+
 #: the charts, in page order
 CHARTS: tuple[Callable[[Warehouse, Selection], Chart | None], ...] = (
-    _hit_ratio, _mrc, _write_cache, _ssd_cache, _sweeps, _latency, _rg_balance, _skew, _snapshots, _write_cliff)
+    _hit_ratio, _mrc, _write_cache, _ssd_cache, _sweeps, _latency, _rg_balance, _skew, _snapshots, _write_cliff,
+    _model_vs_measured)
 
 #: the run table at the top: columns shown when present
 RUN_COLUMNS = ("scenario", "trace_id", "run_id", "model_version", "replay_mode", "outstanding", "measured_requests",

@@ -33,9 +33,10 @@ from pipelines.sql import identifier, path_list
 
 DB_NAME = "tiercast.duckdb"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "warehouse.sql"
-SCHEMA_VERSION = 2
-#: the line of ``schemas/warehouse.sql`` after which schema 2's additions begin
+SCHEMA_VERSION = 3
+#: the lines of ``schemas/warehouse.sql`` after which schema 2's and schema 3's additions begin
 SCHEMA_2_MARKER = "-- schema 2: seed experiments"
+SCHEMA_3_MARKER = "-- schema 3: skew curves and model vs measured"
 #: a lock conflict is retried this long before giving up
 LOCK_TIMEOUT_S = 60.0
 #: backoff between attempts: doubles from the first to the cap, with jitter
@@ -105,14 +106,30 @@ def _create(con: duckdb.DuckDBPyConnection, description: str) -> None:
     con.execute("INSERT INTO schema_version VALUES ($1, now(), $2)", [SCHEMA_VERSION, description])
 
 
+def _schema_part(start: str, end: str | None = None) -> str:
+    """The statements of ``schemas/warehouse.sql`` from the line ``start`` to the line ``end``."""
+    text = SCHEMA_FILE.read_text()
+    return text[text.index(start):text.index(end) if end else None]
+
+
 def _v1_to_v2(con: duckdb.DuckDBPyConnection) -> None:
     """Schema 1's seed figures (published values in the schema, matched to any sweep) replaced by
-    the seed experiments' results: the part of warehouse.sql after :data:`SCHEMA_2_MARKER`."""
+    the seed experiments' results: the part of warehouse.sql from :data:`SCHEMA_2_MARKER`."""
     con.execute("DROP VIEW IF EXISTS seed_figures")
     con.execute("DROP TABLE IF EXISTS seed_figure_refs")
-    text = SCHEMA_FILE.read_text()
-    con.execute(text[text.index(SCHEMA_2_MARKER):])
+    con.execute(_schema_part(SCHEMA_2_MARKER, SCHEMA_3_MARKER))
     con.execute("INSERT INTO schema_version VALUES (2, now(), 'seed experiments: seed_figure_results, seed_findings')")
+
+
+def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
+    """Skew results keyed and with their curve, model vs measured: the part of warehouse.sql from
+    :data:`SCHEMA_3_MARKER`. Skew rows loaded before have no key and no curve: their files are
+    loaded again (the skew units are forgotten), so the typed columns are filled where they exist."""
+    con.execute(_schema_part(SCHEMA_3_MARKER))
+    con.execute("DELETE FROM loaded_units WHERE kind = 'skew'")
+    con.execute("DELETE FROM skew")
+    con.execute("INSERT INTO schema_version VALUES (3, now(), 'skew_curve, model_vs_measured, "
+                "model_vs_measured_summary; skew keyed')")
 
 
 #: from-version -> (what the upgrade does, the step); each step leaves the file at a higher version
@@ -122,6 +139,8 @@ MIGRATIONS = {
             con, "upgraded from the unversioned layout"))),
     1: ("seed_figure_refs and its seed_figures view replaced by the seed experiments' seed_figure_results, "
         "seed_findings and a seed_figures view over them", _v1_to_v2),
+    2: ("skew results keyed on (trace, data version, slice size, code version) with their curve (skew_curve); "
+        "model_vs_measured and model_vs_measured_summary", _v2_to_v3),
 }
 
 
@@ -248,7 +267,9 @@ UNITS = {
     "measured_requests": "requests", "warmup_requests": "requests", "ios": "I/Os", "slices": "slices",
     "volumes": "volumes", "intervals": "intervals", "sample_rate": "fraction 0-1",
     "requests_per_s": "requests per s of wall-clock replay", "rows_read": "rows", "rows_accepted": "rows",
-    "rows_rejected": "rows", "sorted_rows": "rows", "src_line": "line number",
+    "rows_rejected": "rows", "sorted_rows": "rows", "src_line": "line number", "hottest_slices": "slices",
+    "scored_intervals": "intervals", "model_mean": "the metric's unit", "measured_mean": "the metric's unit",
+    "model_iops": "I/Os per s", "measured_iops": "I/Os per s", "coverage": "fraction 0-1",
     **{f"flash_bytes_{p}pct": "bytes" for p in (80, 90, 95)},
 }
 SUFFIX_UNITS = (

@@ -50,6 +50,8 @@ CAPACITY_KEYS = frozenset({"dram.cache_bytes", "ssd_cache.capacity_bytes", "ssd_
 #: a variant's response time has warmed up from the first interval whose mean is within this
 #: share of the mean over the run's last tenth
 WARM_TOLERANCE = 0.10
+#: the skew slice when no FAST VP scenario is compared: VNX2's 256 MiB (doc)
+DEFAULT_SLICE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -145,9 +147,14 @@ def _replay(trace: TraceRef, data_dir: Path, sc: Scenario, label: str,
 
 
 def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario],
-            progress: Callable[[str], Callable | None] | None = None) -> list[dict]:
+            progress: Callable[[str], Callable | None] | None = None, measured: Sequence[str] | None = None,
+            warn: Callable[[str], None] | None = None) -> list[dict]:
     """One row per scenario (``_row``; runs already made are reused), plus the change of IOPS,
-    mean and p95 response time against the first scenario (``*_change_pct``)."""
+    mean and p95 response time against the first scenario (``*_change_pct``), and each run
+    against the captures that measured this trace (``model_vs_measured``: MAPE and bias per
+    device, kept for the report): the captures ``measured`` names, else every matching one
+    (:func:`pipelines.compare.matching_captures`; one that cannot be compared is passed to
+    ``warn`` and left out)."""
     if not scenarios:
         raise ValueError("compare needs at least one scenario")
     labels = [sc.name for sc in scenarios]
@@ -159,7 +166,38 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     for r in rows:
         for k in ("iops", "latency_mean_ms", "latency_p95_ms"):
             r[f"{k}_change_pct"] = _pct_change(r[k], base[k])
+    _against_measured(trace, Path(data_dir), rows, measured, warn)
     return rows
+
+
+def _against_measured(trace: TraceRef, data_dir: Path, rows: list[dict], measured: Sequence[str] | None,
+                      warn: Callable[[str], None] | None) -> None:
+    from pipelines.compare import compare_and_save, error_summary, matching_captures
+
+    auto = measured is None
+    refs = [c["capture_id"] for c in matching_captures(data_dir, trace.trace_id)] if auto else list(measured)
+    for r in rows:
+        r["model_vs_measured"] = []
+        for ref in refs:
+            try:
+                r["model_vs_measured"].append(error_summary(compare_and_save(data_dir, r["run_id"], ref)))
+            except (LookupError, ValueError, FileNotFoundError) as e:
+                if not auto:
+                    raise
+                if warn:
+                    warn(f"{r['scenario']} not compared with capture {ref}: {e}")
+
+
+def trace_skews(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]) -> list[dict]:
+    """The trace's skew (``tiercast skew``) at the slice size of every FAST VP scenario, else at
+    :data:`DEFAULT_SLICE_BYTES`: one streaming count of the trace, cheap next to a replay, so
+    ``compare`` always does it; a result of the same key (trace, data version, slice, code) is
+    read back, not recomputed."""
+    from pipelines.analytics import skew_result
+
+    sizes = sorted({p.slice_bytes for sc in scenarios if sc.tiering for p in sc.pools
+                    if p.name == sc.tiering.pool and p.slice_bytes}) or [DEFAULT_SLICE_BYTES]
+    return [skew_result(trace, data_dir, b) for b in sizes]
 
 
 # --------------------------------------------------------------------------------------------

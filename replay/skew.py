@@ -82,8 +82,9 @@ class Skew:
         k = int(np.searchsorted(self.cumulative * 100, pct * self.ios, side="left")) + 1
         return k * self.slice_bytes
 
-    def curve(self, max_points: int = MAX_CURVE_POINTS) -> list[dict]:
-        """One point per slice (k = 1..N), or ``max_points`` evenly spaced ones plus the skew point."""
+    def curve_points(self, max_points: int = MAX_CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+        """(k, I/Os of the k hottest slices) at one point per slice (k = 1..N), or at
+        ``max_points`` evenly spaced k plus the skew point's."""
         n = self.slices
         if n <= max_points:
             ks = np.arange(1, n + 1, dtype=np.int64)
@@ -91,8 +92,13 @@ class Skew:
             ks = np.unique(np.concatenate([np.linspace(1, n, max_points).round().astype(np.int64),
                                            [self.skew_index()]]))
         cum = self.cumulative
-        io = np.where(ks <= len(cum), cum[np.minimum(ks, len(cum)) - 1], self.ios) / self.ios
-        return [{"capacity_share": c, "io_share": i} for c, i in zip((ks / n).tolist(), io.tolist(), strict=True)]
+        return ks, np.where(ks <= len(cum), cum[np.minimum(ks, len(cum)) - 1], self.ios)
+
+    def curve(self, max_points: int = MAX_CURVE_POINTS) -> list[dict]:
+        """The curve as (capacity_share, io_share) points (:meth:`curve_points`)."""
+        ks, ios = self.curve_points(max_points)
+        return [{"capacity_share": c, "io_share": i}
+                for c, i in zip((ks / self.slices).tolist(), (ios / self.ios).tolist(), strict=True)]
 
     def summary(self, max_points: int = MAX_CURVE_POINTS) -> dict:
         """The ``tiercast skew --json`` document."""

@@ -10,7 +10,8 @@ needed, never less.
 ``ARRAY_MODEL`` lists what an array replay or sweep depends on (the kernels, the page split and
 dense ids, the scenario parser that fills in defaults and derives drive timings, the interval
 aggregation and ``pipelines.replay``'s result shaping); ``CACHE_MODEL`` what ``simulate`` and
-``mrc`` depend on. Reading the trace is not modelling and is not listed: the trace id covers the
+``mrc`` depend on; ``SKEW_MODEL`` and ``COMPARE_MODEL`` what a skew result and a model vs
+measured comparison depend on. Reading the trace is not modelling and is not listed: the trace id covers the
 input. ``replay.jit`` keys numba's on-disk cache with the same hash of its ``KERNEL_MODULES``.
 """
 
@@ -31,6 +32,10 @@ ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ss
                "pipelines.replay", *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)
+#: what ``tiercast skew``'s result depends on (the counting and the curve), and what a model vs
+#: measured comparison's does (the alignment and the metrics; the run id covers the model)
+SKEW_MODEL = ("replay.skew", "pipelines.analytics", *SCHEMA_MODULES)
+COMPARE_MODEL = ("pipelines.compare", "pipelines.calibrate")
 
 
 def source_files(modules: Iterable[str]) -> list[tuple[str, Path]]:

@@ -1,4 +1,4 @@
--- tiercast warehouse, schema version 2 (applied by pipelines/warehouse.py, recorded in schema_version).
+-- tiercast warehouse, schema version 3 (applied by pipelines/warehouse.py, recorded in schema_version).
 -- Typed core columns; result tables also take the extra columns a result file brings (ALTER TABLE
 -- ADD COLUMN with the Parquet type), so a new per-interval metric loads without a migration.
 -- Paths are relative to the data root (the directory holding this database file).
@@ -247,8 +247,8 @@ SELECT trace_id, scenario, run_id, model_version, finished_at, iops, mb_per_s, l
 FROM latest_runs
 ORDER BY trace_id, iops DESC;
 
--- schema 2: seed experiments (tiercast experiments; pipelines/experiments.py). Everything below
--- this line is also what the migration from schema 1 runs (pipelines/warehouse.py).
+-- schema 2: seed experiments (tiercast experiments; pipelines/experiments.py). Everything from
+-- this line to schema 3's is also what the migration from schema 1 runs (pipelines/warehouse.py).
 
 -- every quantitative seed figure as one experiments run measured it (README "Seed figures"):
 -- published vs model, keyed on the array model version and the mode (full or quick)
@@ -284,3 +284,79 @@ CREATE VIEW seed_figures AS
 SELECT * EXCLUDE (source_file) FROM seed_figure_results
 QUALIFY row_number() OVER (PARTITION BY figure, mode ORDER BY measured_at DESC NULLS LAST) = 1
 ORDER BY seed, figure, mode;
+
+-- schema 3: skew curves and model vs measured. Everything below this line is also what the
+-- migration from schema 2 runs (pipelines/warehouse.py).
+
+-- a skew result is keyed on (trace, data version, slice size, skew code version): skew_key
+ALTER TABLE skew ADD COLUMN IF NOT EXISTS skew_key VARCHAR;
+ALTER TABLE skew ADD COLUMN IF NOT EXISTS data_version VARCHAR;
+ALTER TABLE skew ADD COLUMN IF NOT EXISTS model_version VARCHAR;
+ALTER TABLE skew ADD COLUMN IF NOT EXISTS computed_at TIMESTAMP WITH TIME ZONE;
+
+-- the skew curve of a skew result (tiercast skew): after the k hottest slices of N,
+-- (k / N, I/Os of those k / all I/Os); one point per slice up to 10,000 slices, else 10,000
+-- evenly spaced ones plus the skew point
+CREATE TABLE skew_curve (
+    skew_key VARCHAR NOT NULL,
+    trace_id VARCHAR NOT NULL,
+    slice_bytes BIGINT NOT NULL,
+    hottest_slices BIGINT NOT NULL,
+    capacity_share DOUBLE NOT NULL,
+    io_share DOUBLE NOT NULL,
+    ios BIGINT NOT NULL,
+    source_file VARCHAR NOT NULL
+);
+
+-- model vs measured (tiercast compare-measured, tiercast compare with a matching capture): one
+-- row per measured interval and device; comparison_id keys (run, capture, measured datasets,
+-- devices, min coverage, comparison code version)
+CREATE TABLE model_vs_measured (
+    comparison_id VARCHAR NOT NULL,
+    run_id VARCHAR NOT NULL,
+    capture_id VARCHAR NOT NULL,
+    measured_dataset_id VARCHAR NOT NULL,
+    trace_id VARCHAR NOT NULL,
+    scenario VARCHAR,
+    device VARCHAR NOT NULL,
+    interval_end TIMESTAMP WITH TIME ZONE NOT NULL,
+    start_since_trace_ns BIGINT NOT NULL,
+    interval_s DOUBLE NOT NULL,
+    coverage DOUBLE NOT NULL,
+    scored BOOLEAN NOT NULL,
+    model_iops DOUBLE,
+    measured_iops DOUBLE,
+    iops_error_pct DOUBLE,
+    model_mb_per_s DOUBLE,
+    measured_mb_per_s DOUBLE,
+    mb_per_s_error_pct DOUBLE,
+    model_latency_mean_ms DOUBLE,
+    measured_latency_mean_ms DOUBLE,
+    latency_mean_ms_error_pct DOUBLE,
+    measured_util_pct DOUBLE
+);
+
+-- per comparison, device (NULL for fio's totals) and metric: MAPE, bias and the error of the
+-- means over the scored intervals (source 'iostat'), or the run against fio's totals ('fio')
+CREATE TABLE model_vs_measured_summary (
+    comparison_id VARCHAR NOT NULL,
+    run_id VARCHAR NOT NULL,
+    capture_id VARCHAR NOT NULL,
+    measured_dataset_id VARCHAR NOT NULL,
+    trace_id VARCHAR NOT NULL,
+    scenario VARCHAR,
+    replay_mode VARCHAR,
+    model_version VARCHAR,
+    compare_version VARCHAR NOT NULL,
+    min_coverage DOUBLE NOT NULL,
+    source VARCHAR NOT NULL,
+    device VARCHAR,
+    metric VARCHAR NOT NULL,
+    scored_intervals BIGINT,
+    mape_pct DOUBLE,
+    bias_pct DOUBLE,
+    total_error_pct DOUBLE,
+    model_mean DOUBLE,
+    measured_mean DOUBLE,
+    compared_at TIMESTAMP WITH TIME ZONE
+);

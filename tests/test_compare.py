@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -16,10 +17,12 @@ from pipelines.calibrate import calibrate, iostat_phase_ns
 from pipelines.capture import captures_root
 from pipelines.catalog import write_json_atomic
 from pipelines.cli import app
-from pipelines.compare import compare_measured, fio_job_start_ns
+from pipelines.compare import compare_and_save, compare_measured, fio_job_start_ns
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import ingest_log_file
+from pipelines.load import load, query
 from pipelines.replay import run_paths
+from pipelines.report import write_report
 from replay.scenario import loads
 
 MIDNIGHT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -280,3 +283,82 @@ def test_iostat_phase_across_a_whole_second():
     late = {"started_at": "2026-01-01T00:00:00.999000+00:00", "iostat_interval_s": 1}
     assert iostat_phase_ns(late, s + 2 * 10**9) == -1_000_000
     assert iostat_phase_ns(late, s + 1 * 10**9) == 999_000_000
+
+
+# --- the comparison kept, loaded and drawn ------------------------------------------------------
+
+
+def make_loadable(data_dir: Path, trace_id: str) -> None:
+    """:func:`make_run`'s run given what the warehouse needs of a run (its identity, a summary row)."""
+    p = run_paths(data_dir, RUN_ID)
+    pl.read_parquet(p["volume_intervals"]).with_columns(trace_id=pl.lit(trace_id), scenario=pl.lit("hand")).write_parquet(
+        p["volume_intervals"])
+    s = json.loads(p["summary_json"].read_text())
+    write_json_atomic(p["summary_json"], {**s, "scenario_hash": "0" * 16, "model_version": "hand", "requests": 10_000})
+    pl.DataFrame([{k: s[k] for k in ("run_id", "replay_mode", "outstanding", "iops", "mb_per_s", "latency_mean_ms")}]
+                 ).write_parquet(p["summary"])
+
+
+def test_compare_measured_is_kept_and_loaded_as_printed(pair, data_dir):
+    """What ``compare-measured --json`` printed is what the warehouse holds: per interval, and the
+    hand-worked overall errors above (IOPS MAPE 55 / 3 %, bias -5 / 3 %; +25 % against fio)."""
+    r = CliRunner().invoke(app, ["compare-measured", RUN_ID, CAPTURE_ID, "--data-dir", str(data_dir), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    saved = Path(doc["saved"])
+    assert saved == data_dir / "results" / "model_vs_measured" / doc["comparison_id"]
+    assert sorted(f.name for f in saved.iterdir()) == ["intervals.parquet", "manifest.json", "summary.parquet"]
+    load(data_dir)
+    con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
+    rows = con.sql("SELECT * FROM model_vs_measured ORDER BY device, interval_end").pl()
+    assert rows.height == len(doc["intervals"]) == 6
+    assert set(rows["comparison_id"]) == {doc["comparison_id"]} and set(rows["run_id"]) == {RUN_ID}
+    assert set(rows["measured_dataset_id"]) == {pair["datasets"]["iostat"]}
+    for stored, printed in zip(rows.iter_rows(named=True), doc["intervals"], strict=True):
+        assert stored["interval_end"] == datetime.fromisoformat(printed["interval_end"])
+        for k, v in printed.items():
+            if k != "interval_end":
+                assert stored[k] == (pytest.approx(v) if isinstance(v, float) else v), k
+    assert rows["measured_util_pct"].to_list() == [0.0, 100.0, 100.0, 100.0, 10.0, 0.0]  # iostat's %util
+    s = {(src, m): row for src, m, *row in con.execute(
+        "SELECT source, metric, scored_intervals, mape_pct, bias_pct, total_error_pct, model_mean, measured_mean "
+        "FROM model_vs_measured_summary").fetchall()}
+    assert s[("iostat", "iops")] == pytest.approx([3, 55 / 3, -5 / 3, 100 * (2500 - 2900) / 2900, 2500, 2900])
+    assert s[("iostat", "mb_per_s")][1] == pytest.approx(55 / 3)
+    assert s[("fio", "iops")][3:] == pytest.approx([25.0, 2500, 2000])
+    con.close()
+    # the same comparison again replaces it (one directory, nothing staged left); another
+    # coverage rule is another comparison beside it
+    again = compare_and_save(data_dir, RUN_ID, CAPTURE_ID)
+    assert again["comparison_id"] == doc["comparison_id"]
+    other = compare_and_save(data_dir, RUN_ID, CAPTURE_ID, min_coverage=0.5)
+    assert other["comparison_id"] != doc["comparison_id"]
+    assert sorted(p.name for p in saved.parent.iterdir()) == sorted([doc["comparison_id"], other["comparison_id"]])
+    load(data_dir)
+    n = query(data_dir, "SELECT comparison_id, count(*) n FROM model_vs_measured GROUP BY 1")
+    assert dict(n.iter_rows()) == {doc["comparison_id"]: 6, other["comparison_id"]: 6}
+
+
+def test_report_draws_model_vs_measured(pair, data_dir, tmp_path):
+    """The chart's series are the warehouse rows; the caption says the errors worked out above."""
+    from test_report import figures_of
+
+    make_loadable(data_dir, pair["traces"]["fio_lat.1.log"])
+    cid = compare_and_save(data_dir, RUN_ID, CAPTURE_ID)["comparison_id"]
+    out = write_report(data_dir, tmp_path / "r.html", run_ids=[RUN_ID])
+    fig = figures_of(out)["model_vs_measured"]
+    con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
+    rows = con.sql("SELECT * FROM model_vs_measured WHERE comparison_id = ? ORDER BY interval_end", params=[cid]).pl()
+    con.close()
+    for col in ("model_iops", "measured_iops", "model_mb_per_s", "measured_mb_per_s", "model_latency_mean_ms",
+                "measured_latency_mean_ms", "measured_util_pct"):
+        [tr] = [t for t in fig["data"] if t["meta"] == [cid, "sdz", col]]
+        assert tr["x"] == pytest.approx((rows["start_since_trace_ns"] / 1e9).to_list())
+        assert tr["y"] == pytest.approx(rows[col].to_list(), nan_ok=True)
+    assert tr["x"][0] == pytest.approx(-0.5)  # the first interval starts 00:00:00.250, the trace 00:00:00.750
+    text = out.read_text()
+    assert (f"hand vs iostat of capture {CAPTURE_ID} on sdz (3 scored intervals of 1 s): IOPS MAPE 18.3 % bias -1.7 %"
+            in text) and "against fio&#x27;s totals IOPS +25.0 %" in text
+    table = pl.read_csv(tmp_path / "r_tables" / "model_vs_measured.csv")
+    assert table.filter((pl.col("source") == "iostat") & (pl.col("metric") == "iops"))["mape_pct"][0] == pytest.approx(
+        55 / 3)

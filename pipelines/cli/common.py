@@ -270,7 +270,8 @@ def _model_versions() -> dict[str, str]:
     found: dict[str, str] = {}
     try:
         rv = importlib.import_module("replay.version")
-        for key, attr in (("array model", "ARRAY_MODEL"), ("cache model", "CACHE_MODEL")):
+        for key, attr in (("array model", "ARRAY_MODEL"), ("cache model", "CACHE_MODEL"), ("skew", "SKEW_MODEL"),
+                          ("model vs measured", "COMPARE_MODEL")):
             if hasattr(rv, attr) and hasattr(rv, "model_version"):
                 found[key] = str(rv.model_version(getattr(rv, attr)))
     except Exception:  # noqa: BLE001 - absent or broken: --version still prints the rest
@@ -330,7 +331,7 @@ def checked(parse, ok, expected: str):
 
 #: commands that write into the data directory: its writability is checked before any work
 WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "skew", "capture", "demo",
-                             "compare", "size", "experiments", "validate"})
+                             "compare", "size", "experiments", "validate", "compare-measured"})
 
 
 def check_data_dir(d: Path, write: bool) -> Path:

@@ -28,11 +28,11 @@ def compare_measured(
     as_json: JsonOpt = False,
 ) -> None:
     """Per-interval and overall error (IOPS, MB/s, mean latency) of a replay against the device
-    rows iostat recorded during a capture, and against fio's own totals."""
-    from pipelines.compare import METRICS
-    from pipelines.compare import compare_measured as run_compare
+    rows iostat recorded during a capture, and against fio's own totals; kept in the data
+    directory (results/model_vs_measured/<comparison id>/) for the warehouse and the report."""
+    from pipelines.compare import METRICS, compare_and_save
 
-    r = run_compare(data_dir_of(data_dir), run_id, capture_id, device, min_coverage=min_coverage)
+    r = compare_and_save(data_dir_of(data_dir), run_id, capture_id, device, min_coverage=min_coverage)
     if as_json:
         print_json(r)
         return
@@ -64,3 +64,4 @@ def compare_measured(
                                         f"({_f(f[m]['error_pct'])} %)" for m in METRICS))
     for n in r["notes"]:
         out.print(f"note: {n}")
+    out.print(f"comparison {r['comparison_id']} kept in {r['saved']} (tiercast load; tiercast report draws it)")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -62,6 +63,9 @@ def compare(
         "--scenario", "-s", help="Preset name or .toml path, optionally followed by overrides of its own: "
         "'vnx5400-fastcache ssd_cache.capacity_bytes=200GB' (repeatable; the first is the baseline).")],
     overrides: SetOpt = None,
+    measured: Annotated[list[str] | None, typer.Option(
+        "--measured", metavar="CAPTURE", help="A capture (tiercast captures) to compare every run with, model vs "
+        "measured (repeatable). Default: every capture that recorded this trace itself.")] = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
     data_dir: DataDirOpt = None,
@@ -69,7 +73,8 @@ def compare(
 ) -> None:
     """Replay a trace through several scenarios (reusing runs already made by this model version)
     and show them side by side: hit ratios per cache tier, flushes, forced flushes and
-    throttling, IOPS, response time mean/p95/p99, warm-up, SSD fill; plus an HTML report."""
+    throttling, IOPS, response time mean/p95/p99, warm-up, SSD fill; each run against the
+    captures that measured the trace; the trace's skew; plus an HTML report."""
     import warnings
 
     from pipelines import whatif
@@ -80,11 +85,13 @@ def compare(
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     scs = [whatif.scenario_of(s, overrides or ()) for s in scenario]
+    notes: list[str] = []
     make, close = _progress("replay")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rows = whatif.compare(trace, d, scs, progress=make)
+            rows = whatif.compare(trace, d, scs, progress=make, measured=measured, warn=notes.append)
+            skews = whatif.trace_skews(trace, d, scs)
     finally:
         close()
     report = None if no_report else _report(d, out_path, "compare", trace, f"compare: {trace.trace_id[:12]}",
@@ -92,6 +99,8 @@ def compare(
     for r in rows:
         r["report"] = str(report) if report else None
     if as_json:
+        for n in notes:
+            sys.stderr.write(f"note: {n}\n")
         print_json(rows)
         return
     t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
@@ -103,6 +112,18 @@ def compare(
                   _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
                   _f(r["warmup_s"], ",.0f"), r["run_id"] + (" (reused)" if r["reused"] else ""))
     out.print(t)
+    for r in rows:
+        for c in r["model_vs_measured"]:
+            for dev, e in c["devices"].items():
+                out.print(f"{r['scenario']} vs capture {c['capture_id']} ({dev}): IOPS MAPE {_f(e['iops_mape_pct'], '.1f')} "
+                          f"%, mean latency MAPE {_f(e['latency_mean_ms_mape_pct'], '.1f')} % (bias "
+                          f"{_f(e['latency_mean_ms_bias_pct'], '+.1f')} %)")
+    for k in skews:
+        out.print(f"trace skew ({k['slice_bytes'] >> 20} MiB slices): {100 * k['skew_io_share']:.1f} % of the I/O on "
+                  f"{100 * k['skew_capacity_share']:.1f} % of the capacity; 80 % of the I/O in "
+                  f"{k['flash_bytes_80pct'] / (1 << 30):,.2f} GiB")
+    for n in notes:
+        out.print(f"note: {n}")
     if report:
         out.print(f"report {report}")
 
