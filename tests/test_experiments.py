@@ -27,7 +27,15 @@ from pipelines.experiments import (
 from pipelines.load import load, query
 from pipelines.seed_figures import BY_KEY, FIGURES, PLANNING_000, err, seed001_point
 from pipelines.seed_runs import Runs, using
-from pipelines.warehouse import SCHEMA_2_MARKER, SCHEMA_FILE, SCHEMA_VERSION, connect, db_path, migrate
+from pipelines.warehouse import (
+    MIGRATIONS,
+    SCHEMA_2_MARKER,
+    SCHEMA_FILE,
+    SCHEMA_VERSION,
+    connect,
+    db_path,
+    migrate,
+)
 
 #: validation figures the model misses (tests/test_seed_validation.py: strict xfails)
 MISSES = {"s002_flare", "s002_mcx", "s003_read", "s003_write", "s003_qc_write_warmup", "s001_read_sync",
@@ -169,11 +177,12 @@ def test_schema_1_file_migrates_to_the_seed_tables(tmp_path):
     con.execute("CREATE VIEW seed_figures AS SELECT * FROM seed_figure_refs")
     con.execute("INSERT INTO schema_version VALUES (1, now(), 'created')")
     done = migrate(con)
-    assert SCHEMA_VERSION == 2 and done == [
+    assert SCHEMA_VERSION == 3 and done == [
         "schema 1 -> 2: seed_figure_refs and its seed_figures view replaced by the seed experiments' "
-        "seed_figure_results, seed_findings and a seed_figures view over them"]
+        "seed_figure_results, seed_findings and a seed_figures view over them", f"schema 2 -> 3: {MIGRATIONS[2][0]}"]
     names = {n for (n,) in con.execute("select table_name from information_schema.tables").fetchall()}
-    assert {"seed_figure_results", "seed_findings", "seed_figures"} <= names and "seed_figure_refs" not in names
-    assert con.execute("select max(version) from schema_version").fetchall() == [(2,)]
+    assert {"seed_figure_results", "seed_findings", "seed_figures", "skew_curve", "model_vs_measured"} <= names
+    assert "seed_figure_refs" not in names
+    assert con.execute("select max(version) from schema_version").fetchall() == [(3,)]
     con.close()
     load(tmp_path)  # and the loader takes it from there

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -205,3 +206,56 @@ def test_bad_slice_is_one_line_exit_2(trace, value, message):
     assert len(lines) == 1 and lines[0].startswith("error: Invalid value for '--slice'") and message in lines[0]
     r = run("skew", tid, "--slice", value, "--data-dir", d, "--json")
     assert r.exit_code == 2 and "--slice" in json.loads(r.stdout)["error"]
+
+
+def test_kept_keyed_loaded_and_drawn_hand_worked(tmp_path):
+    """1 MiB slices of one volume whose highest byte is in slice 3 (no capacity known: 4 slices).
+    I/Os per slice: 5, 3, 0 (only a trim, which does not count), 2 -> sorted 5, 3, 2, 0 of 10:
+    the curve (k/4, cumulative/10) = (.25, .5), (.5, .8), (.75, 1), (1, 1); the skew point is
+    k = 2 (.8 + .5 >= 1, .5 + .25 < 1); 80 % of the I/O fits in 2 slices (2 MiB), 90 and 95 %
+    in 3. ``tiercast skew`` keeps it keyed on (trace, data version, slice, code version), the
+    warehouse holds exactly that curve, and the report draws it."""
+    from test_report import figures_of
+
+    from pipelines.analytics import skew_key, skew_paths
+    from pipelines.catalog import find_trace
+    from pipelines.load import load
+    from pipelines.report import write_report
+    from replay.version import SKEW_MODEL, model_version
+
+    csv = tmp_path / "io.csv"
+    rows = [("R", 0), ("R", 4096), ("W", 8192), ("R", 0), ("W", 512 << 10), ("R", MiB), ("R", MiB + 4096),
+            ("W", MiB + (512 << 10)), ("T", 2 * MiB), ("R", 3 * MiB), ("W", 3 * MiB + 4096)]
+    csv.write_text("t,lun,dir,off,len\n" + "".join(f"{i},lun7,{op},{off},4096\n" for i, (op, off) in enumerate(rows)))
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[file]\ntype = "csv"\nseparator = ","\nheader = true\n'
+                    '[columns]\nts = "t"\nvolume = "lun"\nop = "dir"\noffset = "off"\nsize = "len"\n'
+                    '[units]\nts = "us"\noffset = "bytes"\nsize = "bytes"\n[ops]\nR = "read"\nW = "write"\nT = "trim"\n')
+    d = tmp_path / "d"
+    tid = ingest_file(csv, d, fmt="generic", options={"mapping": str(spec)}, validate="off").trace_id
+    trace = find_trace(d, tid)
+    assert run("skew", tid, "--slice", "1MiB", "--data-dir", d).exit_code == 0
+    paths = skew_paths(d, trace, MiB)
+    key = skew_key(trace, MiB)
+    assert paths["summary"].name == paths["curve"].name == f"{MiB}-{key}.parquet"
+    assert run("skew", tid, "--slice", "1MiB", "--data-dir", d).exit_code == 0  # the same key: replaced, not added
+    assert [p.name for p in paths["summary"].parent.iterdir()] == [paths["summary"].name]
+    # another reader version of the same trace (new data under the same id) is another result
+    newer = trace.__class__(tid, trace.path, {**trace.manifest, "reader_version": "other"})
+    assert skew_key(newer, MiB) != key and skew_key(trace, 2 * MiB) != key
+    load(d)
+    con = duckdb.connect(str(d / "tiercast.duckdb"), read_only=True)
+    curve = con.execute("SELECT hottest_slices, capacity_share, io_share, ios FROM skew_curve WHERE skew_key = ? "
+                        "ORDER BY 1", [key]).fetchall()
+    assert curve == [(1, 0.25, 0.5, 5), (2, 0.5, 0.8, 8), (3, 0.75, 1.0, 10), (4, 1.0, 1.0, 10)]
+    [row] = con.execute("SELECT slices, ios, skew_capacity_share, skew_io_share, flash_bytes_80pct, flash_bytes_90pct, "
+                        "flash_bytes_95pct, data_version, model_version FROM skew").fetchall()
+    assert row == (4, 10, 0.5, 0.8, 2 * MiB, 3 * MiB, 3 * MiB, trace.data_version, model_version(SKEW_MODEL))
+    con.close()
+    out = write_report(d, tmp_path / "skew.html")
+    fig = figures_of(out)["skew"]
+    [line] = [t for t in fig["data"] if t["meta"] == ["trace_curve", tid, MiB]]
+    assert (line["x"], line["y"]) == ([c[1] for c in curve], [c[2] for c in curve])
+    [mark] = [t for t in fig["data"] if t["meta"][0] == "skew"]
+    assert (mark["x"], mark["y"]) == ([0.5], [0.8])
+    assert "50.0 % of the capacity serves 80.0 % of the I/O; 80 % of the I/O fits in 2 MiB of flash" in out.read_text()

@@ -26,9 +26,18 @@ from pipelines.ingest import ingest_file
 from pipelines.load import load, query
 from pipelines.replay import replay_trace, sweep_trace
 from pipelines.simulate import mrc
-from pipelines.warehouse import SCHEMA_VERSION, connect, db_path, reader, schema_version, staleness
+from pipelines.warehouse import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    connect,
+    db_path,
+    reader,
+    schema_version,
+    staleness,
+)
 from replay.scenario import PRESET_DIR
 from replay.scenario import load as load_scenario
+from replay.version import SKEW_MODEL, model_version
 from traces import synth
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,6 +231,29 @@ def test_a_file_in_the_layout_before_versions_is_upgraded(data):
     assert rows(root, "select version from schema_version") == [(SCHEMA_VERSION,)]
     assert rows(root, "select count(*) from whatif") == [(2,)]
     assert rows(root, "select count(*) from requests") == [(8000,)]
+
+
+def test_a_schema_2_file_is_upgraded_and_its_skew_loaded_again_with_the_curve(data):
+    """A file as schema 2's loader left it (skew rows without key, no curve or model-vs-measured
+    tables, the skew unit marked loaded) is upgraded in place, and the next load reloads the skew
+    result with its key and curve; nothing else is loaded again."""
+    root, ids = data
+    load(root)
+    con = duckdb.connect(str(db_path(root)))
+    for t in ("skew_curve", "model_vs_measured", "model_vs_measured_summary"):
+        con.execute(f"DROP TABLE {t}")
+    for c in ("skew_key", "data_version", "model_version", "computed_at"):
+        con.execute(f"ALTER TABLE skew DROP COLUMN {c}")
+    con.execute("UPDATE schema_version SET version = 2")
+    con.close()
+    report = load(root)
+    assert report.migrations == [f"schema 2 -> 3: {MIGRATIONS[2][0]}"] and report.loaded == {"skew": 1}
+    assert rows(root, "select max(version) from schema_version") == [(3,)]
+    [(key, version)] = rows(root, "select skew_key, model_version from skew")
+    curve = pl.read_parquet(next((root / "results" / "skew_curve").rglob("*.parquet")))
+    assert key == curve["skew_key"][0] and version == model_version(SKEW_MODEL)
+    assert rows(root, "select count(*), max(io_share) from skew_curve") == [(curve.height, 1.0)]
+    assert rows(root, "select count(*) from model_vs_measured") == [(0,)]
 
 
 def test_sql_never_loads_and_says_when_the_data_is_newer(data, tmp_path):
