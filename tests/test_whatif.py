@@ -160,3 +160,21 @@ def test_demo_whatif_part_writes_the_compare_and_size_reports(tmp_path):
                                                   "compare vnx5400-fastcache", "size vnx5400, mean_ms<=5.7"]
     assert "dram.cache_bytes=512MiB (6 of 8 variants replayed, 2 saved)" in lines[-1]
     assert "(+0.0 %)" in lines[0]
+
+
+def test_compare_keeps_the_trace_skew_at_the_tiering_slice(zipf):
+    """``compare`` keeps the trace's skew at every FAST VP scenario's slice size (256 MiB, VNX2's,
+    without one), computed once per key, and a capture that cannot be compared is an error naming it."""
+    from pipelines.analytics import skew_trace
+
+    data, trace = zipf
+    [k] = whatif.trace_skews(trace, data, [whatif.scenario_of("vnx5400")])
+    assert k["slice_bytes"] == 256 << 20  # (kept already when the CLI's compare ran first)
+    point = skew_trace(trace, 256 << 20).summary()["skew_point"]
+    assert (k["skew_capacity_share"], k["skew_io_share"]) == (point["capacity_share"], point["io_share"])
+    both = whatif.trace_skews(trace, data, [whatif.scenario_of("vnx5400"),
+                                            whatif.scenario_of("vnx5400-fastvp pools.0.slice_bytes=1GiB")])
+    assert [(x["slice_bytes"], x["reused"]) for x in both] == [(1 << 30, False)]
+    assert whatif.trace_skews(trace, data, [whatif.scenario_of("vnx5400")])[0]["reused"]
+    with pytest.raises(LookupError, match="no capture 'nope'"):
+        whatif.compare(trace, data, [whatif.scenario_of("vnx5400")], measured=["nope"])
