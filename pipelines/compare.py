@@ -331,43 +331,41 @@ def comparisons_root(data_dir: str | Path) -> Path:
     return Path(data_dir) / "results" / "model_vs_measured"
 
 
-def comparison_frames(r: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(per-interval rows, per device / metric summary rows) of a :func:`compare_measured` result,
-    as the warehouse's ``model_vs_measured`` and ``model_vs_measured_summary`` hold them."""
-    ident = {k: r[k] for k in ("comparison_id", "run_id", "capture_id", "measured_dataset_id", "trace_id", "scenario")}
-    interval_s = r["alignment"]["iostat_interval_s"]
-    rows = [{**ident, **i, "interval_end": datetime.fromisoformat(i["interval_end"]), "interval_s": interval_s}
-            for i in r["intervals"]]
-    cols = ["device", "interval_end", "start_since_trace_ns", "interval_s", "coverage", "scored",
-            *[c for m in METRICS for c in (f"model_{m}", f"measured_{m}", f"{m}_error_pct")], "measured_util_pct"]
-    schema = {**dict.fromkeys(ident, pl.String), "device": pl.String, "interval_end": pl.Datetime("us", "UTC"),
-              "start_since_trace_ns": pl.Int64, "interval_s": pl.Float64, "coverage": pl.Float64, "scored": pl.Boolean,
-              **{c: pl.Float64 for c in cols[6:]}}
-    intervals = pl.DataFrame(rows, schema=schema)
-    head = {**ident, "replay_mode": r["replay_mode"], "model_version": r["model_version"],
-            "compare_version": r["compare_version"], "min_coverage": float(r["min_coverage"])}
-    summary = [{**head, "source": "iostat", "device": dev, "metric": m, "scored_intervals": d[m]["scored_intervals"],
-                **{k: d[m][k] for k in ("mape_pct", "bias_pct", "total_error_pct", "model_mean", "measured_mean")}}
-               for dev, d in r["devices"].items() for m in METRICS]
-    summary += [{**head, "source": "fio", "device": None, "metric": m, "scored_intervals": None, "mape_pct": None,
+def comparison_frames(r: dict) -> dict[str, pl.DataFrame]:
+    """A :func:`compare_measured` result as the warehouse holds it, by file name: the comparison
+    (``measured_comparisons``), its rows per interval (``model_vs_measured``) and per device and
+    metric (``model_vs_measured_summary``)."""
+    cid = {"comparison_id": r["comparison_id"]}
+    head = {**cid, **{k: r[k] for k in ("run_id", "capture_id", "measured_dataset_id", "fio_dataset_id", "trace_id",
+                                        "scenario", "replay_mode", "model_version", "compare_version")},
+            "min_coverage": float(r["min_coverage"]), "interval_s": float(r["alignment"]["iostat_interval_s"]),
+            "trace_start": datetime.fromisoformat(r["alignment"]["trace_start"]), "compared_at": datetime.now(tz=UTC)}
+    floats = [*(c for m in METRICS for c in (f"model_{m}", f"measured_{m}", f"{m}_error_pct")), "measured_util_pct"]
+    schema = {"comparison_id": pl.String, "device": pl.String, "interval_end": pl.Datetime("us", "UTC"),
+              "start_since_trace_ns": pl.Int64, "coverage": pl.Float64, "scored": pl.Boolean,
+              **dict.fromkeys(floats, pl.Float64)}
+    intervals = pl.DataFrame([{**cid, **i, "interval_end": datetime.fromisoformat(i["interval_end"])}
+                              for i in r["intervals"]], schema=schema)
+    stats = ("mape_pct", "bias_pct", "total_error_pct", "model_mean", "measured_mean")
+    summary = [{**cid, "source": "iostat", "device": dev, "metric": m, "scored_intervals": d[m]["scored_intervals"],
+                **{k: d[m][k] for k in stats}} for dev, d in r["devices"].items() for m in METRICS]
+    summary += [{**cid, "source": "fio", "device": None, "metric": m, "scored_intervals": None, "mape_pct": None,
                  "bias_pct": None, "total_error_pct": f["error_pct"], "model_mean": f["model"], "measured_mean": f["fio"]}
                 for m, f in r["fio"].items() if m in METRICS]
-    now = datetime.now(tz=UTC)
-    sschema = {**dict.fromkeys(head, pl.String), "min_coverage": pl.Float64, "source": pl.String, "device": pl.String,
-               "metric": pl.String, "scored_intervals": pl.Int64,
-               **dict.fromkeys(("mape_pct", "bias_pct", "total_error_pct", "model_mean", "measured_mean"), pl.Float64)}
-    return intervals, pl.DataFrame(summary, schema=sschema).with_columns(compared_at=pl.lit(now))
+    sschema = {"comparison_id": pl.String, "source": pl.String, "device": pl.String, "metric": pl.String,
+               "scored_intervals": pl.Int64, **dict.fromkeys(stats, pl.Float64)}
+    return {"comparison.parquet": pl.DataFrame([head]), "intervals.parquet": intervals,
+            "summary.parquet": pl.DataFrame(summary, schema=sschema)}
 
 
 def save_comparison(data_dir: str | Path, r: dict) -> Path:
     """Keep a :func:`compare_measured` result under ``results/model_vs_measured/<comparison_id>/``
-    (``intervals.parquet``, ``summary.parquet``, ``manifest.json``: the whole document), written
-    in a staging directory and renamed into place, so a partial result is never seen; the same
+    (:func:`comparison_frames`' files and ``manifest.json``, the whole document), written in a
+    staging directory and renamed into place, so a partial result is never seen; the same
     comparison again replaces it."""
-    intervals, summary = comparison_frames(r)
     with Staging(comparisons_root(data_dir)) as st:
-        intervals.write_parquet(st.path / "intervals.parquet")
-        summary.write_parquet(st.path / "summary.parquet")
+        for name, df in comparison_frames(r).items():
+            df.write_parquet(st.path / name)
         (st.path / "manifest.json").write_text(json.dumps(r, indent=1, default=str))
         st.publish(r["comparison_id"], replace=True)
     return comparisons_root(data_dir) / r["comparison_id"]

@@ -66,7 +66,8 @@ NOT_PER_RUN = ("array_runs", "array_sweeps")
 SKEW_TABLES = ("skew", "skew_curve")
 #: a model vs measured comparison (``results/model_vs_measured/<comparison_id>/``, published whole
 #: by a rename): its files and tables
-COMPARISON_FILES = {"intervals.parquet": "model_vs_measured", "summary.parquet": "model_vs_measured_summary"}
+COMPARISON_FILES = {"comparison.parquet": "measured_comparisons", "intervals.parquet": "model_vs_measured",
+                    "summary.parquet": "model_vs_measured_summary"}
 #: result files loaded one by one: table -> (directory under results/, glob)
 FILE_TABLES = {
     "sweeps": ("array_sweeps", "*.parquet"),

@@ -656,18 +656,18 @@ def _model_vs_measured(wh: Warehouse, sel: Selection) -> Chart | None:
     """Per measured interval, the model's IOPS, MB/s and mean response time against iostat's
     (``tiercast compare-measured``; per run and capture the newest comparison), with MAPE and
     bias in the caption."""
-    if not sel.runs.height or not wh.has("model_vs_measured_summary"):
+    if not sel.runs.height or not wh.has("measured_comparisons"):
         return None
-    summary = wh.sql("SELECT * FROM model_vs_measured_summary WHERE comparison_id IN (SELECT comparison_id FROM "
-                     "model_vs_measured_summary WHERE run_id IN (SELECT unnest($ids)) QUALIFY row_number() OVER "
-                     "(PARTITION BY run_id, capture_id ORDER BY compared_at DESC, comparison_id) = 1) "
-                     "ORDER BY run_id, capture_id, source DESC, device, metric", _ids(sel))
+    newest = ("WITH c AS (SELECT * FROM measured_comparisons WHERE run_id IN (SELECT unnest($ids)) QUALIFY "
+              "row_number() OVER (PARTITION BY run_id, capture_id ORDER BY compared_at DESC, comparison_id) = 1) ")
+    summary = wh.sql(newest + "SELECT c.run_id, c.capture_id, c.interval_s, s.* FROM c JOIN model_vs_measured_summary "
+                     "s USING (comparison_id) ORDER BY run_id, capture_id, source DESC, device, metric", _ids(sel))
     if summary.is_empty():
         return None
-    df = wh.sql("SELECT comparison_id, run_id, capture_id, device, start_since_trace_ns / 1e9 AS t_s, interval_s, "
-                "scored, " + ", ".join(f"model_{m}, measured_{m}, {m}_error_pct" for m, _ in MEASURED_PANELS)
-                + ", measured_util_pct FROM model_vs_measured WHERE comparison_id IN (SELECT unnest($c)) "
-                "ORDER BY comparison_id, device, t_s", {"c": summary["comparison_id"].unique().to_list()})
+    df = wh.sql(newest + "SELECT comparison_id, c.run_id, c.capture_id, device, start_since_trace_ns / 1e9 AS t_s, "
+                "c.interval_s, scored, " + ", ".join(f"model_{m}, measured_{m}, {m}_error_pct" for m, _ in MEASURED_PANELS)
+                + ", measured_util_pct FROM c JOIN model_vs_measured USING (comparison_id) "
+                "ORDER BY comparison_id, device, t_s", _ids(sel))
     if df.is_empty():
         return None
     util = not df["measured_util_pct"].is_null().all()

@@ -128,8 +128,8 @@ def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(_schema_part(SCHEMA_3_MARKER))
     con.execute("DELETE FROM loaded_units WHERE kind = 'skew'")
     con.execute("DELETE FROM skew")
-    con.execute("INSERT INTO schema_version VALUES (3, now(), 'skew_curve, model_vs_measured, "
-                "model_vs_measured_summary; skew keyed')")
+    con.execute("INSERT INTO schema_version VALUES (3, now(), 'skew_curve, measured_comparisons, "
+                "model_vs_measured, model_vs_measured_summary; skew keyed')")
 
 
 #: from-version -> (what the upgrade does, the step); each step leaves the file at a higher version
@@ -140,7 +140,7 @@ MIGRATIONS = {
     1: ("seed_figure_refs and its seed_figures view replaced by the seed experiments' seed_figure_results, "
         "seed_findings and a seed_figures view over them", _v1_to_v2),
     2: ("skew results keyed on (trace, data version, slice size, code version) with their curve (skew_curve); "
-        "model_vs_measured and model_vs_measured_summary", _v2_to_v3),
+        "measured_comparisons, model_vs_measured and model_vs_measured_summary", _v2_to_v3),
 }
 
 

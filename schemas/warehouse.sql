@@ -308,20 +308,32 @@ CREATE TABLE skew_curve (
     source_file VARCHAR NOT NULL
 );
 
--- model vs measured (tiercast compare-measured, tiercast compare with a matching capture): one
--- row per measured interval and device; comparison_id keys (run, capture, measured datasets,
--- devices, min coverage, comparison code version)
-CREATE TABLE model_vs_measured (
-    comparison_id VARCHAR NOT NULL,
+-- model vs measured (tiercast compare-measured, tiercast compare with a matching capture): one row
+-- per comparison, keyed by comparison_id on (run, capture, measured datasets, devices, min
+-- coverage, comparison code version)
+CREATE TABLE measured_comparisons (
+    comparison_id VARCHAR PRIMARY KEY,
     run_id VARCHAR NOT NULL,
     capture_id VARCHAR NOT NULL,
     measured_dataset_id VARCHAR NOT NULL,
+    fio_dataset_id VARCHAR,
     trace_id VARCHAR NOT NULL,
     scenario VARCHAR,
+    replay_mode VARCHAR,
+    model_version VARCHAR,
+    compare_version VARCHAR NOT NULL,
+    min_coverage DOUBLE NOT NULL,
+    interval_s DOUBLE NOT NULL,
+    trace_start TIMESTAMP WITH TIME ZONE NOT NULL,
+    compared_at TIMESTAMP WITH TIME ZONE NOT NULL
+);
+
+-- per comparison, measured interval and device: model vs measured
+CREATE TABLE model_vs_measured (
+    comparison_id VARCHAR NOT NULL,
     device VARCHAR NOT NULL,
     interval_end TIMESTAMP WITH TIME ZONE NOT NULL,
     start_since_trace_ns BIGINT NOT NULL,
-    interval_s DOUBLE NOT NULL,
     coverage DOUBLE NOT NULL,
     scored BOOLEAN NOT NULL,
     model_iops DOUBLE,
@@ -340,15 +352,6 @@ CREATE TABLE model_vs_measured (
 -- means over the scored intervals (source 'iostat'), or the run against fio's totals ('fio')
 CREATE TABLE model_vs_measured_summary (
     comparison_id VARCHAR NOT NULL,
-    run_id VARCHAR NOT NULL,
-    capture_id VARCHAR NOT NULL,
-    measured_dataset_id VARCHAR NOT NULL,
-    trace_id VARCHAR NOT NULL,
-    scenario VARCHAR,
-    replay_mode VARCHAR,
-    model_version VARCHAR,
-    compare_version VARCHAR NOT NULL,
-    min_coverage DOUBLE NOT NULL,
     source VARCHAR NOT NULL,
     device VARCHAR,
     metric VARCHAR NOT NULL,
@@ -357,6 +360,5 @@ CREATE TABLE model_vs_measured_summary (
     bias_pct DOUBLE,
     total_error_pct DOUBLE,
     model_mean DOUBLE,
-    measured_mean DOUBLE,
-    compared_at TIMESTAMP WITH TIME ZONE
+    measured_mean DOUBLE
 );

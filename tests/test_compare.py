@@ -307,13 +307,16 @@ def test_compare_measured_is_kept_and_loaded_as_printed(pair, data_dir):
     doc = json.loads(r.stdout)
     saved = Path(doc["saved"])
     assert saved == data_dir / "results" / "model_vs_measured" / doc["comparison_id"]
-    assert sorted(f.name for f in saved.iterdir()) == ["intervals.parquet", "manifest.json", "summary.parquet"]
+    assert sorted(f.name for f in saved.iterdir()) == ["comparison.parquet", "intervals.parquet", "manifest.json",
+                                                       "summary.parquet"]
     load(data_dir)
     con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
-    rows = con.sql("SELECT * FROM model_vs_measured ORDER BY device, interval_end").pl()
+    [c] = con.sql("SELECT * FROM measured_comparisons").pl().iter_rows(named=True)
+    assert (c["comparison_id"], c["run_id"], c["capture_id"]) == (doc["comparison_id"], RUN_ID, CAPTURE_ID)
+    assert (c["measured_dataset_id"], c["fio_dataset_id"]) == (pair["datasets"]["iostat"], pair["datasets"]["fio"])
+    assert (c["interval_s"], c["min_coverage"], c["trace_start"]) == (1.0, 1.0, TRACE_START)
+    rows = con.sql("SELECT * EXCLUDE (comparison_id) FROM model_vs_measured ORDER BY device, interval_end").pl()
     assert rows.height == len(doc["intervals"]) == 6
-    assert set(rows["comparison_id"]) == {doc["comparison_id"]} and set(rows["run_id"]) == {RUN_ID}
-    assert set(rows["measured_dataset_id"]) == {pair["datasets"]["iostat"]}
     for stored, printed in zip(rows.iter_rows(named=True), doc["intervals"], strict=True):
         assert stored["interval_end"] == datetime.fromisoformat(printed["interval_end"])
         for k, v in printed.items():

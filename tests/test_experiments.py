@@ -181,7 +181,8 @@ def test_schema_1_file_migrates_to_the_seed_tables(tmp_path):
         "schema 1 -> 2: seed_figure_refs and its seed_figures view replaced by the seed experiments' "
         "seed_figure_results, seed_findings and a seed_figures view over them", f"schema 2 -> 3: {MIGRATIONS[2][0]}"]
     names = {n for (n,) in con.execute("select table_name from information_schema.tables").fetchall()}
-    assert {"seed_figure_results", "seed_findings", "seed_figures", "skew_curve", "model_vs_measured"} <= names
+    assert {"seed_figure_results", "seed_findings", "seed_figures", "skew_curve", "measured_comparisons",
+            "model_vs_measured", "model_vs_measured_summary"} <= names
     assert "seed_figure_refs" not in names
     assert con.execute("select max(version) from schema_version").fetchall() == [(3,)]
     con.close()

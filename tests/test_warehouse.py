@@ -240,7 +240,7 @@ def test_a_schema_2_file_is_upgraded_and_its_skew_loaded_again_with_the_curve(da
     root, ids = data
     load(root)
     con = duckdb.connect(str(db_path(root)))
-    for t in ("skew_curve", "model_vs_measured", "model_vs_measured_summary"):
+    for t in ("skew_curve", "measured_comparisons", "model_vs_measured", "model_vs_measured_summary"):
         con.execute(f"DROP TABLE {t}")
     for c in ("skew_key", "data_version", "model_version", "computed_at"):
         con.execute(f"ALTER TABLE skew DROP COLUMN {c}")
@@ -253,7 +253,7 @@ def test_a_schema_2_file_is_upgraded_and_its_skew_loaded_again_with_the_curve(da
     curve = pl.read_parquet(next((root / "results" / "skew_curve").rglob("*.parquet")))
     assert key == curve["skew_key"][0] and version == model_version(SKEW_MODEL)
     assert rows(root, "select count(*), max(io_share) from skew_curve") == [(curve.height, 1.0)]
-    assert rows(root, "select count(*) from model_vs_measured") == [(0,)]
+    assert rows(root, "select count(*) from measured_comparisons") == [(0,)]
 
 
 def test_sql_never_loads_and_says_when_the_data_is_newer(data, tmp_path):
