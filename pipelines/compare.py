@@ -41,6 +41,14 @@ undefined): an interval with no measured I/O is listed with the model's value an
 ``model_only_intervals`` if the model had I/O there; latency is scored only where both sides
 had I/O. Overall per metric: ``mape_pct`` (mean |error|), ``bias_pct`` (mean signed error),
 and ``total_error_pct`` (sums: I/O-weighted for latency) over the scored intervals.
+
+**Kept.** :func:`save_comparison` stores a result under
+``results/model_vs_measured/<comparison_id>/`` (the id hashes the run, the capture and its
+datasets, the devices, the coverage rule and this code's version), published whole by a rename,
+for the warehouse's ``measured_comparisons``, ``model_vs_measured`` and
+``model_vs_measured_summary`` and the report's chart. A capture *matches* a trace when it
+recorded that trace itself (:func:`matching_captures`); ``tiercast compare`` compares every run
+with those.
 """
 
 from __future__ import annotations
@@ -59,7 +67,7 @@ import polars as pl
 from pipelines.calibrate import device_ms_per_s, fio_job_start_ns, fio_view, interval_ios, iostat_phase_ns
 from pipelines.capture import captures_root, find_capture, list_captures
 from pipelines.catalog import find_by_prefix, find_trace
-from pipelines.dataset import Staging
+from pipelines.dataset import Staging, remove_stale_staging
 from pipelines.ingest_logs import find_measured
 from pipelines.replay import run_paths
 from replay.version import COMPARE_MODEL, model_version
@@ -363,6 +371,7 @@ def save_comparison(data_dir: str | Path, r: dict) -> Path:
     (:func:`comparison_frames`' files and ``manifest.json``, the whole document), written in a
     staging directory and renamed into place, so a partial result is never seen; the same
     comparison again replaces it."""
+    remove_stale_staging(comparisons_root(data_dir))  # left by a compare killed outright
     with Staging(comparisons_root(data_dir)) as st:
         for name, df in comparison_frames(r).items():
             df.write_parquet(st.path / name)
