@@ -50,6 +50,9 @@ FLUSH_ROWS_PER_VOLUME = 1_000_000
 FLUSH_ROWS_TOTAL = 3_000_000
 MAX_PENDING_WRITES = 2
 PARQUET_COMPRESSION = "zstd"
+#: zstd level 1 (Arrow's default; Polars' is 3): ~4 % larger parts, decompressed as fast, for half
+#: the encoding CPU (5 M canonical rows: 3.3 -> 1.6 CPU-s; Polars' 1 GB CSV -> Parquet: 14.6 -> 11.6)
+PARQUET_COMPRESSION_LEVEL = 1
 #: ``--validate`` modes that run the GX suite inside the ingest (``auto`` leaves it to a batch)
 GX_IN_INGEST = ("full", "sample")
 
@@ -129,7 +132,7 @@ def _write_part(frames: list[pl.DataFrame], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Polars' writer compresses columns in parallel (~1.6x pyarrow's write_table here)
     frame = pl.concat(frames).select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items())
-    frame.write_parquet(path, compression=PARQUET_COMPRESSION)
+    frame.write_parquet(path, compression=PARQUET_COMPRESSION, compression_level=PARQUET_COMPRESSION_LEVEL)
 
 
 def volume_dir(root: Path, volume: str) -> Path:
@@ -198,7 +201,7 @@ class _Read:
     skipped: dict[str, int]
     rows_rejected: int = 0
     #: :func:`schemas.trace_suite.row_counts` when computed while writing
-    row_counts: pl.DataFrame | None = None
+    row_counts: tuple[pl.DataFrame, pl.DataFrame] | None = None
 
 
 def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None) -> _Read:
@@ -237,10 +240,10 @@ def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progr
 def _read_streaming(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None) -> _Read | None:
     """The Polars streaming path, kept only when every line of the file became an accepted
     row (and, under ``--order reject``, no timestamp goes back)."""
-    streamed = stream_csv(tmp, source, reader, FLUSH_ROWS_PER_VOLUME, PARQUET_COMPRESSION)
+    streamed = stream_csv(tmp, source, reader, FLUSH_ROWS_PER_VOLUME, PARQUET_COMPRESSION, PARQUET_COMPRESSION_LEVEL)
     if streamed is None:
         return None
-    rows = int(streamed.row_counts["requests"].sum())
+    rows = int(streamed.row_counts[0]["requests"].sum())
     if rows != streamed.rows_read or (reader.order == "reject" and _goes_back(tmp)):
         discard(tmp)
         return None
@@ -336,7 +339,8 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
         )
         reader = rel.fetch_record_batch(1_000_000)
         out = d / "sorted.parquet.tmp"
-        with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION) as w:
+        with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION,
+                              compression_level=PARQUET_COMPRESSION_LEVEL) as w:
             for batch in reader:
                 w.write_table(to_arrow(pl.from_arrow(batch)))
         for p in parts:

@@ -38,7 +38,7 @@ class Streamed:
     rows_read: int
     origin_ns: int
     skipped: dict[str, int]
-    row_counts: pl.DataFrame
+    row_counts: tuple[pl.DataFrame, pl.DataFrame]
 
 
 def _eligible(source: Source, reader: TraceReader) -> dict | None:
@@ -68,7 +68,8 @@ def part_path(root: Path, max_rows: int):
     return provide
 
 
-def stream_csv(tmp: Path, source: Source, reader: TraceReader, max_rows_per_part: int, compression: str) -> Streamed | None:
+def stream_csv(tmp: Path, source: Source, reader: TraceReader, max_rows_per_part: int, compression: str,
+               compression_level: int | None = None) -> Streamed | None:
     """Write the accepted rows of ``source`` under ``tmp`` in one streaming query; None when
     the file must take the block path (nothing is left under ``tmp`` then)."""
     plan = _eligible(source, reader)
@@ -106,10 +107,10 @@ def stream_csv(tmp: Path, source: Source, reader: TraceReader, max_rows_per_part
             sink = canonical.sink_parquet(
                 pl.PartitionBy(tmp, key="volume", include_key=True, max_rows_per_file=max_rows_per_part,
                                file_path_provider=part_path(tmp, max_rows_per_part)),
-                compression=compression, mkdir=True, lazy=True,
+                compression=compression, compression_level=compression_level, mkdir=True, lazy=True,
             )
             # one scan feeds both: Polars shares the common plan of the queries it collects together
-            counts = pl.collect_all([sink, row_counts(canonical, reader.capacities)])[1]
+            counts = tuple(pl.collect_all([sink, *row_counts(canonical, reader.capacities)])[1:])
             written = True
     except PARSE_ERRORS:
         pass

@@ -100,8 +100,8 @@ def _violations(r: Rule) -> pl.Expr:
     """Rows breaking a row-wise rule ``r``."""
     col = pl.col(r.column)
     if r.kind == "not_null":
-        bad = col.is_null()
-    elif r.kind == "between":
+        return col.null_count()
+    if r.kind == "between":
         lo, hi = r.kwargs.get("min_value"), r.kwargs.get("max_value")
         bad = pl.lit(False)
         if lo is not None:
@@ -117,11 +117,10 @@ def _row_wise(rules: tuple[Rule, ...]) -> list[Rule]:
     return [r for r in rules if r.kind != "unique" and r.column not in ORDERED_COLUMNS]
 
 
-def row_counts(lf: pl.LazyFrame, capacities: dict[str, int], rules: tuple[Rule, ...] | None = None) -> pl.LazyFrame:
-    """Per volume: the statistics the manifest records and the violations of every row-wise
-    rule. A streaming aggregate: the ingest runs it on the rows it writes, in the same query."""
+def volume_stats(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """Per volume: the statistics the manifest records (a streaming aggregate)."""
     ts, size = pl.col("ts_ns"), pl.col("size").cast(pl.Int64)
-    return _row_derived(lf, capacities).group_by("volume").agg(
+    return lf.group_by("volume").agg(
         requests=pl.len(),
         reads=(pl.col("op") == "read").sum(),
         writes=(pl.col("op") == "write").sum(),
@@ -130,8 +129,20 @@ def row_counts(lf: pl.LazyFrame, capacities: dict[str, int], rules: tuple[Rule, 
         max_end=(pl.col("offset") + size).max(),
         first_ts_ns=ts.min(),
         last_ts_ns=ts.max(),
-        **{r.key: _violations(r) for r in _row_wise(rules or RULES)},
     ).with_columns(pl.col("volume").cast(pl.String))
+
+
+def row_violations(lf: pl.LazyFrame, capacities: dict[str, int], rules: tuple[Rule, ...] | None = None) -> pl.LazyFrame:
+    """One row: the violations of every row-wise rule over all rows (totals, not per volume:
+    a plain streaming aggregate costs less than one more column of every group)."""
+    return _row_derived(lf, capacities).select(**{r.key: _violations(r) for r in _row_wise(rules or RULES)})
+
+
+def row_counts(lf: pl.LazyFrame, capacities: dict[str, int],
+               rules: tuple[Rule, ...] | None = None) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """:func:`volume_stats` and :func:`row_violations` of the same rows: the ingest runs both
+    on the rows it writes, in the query that writes them."""
+    return volume_stats(lf), row_violations(lf, capacities, rules)
 
 
 def volume_files(path: Path) -> dict[str, list[Path]]:
@@ -156,28 +167,25 @@ def _duplicates(values: list[np.ndarray]) -> int:
     return n - int(np.count_nonzero(seen))
 
 
-def exact_check(path: Path, capacities: dict[str, int], rows: pl.DataFrame | None = None,
+def exact_check(path: Path, capacities: dict[str, int], rows: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                 rules: tuple[Rule, ...] | None = None) -> tuple[dict, dict[str, dict]]:
     """Every rule counted exactly on every row written under ``path``, and the per-volume
     statistics the manifest records (``out_of_order``: rows below an earlier timestamp of their
-    volume). ``rows`` is :func:`row_counts` when the ingest computed it while writing; otherwise
-    it is computed from the parts. The order rules (time steps within a volume, unique
-    ``src_line``) read ``ts_ns`` and ``src_line`` back, one volume at a time.
+    volume). ``rows`` is :func:`row_counts` collected when the ingest computed it while writing;
+    otherwise it is computed from the parts. The order rules (time steps within a volume,
+    unique ``src_line``) read ``ts_ns`` and ``src_line`` back, one volume at a time.
 
     Returns (violation counts by rule key plus ``rows``, statistics by volume)."""
     rules = rules or RULES
     files = volume_files(path)
     if rows is None:
         every = [f for fs in files.values() for f in fs]
-        rows = row_counts(pl.scan_parquet(every, hive_partitioning=False), capacities, rules).collect()
+        rows = pl.collect_all(row_counts(pl.scan_parquet(every, hive_partitioning=False), capacities, rules))
+    by_volume, violations = rows
+    stats = {rec.pop("volume"): rec for rec in by_volume.iter_rows(named=True)}
     counts = dict.fromkeys(["rows", *(r.key for r in rules)], 0)
-    stats: dict[str, dict] = {}
-    for rec in rows.iter_rows(named=True):
-        volume = rec.pop("volume")
-        for r in _row_wise(rules):
-            counts[r.key] += int(rec.pop(r.key) or 0)
-        counts["rows"] += rec["requests"]
-        stats[volume] = rec
+    counts.update({k: int(v or 0) for k, v in violations.row(0, named=True).items()})
+    counts["rows"] = sum(s["requests"] for s in stats.values())
     lines = []
     for name, fs in files.items():
         if not fs:

@@ -133,6 +133,38 @@ def test_time_going_back_on_the_streaming_path(tmp_path, spy, monkeypatch, order
         assert got.rows_rejected >= 1 and got.sorted_rows == 0
 
 
+def test_streamed_counts_equal_the_counts_read_back_from_the_parts(tmp_path, spy):
+    lines = msr_lines(3000)
+    src = write(tmp_path / "t.csv", lines)
+    got = ingest_file(src, tmp_path / "data")
+    path = find_trace(tmp_path / "data", got.trace_id).path
+    streamed, read_back = suite.exact_check(path, {}, spy[0].row_counts), suite.exact_check(path, {})
+    assert streamed == read_back
+    counts, stats = streamed
+    assert counts["rows"] == 3000 and not any(v for k, v in counts.items() if k != "rows")
+    volumes = {"_".join(ln.split(",")[1:3]) for ln in lines}
+    assert set(stats) == set(got.volumes) == volumes and len(volumes) == 6  # 3 hosts x 2 disks
+    assert sum(s["reads"] + s["writes"] for s in stats.values()) == 3000
+
+
+@pytest.mark.parametrize("content", [b"", b"a\nb", b"a\nb\n", b"ab\x00c\nd\n", b"a\r\nb\r\n", b"\n\n\nxyz\x00"])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_line_count_nul_and_sha256_across_read_buffers(tmp_path, monkeypatch, content, compressed):
+    import gzip
+    import hashlib
+
+    import traces.source
+
+    monkeypatch.setattr(traces.source, "READ_BYTES", 3)  # lines, CRLFs and NULs across buffers
+    raw = gzip.compress(content) if compressed else content
+    (tmp_path / "f").write_bytes(raw)
+    src = traces.source.Source(tmp_path / "f")
+    got = src.count_lines()
+    assert got.lines == content.count(b"\n") + (bool(content) and not content.endswith(b"\n"))
+    assert got.has_nul == (b"\x00" in content)
+    assert src.sha256 == hashlib.sha256(raw).hexdigest()
+
+
 def stricter(monkeypatch) -> suite.Rule:
     """A contract rule the readers' row checks know nothing about: at most 4 KiB per request."""
     rule = suite.Rule("size_above_4k", "between", "size", {"max_value": 4096})
