@@ -27,9 +27,13 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# Tests run on TEST_WORKERS processes (pytest-xdist; one test file stays on one worker, so module
+# fixtures are built once), then the `serial` ones (timing and device-throughput assertions) alone.
+TEST_WORKERS ?= 3
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
+	$(PY) -m pytest -q -p no:xdist -m serial
 
 bench: $(STAMP)
 	$(PY) benchmarks/ingest.py

@@ -36,6 +36,7 @@ filename={file}
 """
 
 
+@pytest.mark.serial  # fio's and iostat's IOPS must agree: no other test may share the device
 def test_capture_fio_and_iostat_agree(blockdir, data_dir):
     tmp_path = blockdir  # tmp_path, or another directory on a block device (conftest)
     devices = block_devices_of(tmp_path)

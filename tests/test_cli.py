@@ -536,6 +536,7 @@ def test_synth_out_is_checked_and_atomic(tmp_path):
 # --- 4. Ctrl-C and SIGTERM --------------------------------------------------------------------
 
 
+@pytest.mark.serial  # times the exit after a signal (< 3 s)
 @pytest.mark.parametrize("sig, delay, code", [
     (signal.SIGINT, 0.4, 130),   # during start-up (imports)
     (signal.SIGINT, 4.5, 130),   # while generating

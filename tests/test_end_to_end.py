@@ -46,6 +46,7 @@ filename={file}
 """
 
 
+@pytest.mark.serial  # the open-loop IOPS of a live capture: no other test may share the device
 def test_capture_calibrate_replay_compare(blockdir, data_dir):
     tmp_path = blockdir  # tmp_path, or another directory on a block device (conftest)
     devices = block_devices_of(tmp_path)
