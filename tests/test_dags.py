@@ -202,8 +202,8 @@ from pipelines.catalog import list_traces
 rows = sorted(t.manifest['rows_read'] for t in list_traces(data))
 refused = [run('tiercast_ingest', landing_dir='../elsewhere'), run('tiercast_ingest', landing_dir='landng'),
            run('tiercast_replay', scenarios=['vnx2-mxc'])]
-failures = {p.parent.name + '/' + p.name: [json.loads(x)['error'] for x in p.read_text().splitlines()]
-            for p in (data / 'runs').rglob('*.failures.jsonl')}
+failures = {p.parent.name + '/' + p.name: [json.loads(p.read_text())['error']]
+            for p in (data / 'runs').glob('*/*.failures/*.json')}
 print(json.dumps({'half': half, 'whole': whole, 'done': done, 'rows': rows, 'refused': refused,
                   'errors': sorted(e for v in failures.values() for e in v), 'tis': tis()}))
 """, tmp_path, data)
