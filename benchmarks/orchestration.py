@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--warm", action=argparse.BooleanOptionalAction, default=True,
                     help="workers use this process's numba cache (else they compile into the data root first)")
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
+    ap.add_argument("--preload", action=argparse.BooleanOptionalAction, default=True,
+                    help="import the data stack before the task processes fork (pipelines.airflow_preload)")
     ap.add_argument("--scenarios", type=int, default=len(SCENARIOS), choices=range(1, len(SCENARIOS) + 1))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,8 +66,9 @@ def main() -> None:
         direct_s = time.perf_counter() - t
         t = time.perf_counter()
         cache = Path(os.environ["NUMBA_CACHE_DIR"]) if args.warm else None
-        cluster = CeleryCluster(tmp / "airflow", root, workers=2, numba_cache=cache) if args.executor == "celery" \
-            else Standalone(tmp / "airflow", root, parallelism=2, numba_cache=cache)
+        cluster = CeleryCluster(tmp / "airflow", root, workers=2, numba_cache=cache, preload=args.preload) \
+            if args.executor == "celery" else \
+            Standalone(tmp / "airflow", root, parallelism=2, numba_cache=cache, preload=args.preload)
         with cluster as af:
             started_s = time.perf_counter() - t
             run = af.trigger("tiercast_replay")
@@ -76,7 +79,7 @@ def main() -> None:
         task_s = {f"{x[0]}[{x[1]}]": round(_s(x[3], x[4]), 1) for x in tis if x[3] and x[4]}
         airflow_s = _s(start, end)
         print(json.dumps({
-            "executor": args.executor, "pairs": len(replays), "state": state, "same_results": query(root, WHATIF).rows() == rows,
+            "executor": args.executor, "preload": args.preload, "pairs": len(replays), "state": state, "same_results": query(root, WHATIF).rows() == rows,
             "direct_s": round(direct_s, 1), "airflow_run_s": round(airflow_s, 1),
             "overhead_x": round(airflow_s / direct_s, 2), "airflow_start_s": round(started_s, 1),
             "task_s": task_s,

@@ -8,8 +8,9 @@ wiring of ``pipelines.orchestrate``:
   anything is mapped (a misspelled one fails at once, no retries), and lists the (trace,
   scenario) pairs not yet run by this model version (none configured: vnx1-flare and vnx2-mcx);
 - ``replay`` is mapped over the pairs (idempotent: a finished run is found by its run id);
-- ``skew`` is mapped over the volumes of the matching traces (per-volume work: a multi-volume
-  trace spreads over workers) when ``replay.toml`` asks for ``skew_slice_bytes``;
+- ``skew`` is mapped over the volumes of the matching traces that ``volumes`` lists (per-volume
+  work: a multi-volume trace spreads over workers) when ``replay.toml`` asks for
+  ``skew_slice_bytes``;
 - ``load`` (pool ``tiercast_warehouse``, size 1: one DuckDB writer) merges each trace's
   per-volume skew counts, brings the warehouse up to date and emits a ``tiercast-results``
   event only when something was loaded;
@@ -47,18 +48,27 @@ from pipelines.airflow_support import (
     doc_md=__doc__,
 )
 def tiercast_replay():
-    @task(retries=0, multiple_outputs=True)
-    def plan() -> dict:
-        from pipelines.orchestrate import PLAN_INPUTS, replay_config, replay_plan, skew_plan
+    @task(retries=0)
+    def plan() -> list[dict]:
+        from pipelines.orchestrate import PLAN_INPUTS, replay_config, replay_plan
 
         p = get_current_context()["params"]
         with input_errors_fail(), task_root(PLAN_INPUTS) as root:
             config = replay_config(root, p["scenarios"], p["traces"])
             pairs, done, left = replay_plan(root, config)
-            volumes = skew_plan(root, config)
         print(f"scenarios {list(config.scenarios)}: {len(pairs)} pair(s) to replay, {done} already run by this "
-              f"model version, {left} left for the next run; {len(volumes)} volume(s) to count for skew")
-        return {"pairs": pairs, "volumes": volumes}
+              f"model version, {left} left for the next run")
+        return pairs
+
+    @task(retries=0)
+    def volumes() -> list[dict]:
+        from pipelines.orchestrate import PLAN_INPUTS, replay_config, skew_plan
+
+        p = get_current_context()["params"]
+        with input_errors_fail(), task_root(PLAN_INPUTS + ["results/skew/"]) as root:
+            items = skew_plan(root, replay_config(root, p["scenarios"], p["traces"]))
+        print(f"{len(items)} (trace, volume, slice size) item(s) to count for skew")
+        return items
 
     @task
     def replay(pair: dict) -> dict:
@@ -94,8 +104,8 @@ def tiercast_replay():
     def summary(pairs: list[dict] | None, loaded: dict | None) -> dict:
         return finish({"pairs": len(pairs or []), "load": loaded})
 
-    planned = plan()
-    summary(planned["pairs"], load(replay.expand(pair=planned["pairs"]), skew.expand(item=planned["volumes"])))
+    pairs = plan()
+    summary(pairs, load(replay.expand(pair=pairs), skew.expand(item=volumes())))
 
 
 tiercast_replay()

@@ -16,7 +16,9 @@ from standalone import free_port
 from test_celery import INTERVALS, SCENARIOS, WHATIF, in_process, landed_traces
 
 from pipelines import object_store
-from pipelines.load import load
+from pipelines.analytics import skew_trace
+from pipelines.catalog import list_traces
+from pipelines.load import load, query
 from pipelines.orchestrate import (
     LOAD_INPUTS,
     PLAN_INPUTS,
@@ -30,6 +32,8 @@ from pipelines.orchestrate import (
 )
 
 URL = "s3://tiercast/root"
+SLICE = 1 << 20
+SKEW = "select trace_id, slice_bytes, slices, ios, skew_io_share, flash_bytes_80pct from skew order by 1"
 
 
 @pytest.fixture()
@@ -124,7 +128,13 @@ def test_the_dags_run_on_an_s3_data_root_and_equal_a_local_root(s3, tmp_path):
 
     sources = landed_traces(tmp_path / "src", 2, 5_000)
     expected = in_process(tmp_path / "local", sources)
-    s3.pipe("tiercast/root/replay.toml", f"scenarios = {SCENARIOS!r}\n".replace("'", '"').encode())
+    local = tmp_path / "local"
+    for t in list_traces(local):  # the skew, per trace in one process
+        skew_trace(t, SLICE, data_dir=local)
+    load(local)
+    expected_skew = query(local, SKEW).rows()
+    s3.pipe("tiercast/root/replay.toml", f"scenarios = {SCENARIOS!r}\nskew_slice_bytes = [{SLICE}]\n".replace(
+        "'", '"').encode())
     for src in sources:
         s3.put_file(str(src), f"tiercast/root/landing/{src.name}")
     s3.pipe("tiercast/root/landing/garbage.bin", bytes(range(256)) * 12)
@@ -144,6 +154,8 @@ print(json.dumps({'states': states}))
     # the garbage file fails its own ingest, so the ingest run is red; the rest goes on
     assert out["states"] == ["failed", "success", "success", "success"]
     assert (object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()) == expected
+    # the skew, mapped over the traces' volumes on the workers and merged by the load task
+    assert len(expected_skew) == 2 and object_store.query(URL, SKEW).rows() == expected_skew
     listed = sorted(p.removeprefix("tiercast/root/") for p in s3.find("tiercast/root"))
     assert not [p for p in listed if p.startswith("landing/")]
     assert sorted(p.rsplit("/", 1)[-1] for p in listed if p.startswith("archive/")) == ["lun0.parquet", "lun1.parquet"]
