@@ -239,3 +239,14 @@ def test_a_failed_task_that_ran_no_callback_still_fails_the_run(tmp_path):
         ("replay_2", -1, "failed without running i"),
         ("volumes", -1, "failed without running i")]
     assert failures(tmp_path, "tiercast_replay", "manual_2", {"plan": "success"}) == []
+
+
+def test_preload_imports_the_data_stack_only_where_tasks_fork(monkeypatch, tmp_path):
+    from pipelines.airflow_preload import TASK_MODULES, preload
+
+    monkeypatch.setenv("TIERCAST_DATA_DIR", str(tmp_path))
+    assert preload(["api-server"]) == [] and preload(["dags", "test", "tiercast_replay"]) == []
+    assert preload(["celery", "worker", "--concurrency", "1"]) == list(TASK_MODULES)
+    assert preload(["scheduler"]) == list(TASK_MODULES) and all(m in sys.modules for m in TASK_MODULES)
+    monkeypatch.delenv("TIERCAST_DATA_DIR")  # the root in a Variable only: the tasks set numba up themselves
+    assert preload(["scheduler"]) == []
