@@ -3,6 +3,10 @@
 Runs every 10 minutes (``$TIERCAST_INGEST_CRON``) and whenever the ``tiercast-landing`` asset is
 updated (a producer can signal a drop). Thin wiring of ``pipelines.orchestrate``:
 
+Every task reads and writes the data root through ``task_root``: the root itself, or, when it
+is an object store (``s3://...``), a scratch copy of the task's declared inputs whose outputs go
+back to the store (no task relies on another task's local disk).
+
 - ``discover`` lists the ready files (a ``<name>.done`` marker beside them, or unchanged for
   ``stable_seconds``), oldest first, at most ``max_files`` (below ``max_map_length``);
 - ``ingest`` is mapped over them: a good file is ingested and archived to ``archive/<date>/``;
@@ -32,6 +36,7 @@ from pipelines.airflow_support import (
     finish,
     input_errors_fail,
     root_asset,
+    root_location,
     task_root,
 )
 
@@ -52,45 +57,43 @@ LANDING = Asset(name="tiercast-landing", uri="tiercast://landing")
 def tiercast_ingest():
     @task(retries=0)
     def discover() -> list[str]:
-        from pipelines.orchestrate import ready_files, under_root
+        from pipelines.orchestrate import discover as ready
 
         p = get_current_context()["params"]
-        root = task_root()
+        location = root_location()
         with input_errors_fail():
-            landing = under_root(root, p["landing_dir"], "landing", "landing_dir", must_exist=True)
-        ready, waiting = ready_files(landing, float(p["stable_seconds"]), int(p["max_files"]))
-        print(f"{len(ready)} file(s) ready in {landing}, {len(waiting)} still landing or left for the next run")
-        return [str(f) for f in ready]
+            found, waiting = ready(location, p["landing_dir"], float(p["stable_seconds"]), int(p["max_files"]))
+        print(f"{len(found)} file(s) ready under {location}, {len(waiting)} still landing or left for the next run")
+        return found
 
     @task
     def ingest(path: str) -> dict:
-        from pipelines.orchestrate import ingest_landed, under_root
+        from pipelines.orchestrate import InputError, ingest_inputs, ingest_landed, under_root
 
-        root = task_root()
-        with input_errors_fail():
-            return ingest_landed(path, root, under_root(root, "", "quarantine", "quarantine"),
+        with input_errors_fail(), task_root(ingest_inputs(path), keep_on=(InputError,)) as root:
+            return ingest_landed(root / path, root, under_root(root, "", "quarantine", "quarantine"),
                                  under_root(root, "", "archive", "archive"))
 
     @task(trigger_rule="all_done")
     def validate(ingested) -> dict:
-        from pipelines.orchestrate import under_root, validate_batch
+        from pipelines.orchestrate import under_root, validate_batch, validate_inputs
 
-        root = task_root()
         done = [r for r in ingested if r]  # failed instances left no result
-        return validate_batch(root, done, under_root(root, "", "quarantine", "quarantine"))
+        with task_root(validate_inputs(done)) as root:
+            return validate_batch(root, done, under_root(root, "", "quarantine", "quarantine"))
 
     @task(outlets=[NEW_DATASETS])
     def publish(checked: dict, *, outlet_events=None) -> int:
-        root = task_root()
+        location = root_location()
         for r in checked["valid"]:
-            outlet_events[NEW_DATASETS].add(root_asset(root, "datasets"),
+            outlet_events[NEW_DATASETS].add(root_asset(location, "datasets"),
                                             extra={"kind": r["kind"], "id": r["id"], "source": r["source"]})
         return len(checked["valid"])
 
     @task(trigger_rule="all_done", retries=0)
     def summary(found: list[str], checked: dict | None, published: int | None) -> dict:
-        return finish(task_root(), {"landed": len(found), "new_datasets": published or 0,
-                                    "invalid": (checked or {}).get("invalid", [])})
+        return finish({"landed": len(found or []), "new_datasets": published or 0,
+                       "invalid": (checked or {}).get("invalid", [])})
 
     found = discover()
     checked = validate(ingest.expand(path=found))

@@ -8,8 +8,12 @@ wiring of ``pipelines.orchestrate``:
   anything is mapped (a misspelled one fails at once, no retries), and lists the (trace,
   scenario) pairs not yet run by this model version (none configured: vnx1-flare and vnx2-mcx);
 - ``replay`` is mapped over the pairs (idempotent: a finished run is found by its run id);
-- ``load`` (pool ``tiercast_warehouse``, size 1: one DuckDB writer) brings the warehouse up to
-  date and emits a ``tiercast-results`` event only when something was loaded;
+- ``skew`` is mapped over the volumes of the matching traces that ``volumes`` lists (per-volume
+  work: a multi-volume trace spreads over workers) when ``replay.toml`` asks for
+  ``skew_slice_bytes``;
+- ``load`` (pool ``tiercast_warehouse``, size 1: one DuckDB writer) merges each trace's
+  per-volume skew counts, brings the warehouse up to date and emits a ``tiercast-results``
+  event only when something was loaded;
 - ``summary`` writes ``runs/tiercast_replay/<run>.json`` and fails the run when anything failed.
 """
 
@@ -27,6 +31,7 @@ from pipelines.airflow_support import (
     finish,
     input_errors_fail,
     root_asset,
+    root_location,
     task_root,
 )
 
@@ -45,45 +50,62 @@ from pipelines.airflow_support import (
 def tiercast_replay():
     @task(retries=0)
     def plan() -> list[dict]:
-        from pipelines.orchestrate import replay_config, replay_plan
+        from pipelines.orchestrate import PLAN_INPUTS, replay_config, replay_plan
 
         p = get_current_context()["params"]
-        root = task_root()
-        with input_errors_fail():
+        with input_errors_fail(), task_root(PLAN_INPUTS) as root:
             config = replay_config(root, p["scenarios"], p["traces"])
-        pairs, done, left = replay_plan(root, config)
+            pairs, done, left = replay_plan(root, config)
         print(f"scenarios {list(config.scenarios)}: {len(pairs)} pair(s) to replay, {done} already run by this "
               f"model version, {left} left for the next run")
         return pairs
 
+    @task(retries=0)
+    def volumes() -> list[dict]:
+        from pipelines.orchestrate import PLAN_INPUTS, replay_config, skew_plan
+
+        p = get_current_context()["params"]
+        with input_errors_fail(), task_root(PLAN_INPUTS + ["results/skew/"]) as root:
+            items = skew_plan(root, replay_config(root, p["scenarios"], p["traces"]))
+        print(f"{len(items)} (trace, volume, slice size) item(s) to count for skew")
+        return items
+
     @task
     def replay(pair: dict) -> dict:
-        from pipelines.orchestrate import replay_pair
+        from pipelines.orchestrate import replay_inputs, replay_pair
 
-        root = task_root()
-        with input_errors_fail():
+        with input_errors_fail(), task_root(replay_inputs(pair)) as root:
             return replay_pair(root, pair)
 
-    @task(pool=WAREHOUSE_POOL, trigger_rule="all_done", retries=3, outlets=[NEW_RESULTS])
-    def load(replayed, *, outlet_events=None) -> dict:
-        from pipelines.load import load as load_warehouse
+    @task
+    def skew(item: dict) -> dict:
+        from pipelines.orchestrate import skew_inputs, skew_volume
 
-        root = task_root()
-        report = load_warehouse(root)
-        new = sorted({r["trace_id"] for r in replayed if r and not r.get("already_done")})
-        print(f"loaded {report.loaded or 'nothing new'}, removed {report.removed or 'nothing'} "
-              f"in {report.seconds:.2f} s")
+        with task_root(skew_inputs(item)) as root:
+            return skew_volume(root, item)
+
+    @task(pool=WAREHOUSE_POOL, trigger_rule="all_done", retries=3, outlets=[NEW_RESULTS])
+    def load(replayed, counted, *, outlet_events=None) -> dict:
+        from pipelines.load import load as load_warehouse
+        from pipelines.orchestrate import LOAD_INPUTS, merge_skew
+
+        with task_root(LOAD_INPUTS) as root:
+            merged = merge_skew(root, list(counted or []))
+            report = load_warehouse(root)
+        new = sorted({r["trace_id"] for r in replayed or [] if r and not r.get("already_done")})
+        print(f"skew of {len(merged)} trace(s) merged; loaded {report.loaded or 'nothing new'}, "
+              f"removed {report.removed or 'nothing'} in {report.seconds:.2f} s")
         if report.loaded or report.removed:
-            outlet_events[NEW_RESULTS].add(root_asset(root, "results"),
+            outlet_events[NEW_RESULTS].add(root_asset(root_location(), "results"),
                                            extra={"loaded": report.loaded, "traces_with_new_runs": new})
-        return {"loaded": report.loaded, "removed": report.removed, "traces_with_new_runs": new}
+        return {"loaded": report.loaded, "removed": report.removed, "traces_with_new_runs": new, "skew": merged}
 
     @task(trigger_rule="all_done", retries=0)
     def summary(pairs: list[dict] | None, loaded: dict | None) -> dict:
-        return finish(task_root(), {"pairs": len(pairs or []), "load": loaded})
+        return finish({"pairs": len(pairs or []), "load": loaded})
 
     pairs = plan()
-    summary(pairs, load(replay.expand(pair=pairs)))
+    summary(pairs, load(replay.expand(pair=pairs), skew.expand(item=volumes())))
 
 
 tiercast_replay()

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from airflow.sdk import dag, get_current_context, task
 
-from pipelines.airflow_support import NEW_RESULTS, dag_settings, finish, task_root
+from pipelines.airflow_support import NEW_RESULTS, dag_settings, finish, root_location, task_root
 
 
 @dag(
@@ -22,15 +22,17 @@ from pipelines.airflow_support import NEW_RESULTS, dag_settings, finish, task_ro
 def tiercast_report():
     @task
     def report() -> dict:
+        from pipelines.orchestrate import REPORT_INPUTS
         from pipelines.report import write_report
 
-        root = task_root()
         events = get_current_context().get("triggering_asset_events") or {}
         traces = sorted({t for evs in events.values() for e in evs for t in (e.extra or {}).get(
             "traces_with_new_runs", [])})
-        out = write_report(root, root / "reports" / "tiercast.html", "tiercast: scheduled what-if report")
-        print(f"report {out} (traces with new runs: {traces or 'see the warehouse'})")
-        return finish(root, {"report": str(out), "traces_with_new_runs": traces})
+        with task_root(REPORT_INPUTS) as root:
+            out = write_report(root, root / "reports" / "tiercast.html", "tiercast: scheduled what-if report")
+            written = out.relative_to(root).as_posix()
+        print(f"report {written} under {root_location()} (traces with new runs: {traces or 'see the warehouse'})")
+        return finish({"report": written, "traces_with_new_runs": traces})
 
     report()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,7 +23,10 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException
 
-from pipelines.orchestrate import VARIABLE, InputError, data_root, worker_env, write_run_summary
+from pipelines import object_store
+from pipelines.catalog import write_json_atomic
+from pipelines.object_store import is_url
+from pipelines.orchestrate import VARIABLE, InputError, data_root, run_file, worker_env, write_run_summary
 
 #: the warehouse has one writer: the load task runs in this pool (create it with size 1:
 #: ``airflow pools set tiercast_warehouse 1 "one DuckDB writer"``)
@@ -32,18 +36,34 @@ NEW_DATASETS = AssetAlias("tiercast-datasets")
 NEW_RESULTS = AssetAlias("tiercast-results")
 
 
-def task_root() -> Path:
-    """The data root of the running task (Variable, else environment), its worker set up."""
+def root_location() -> Path | str:
+    """The configured data root of the running task (a path or an object-store URL), its
+    worker set up."""
     with input_errors_fail():
-        root = data_root(Variable.get(VARIABLE, default=None))
-    worker_env(root)
-    return root
+        location = data_root(Variable.get(VARIABLE, default=None))
+    worker_env(location)
+    return location
 
 
-def root_asset(root: Path, kind: str) -> Asset:
+@contextmanager
+def task_root(inputs: list[str] = (), keep_on: tuple[type[BaseException], ...] = ()) -> Iterator[Path]:
+    """The data root of the running task as a local directory: the root itself, or, for an
+    object-store root, a scratch copy of the declared ``inputs`` whose changes go back to the
+    store when the block ends (``pipelines.object_store.staged``; nothing on an exception but
+    ``keep_on``). So no task relies on another task's local disk."""
+    location = root_location()
+    if not is_url(location):
+        yield location
+        return
+    with object_store.staged(location, list(inputs), keep_on=keep_on) as local:
+        yield local
+
+
+def root_asset(location: Path | str, kind: str) -> Asset:
     """The asset of one data root's datasets or warehouse: its URI names the real location."""
-    target = root / ("tiercast.duckdb" if kind == "results" else "traces")
-    return Asset(name=f"tiercast-{kind}:{root}", uri=target.resolve().as_uri())
+    target = "tiercast.duckdb" if kind == "results" else "traces"
+    uri = f"{location}/{target}" if is_url(location) else (Path(location) / target).resolve().as_uri()
+    return Asset(name=f"tiercast-{kind}:{location}", uri=uri)
 
 
 @contextmanager
@@ -55,40 +75,50 @@ def input_errors_fail():
         raise AirflowFailException(str(e)) from None
 
 
-def _failures_file(root: Path, dag_id: str, run_id: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
-    return root / "runs" / dag_id / f"{safe}.failures.jsonl"
+def _failures_dir(dag_id: str, run_id: str) -> str:
+    return run_file(dag_id, run_id, ".failures")
 
 
 def record_failure(context) -> None:
-    """Task failure callback: one line per failed task instance in the run's failures file."""
+    """Task failure callback: one JSON file (one object in a store) per failed task instance
+    try, under ``runs/<dag>/<run>.failures/``."""
     try:
-        root = data_root(Variable.get(VARIABLE, default=None))
+        location = data_root(Variable.get(VARIABLE, default=None))
     except Exception:  # noqa: BLE001 - a callback must not fail; the log has the error anyway
         return
     ti = context["ti"]
-    path = _failures_file(root, ti.dag_id, ti.run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    rel = f"{_failures_dir(ti.dag_id, ti.run_id)}/{ti.task_id}.{ti.map_index}.{ti.try_number}.json"
     line = {"task_id": ti.task_id, "map_index": ti.map_index, "try_number": ti.try_number,
             "error": str(context.get("exception") or "")[:2000]}
-    with open(path, "a") as f:
-        f.write(json.dumps(line) + "\n")
+    if is_url(location):
+        object_store.put_json(location, rel, line)
+    else:
+        (location / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(location / rel, line)
 
 
-def failures(root: Path) -> list[dict]:
-    """The failed task instances of the running DAG run (see :func:`record_failure`)."""
-    ctx = get_current_context()
-    path = _failures_file(root, ctx["dag"].dag_id, ctx["run_id"])
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def failures(root: Path, dag_id: str, run_id: str, states: dict[str, str]) -> list[dict]:
+    """The failed task instances of a DAG run: those that recorded their failure (see
+    :func:`record_failure`), and those Airflow marks failed without a record (``states``: task
+    key -> state, as ``get_task_states`` gives them): a task that never started, or whose
+    process was killed, runs no callback, yet must not leave a green run."""
+    folder = root / _failures_dir(dag_id, run_id)
+    recorded = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    keys = {f["task_id"] if f["map_index"] < 0 else f"{f['task_id']}_{f['map_index']}" for f in recorded}
+    silent = [{"task_id": key, "map_index": -1, "try_number": None, "state": state,
+               "error": "failed without running its failure callback (never started, or its process was killed)"}
+              for key, state in sorted(states.items()) if state == "failed" and key not in keys]
+    return recorded + silent
 
 
-def finish(root: Path, summary: dict) -> dict:
+def finish(summary: dict) -> dict:
     """Write the run's summary; fail the run (visibly red) when a task instance failed in it."""
     ctx = get_current_context()
-    failed = failures(root)
-    path = write_run_summary(root, ctx["dag"].dag_id, ctx["run_id"], {**summary, "failed": failed})
+    dag_id, run_id = ctx["dag"].dag_id, ctx["run_id"]
+    states = ctx["ti"].get_task_states(dag_id=dag_id, run_ids=[run_id]).get(run_id, {})
+    with task_root([_failures_dir(dag_id, run_id) + "/"]) as root:
+        failed = failures(root, dag_id, run_id, states)
+        path = write_run_summary(root, dag_id, run_id, {**summary, "failed": failed})
     print(f"summary: {json.dumps(summary, default=str)}; written to {path}")
     if failed:
         names = ", ".join(f"{f['task_id']}[{f['map_index']}]" for f in failed)

@@ -116,15 +116,43 @@ def push(fs, base: str, local: Path, pulled: dict[str, tuple[int, int]]) -> dict
 
 
 @contextmanager
-def staged(url: str, inputs: list[str], scratch: Path | None = None) -> Iterator[Path]:
+def staged(url: str, inputs: list[str], scratch: Path | None = None,
+           keep_on: tuple[type[BaseException], ...] = ()) -> Iterator[Path]:
     """A local copy of the ``inputs`` of the data root ``url`` to run a step in; on success, what
-    the step wrote goes back to the store (:func:`push`); on an exception, nothing does."""
+    the step wrote goes back to the store (:func:`push`); on an exception, nothing does, except
+    for the ``keep_on`` types (an input error whose quarantined file is an output), re-raised
+    after the upload."""
     fs, base = filesystem(url)
     with tempfile.TemporaryDirectory(prefix="tiercast-stage-", dir=scratch) as tmp:
         local = Path(tmp)
         pulled = pull(fs, base, local, inputs)
-        yield local
+        try:
+            yield local
+        except keep_on:
+            push(fs, base, local, pulled)
+            raise
         push(fs, base, local, pulled)
+
+
+def listing(url: str, prefix: str) -> dict[str, float] | None:
+    """{name: modification time in s} of the objects directly under ``prefix`` of the root
+    ``url``; None when there is none (no such folder)."""
+    fs, base = filesystem(url)
+    where = f"{base}/{prefix}".rstrip("/")
+    try:
+        found = fs.ls(where, detail=True, refresh=True)
+    except FileNotFoundError:
+        return None
+    files = {f["name"].rsplit("/", 1)[-1]: _mtime_s(f) or 0.0 for f in found if f.get("type") == "file"}
+    return files if found else None
+
+
+def put_json(url: str, rel: str, doc: dict) -> None:
+    """One small JSON object at ``rel`` under the root ``url``, written whole by one PUT."""
+    import json
+
+    fs, base = filesystem(url)
+    fs.pipe_file(f"{base}/{rel}", json.dumps(doc).encode())
 
 
 def query(url: str, sql: str):

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import posixpath
 import shutil
+import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
@@ -49,15 +51,14 @@ class InputError(ValueError):
 # --- the data root ---------------------------------------------------------------------------
 
 
-def data_root(variable: str | None) -> Path:
-    """The data root: the Variable's value, else ``$TIERCAST_DATA_DIR``; absolute, or refused."""
+def data_root(variable: str | None) -> Path | str:
+    """The data root: the Variable's value, else ``$TIERCAST_DATA_DIR``; an absolute path, or an
+    object-store URL (``s3://bucket/prefix``, returned as is: the tasks stage from it)."""
     value = (variable or "").strip() or os.environ.get(ENV_DATA_DIR, "").strip()
     if not value:
         raise InputError(f"no data root: set the Airflow Variable {VARIABLE} or ${ENV_DATA_DIR} to an absolute path")
     if is_url(value):
-        raise InputError(f"data root {value!r} is an object-store URL: the DAG tasks take a mounted path; the "
-                         "steps run on an object store through pipelines.object_store.staged (README, "
-                         "Running at scale)")
+        return value.rstrip("/")
     root = Path(value).expanduser()
     if not root.is_absolute():
         raise InputError(f"data root {value!r} is relative: it would depend on the worker's working directory; "
@@ -82,11 +83,13 @@ def under_root(root: Path, value: str | None, default: str, what: str, must_exis
     return path
 
 
-def worker_env(root: Path) -> None:
+def worker_env(root: Path | str) -> None:
     """Per-process settings every task needs before importing the data stack: numba's cache in
     the data root (a worker's source tree may be read-only, and each worker would recompile for
-    ~20 s), and Great Expectations quiet and offline."""
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(root / ".cache" / "numba"))
+    ~20 s; with an object-store root, in the worker's temporary directory), and Great
+    Expectations quiet and offline."""
+    cache = Path(tempfile.gettempdir()) / "tiercast-numba" if is_url(root) else Path(root) / ".cache" / "numba"
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 
@@ -95,21 +98,62 @@ def worker_env(root: Path) -> None:
 
 def ready_files(landing: Path, stable_s: float = DEFAULT_STABLE_S, limit: int = MAX_BATCH,
                 now_s: float | None = None) -> tuple[list[Path], list[Path]]:
-    """(ready, waiting) files in ``landing``, oldest first, at most ``limit`` ready. A file is
-    ready when a ``<name>.done`` marker sits beside it, or when it has not changed (size, mtime)
-    for ``stable_s`` seconds: a copy still being written keeps its mtime fresh. Files that
-    arrive by rename are ready as soon as they are ``stable_s`` old."""
+    """(ready, waiting) files in the local folder ``landing`` (:func:`ready_names`)."""
+    entries = {p.name: p.stat().st_mtime for p in landing.iterdir() if p.is_file()}
+    ready, waiting = ready_names(entries, stable_s, limit, now_s)
+    return [landing / n for n in ready], [landing / n for n in waiting]
+
+
+def ready_names(entries: dict[str, float], stable_s: float = DEFAULT_STABLE_S, limit: int = MAX_BATCH,
+                now_s: float | None = None) -> tuple[list[str], list[str]]:
+    """(ready, waiting) names of a landing folder's files ({name: mtime in s}), oldest first, at
+    most ``limit`` ready. A file is ready when a ``<name>.done`` marker sits beside it, or when it
+    has not changed for ``stable_s`` seconds: a copy still being written keeps its mtime fresh.
+    Files that arrive by rename (or as one object-store PUT) are ready once ``stable_s`` old."""
     now_s = time.time() if now_s is None else now_s
     ready, waiting = [], []
-    entries = sorted((p for p in landing.iterdir() if p.is_file() and not p.name.startswith(".")
-                      and not p.name.endswith(SKIP_SUFFIXES)), key=lambda p: (p.stat().st_mtime_ns, p.name))
-    for p in entries:
-        marked = p.with_name(p.name + DONE_SUFFIX).exists()
-        if marked or now_s - p.stat().st_mtime >= stable_s:
-            ready.append(p)
+    names = sorted((n for n in entries if not n.startswith(".") and not n.endswith(SKIP_SUFFIXES)),
+                   key=lambda n: (entries[n], n))
+    for n in names:
+        if n + DONE_SUFFIX in entries or now_s - entries[n] >= stable_s:
+            ready.append(n)
         else:
-            waiting.append(p)
+            waiting.append(n)
     return ready[:limit], waiting + ready[limit:]
+
+
+def discover(location: Path | str, landing_dir: str, stable_s: float, limit: int) -> tuple[list[str], list[str]]:
+    """(ready, waiting) files of the landing folder as paths relative to the data root
+    ``location`` (a local path or an object-store URL, listed without downloading anything)."""
+    if not is_url(location):
+        landing = under_root(location, landing_dir, "landing", "landing_dir", must_exist=True)
+        ready, waiting = ready_files(landing, stable_s, limit)
+        return [_relative(p, location) for p in ready], [_relative(p, location) for p in waiting]
+    from pipelines import object_store
+
+    rel = url_under_root(location, landing_dir, "landing", "landing_dir")
+    entries = object_store.listing(location, rel)
+    if entries is None and (landing_dir or "").strip():
+        raise InputError(f"landing_dir {location}/{rel} does not exist (misspelled?): nothing to do is not success")
+    ready, waiting = ready_names(entries or {}, stable_s, limit)
+    return [f"{rel}/{n}" for n in ready], [f"{rel}/{n}" for n in waiting]
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+
+
+def url_under_root(url: str, value: str | None, default: str, what: str) -> str:
+    """``value`` (or ``default``) as a path relative to the object-store root ``url``; refused
+    when absolute or leading outside it."""
+    given = (value or "").strip()
+    rel = posixpath.normpath(given or default)
+    if given.startswith("/") or rel == ".." or rel.startswith("../") or "://" in given:
+        raise InputError(f"{what} {given!r} is outside the data root {url}: refused")
+    return rel
 
 
 def _move(src: Path, folder: Path) -> Path:
@@ -156,7 +200,7 @@ def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_di
     except (TraceFormatError, UnicodeDecodeError, ValueError, LookupError, EOFError) as e:
         dest = quarantine(src, quarantine_dir, str(e))
         raise InputError(f"{e} (moved to {dest})") from None
-    result["archived_as"] = str(archive(src, archive_dir))
+    result["archived_as"] = _relative(archive(src, archive_dir), root)  # the data root may be a scratch copy
     result["source"] = src.name
     return result
 
@@ -173,7 +217,7 @@ def validate_batch(root: Path, ingested: list[dict], quarantine_dir: Path) -> di
     out = {"valid": [new[k] for k in checked["valid"]], "invalid": []}
     for kind, dataset_id, summary in checked["invalid"]:
         r = new[(kind, dataset_id)]
-        archived = Path(r["archived_as"])
+        archived = root / r["archived_as"]
         if archived.exists():
             quarantine(archived, quarantine_dir, f"accepted rows fail the {kind} contract: {summary}")
         out["invalid"].append({**r, "error": summary})
@@ -195,9 +239,10 @@ class ReplayConfig:
     scenarios: tuple[str, ...]
     traces: tuple[str, ...]  # globs over trace id and source file name
     formats: tuple[str, ...]  # empty: any
+    skew_slice_bytes: tuple[int, ...] = ()  # I/O skew at these slice sizes, mapped over volumes; empty: none
 
 
-CONFIG_KEYS = {"scenarios", "traces", "formats"}
+CONFIG_KEYS = {"scenarios", "traces", "formats", "skew_slice_bytes"}
 
 
 def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[str] | None = None) -> ReplayConfig:
@@ -223,33 +268,122 @@ def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[s
             load_scenario(scenario_ref(root, name))
         except (OSError, ValueError, LookupError) as e:
             bad.append(f"{name}: {e}")
+    slices = doc.get("skew_slice_bytes") or []
+    if not isinstance(slices, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in slices):
+        bad.append(f"skew_slice_bytes: expected a list of positive integers (bytes), got {slices!r}")
     if bad:
         raise InputError("replay configuration refused before any replay: " + "; ".join(bad))
     globs = tuple(traces or doc.get("traces") or ("*",))
-    return ReplayConfig(names, globs, tuple(doc.get("formats") or ()))
+    return ReplayConfig(names, globs, tuple(doc.get("formats") or ()), tuple(slices))
+
+
+def _matching_traces(root: Path, config: ReplayConfig) -> list:
+    from pipelines.catalog import list_traces
+
+    out = []
+    for t in list_traces(root):
+        source = Path(t.manifest.get("source_path") or "").name
+        if config.formats and t.manifest.get("format") not in config.formats:
+            continue
+        if any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces):
+            out.append(t)
+    return out
 
 
 def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tuple[list[dict], int, int]:
     """(pairs to run, pairs already run by this model version, pairs left for a later run):
     every trace that matches the config, times every scenario."""
-    from pipelines.catalog import list_traces
     from pipelines.replay import run_id, run_paths
     from replay.scenario import load as load_scenario
 
     scenarios = {name: load_scenario(scenario_ref(root, name)) for name in config.scenarios}
     todo, done = [], 0
-    for t in list_traces(root):
-        source = Path(t.manifest.get("source_path") or "").name
-        if config.formats and t.manifest.get("format") not in config.formats:
-            continue
-        if not any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces):
-            continue
+    for t in _matching_traces(root, config):
         for name, sc in scenarios.items():
             if run_paths(root, run_id(t.trace_id, sc, t.data_version))["summary_json"].is_file():
                 done += 1
             else:
                 todo.append({"trace_id": t.trace_id, "scenario": name})
     return todo[:limit], done, max(0, len(todo) - limit)
+
+
+# --- per-volume work: I/O skew mapped over the volumes of a trace ------------------------------
+
+
+def skew_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> list[dict]:
+    """One item per (trace, volume, slice size) whose trace has no skew result at that slice
+    size yet: the per-volume counts are independent, so a multi-volume trace spreads over
+    workers (:func:`skew_volume`), and the load task merges them (:func:`merge_skew`)."""
+    from pipelines.analytics import skew_path
+
+    items = []
+    for t in _matching_traces(root, config):
+        for slice_bytes in config.skew_slice_bytes:
+            if not skew_path(root, t.trace_id, slice_bytes).is_file():
+                items += [{"trace_id": t.trace_id, "volume": v, "slice_bytes": slice_bytes}
+                          for v in sorted(t.manifest.get("volumes") or {})]
+    return items[:limit]
+
+
+def _skew_parts(root: Path, trace_id: str, slice_bytes: int) -> Path:
+    """Where a trace's per-volume skew counts wait for the merge (hidden: the loader skips it)."""
+    return root / "results" / ".skew_parts" / trace_id / str(slice_bytes)
+
+
+def skew_volume(root: Path, item: dict) -> dict:
+    """Count one volume's I/Os per slice (``replay.skew.SkewCounter``) into its part file."""
+    from pipelines.catalog import find_trace
+    from pipelines.ingest import volume_dir
+    from replay.skew import SkewCounter
+
+    trace = find_trace(root, item["trace_id"])
+    counter = SkewCounter(int(item["slice_bytes"]))
+    files = sorted(volume_dir(trace.path, item["volume"]).glob("part-*.parquet"))
+    rows = sum(counter.add_parquet(f) for f in files)
+    out = _skew_parts(root, trace.trace_id, counter.slice_bytes) / f"{volume_dir(Path(), item['volume']).name}.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    counter.partial().write_parquet(tmp)
+    os.replace(tmp, out)
+    return {**item, "rows": rows, "part": out.relative_to(root).as_posix()}
+
+
+def merge_skew(root: Path, counted: list[dict]) -> list[str]:
+    """Each trace's skew from its volumes' counts (equal to ``tiercast skew`` of the whole trace),
+    written where the loader reads it, once every volume of the trace was counted; the parts are
+    removed. Returns the skew files written, relative to the root."""
+    import polars as pl
+
+    from pipelines.analytics import capacities, skew_path, write_skew
+    from pipelines.catalog import find_trace
+    from replay.skew import SkewCounter
+
+    written = []
+    for trace_id, slice_bytes in sorted({(c["trace_id"], int(c["slice_bytes"])) for c in counted if c}):
+        trace = find_trace(root, trace_id)
+        parts = _skew_parts(root, trace_id, slice_bytes)
+        files = sorted(parts.glob("*.parquet"))
+        if len(files) < len(trace.manifest.get("volumes") or {}):
+            continue  # a volume failed: its trace waits for the next run
+        counter = SkewCounter(slice_bytes)
+        for f in files:
+            counter.add_partial(pl.read_parquet(f))
+        path = skew_path(root, trace_id, slice_bytes)
+        write_skew(trace_id, counter.result(capacities(trace)), path)
+        shutil.rmtree(parts)
+        for empty in (parts.parent, parts.parent.parent):
+            if not any(empty.iterdir()):
+                empty.rmdir()
+        written.append(path.relative_to(root).as_posix())
+    return written
+
+
+def skew_inputs(item: dict) -> list[str]:
+    """One volume of a trace, and its manifest."""
+    from pipelines.ingest import volume_dir
+
+    return [f"traces/{item['trace_id']}/manifest.json",
+            f"traces/{item['trace_id']}/{volume_dir(Path(), item['volume']).name}/"]
 
 
 def replay_pair(root: Path, pair: dict) -> dict:
@@ -261,10 +395,15 @@ def replay_pair(root: Path, pair: dict) -> dict:
 # --- summaries -------------------------------------------------------------------------------
 
 
+def run_file(dag_id: str, run_id: str, suffix: str = ".json") -> str:
+    """``runs/<dag>/<run><suffix>`` relative to the data root (a run id made safe as a name)."""
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
+    return f"runs/{dag_id}/{safe}{suffix}"
+
+
 def write_run_summary(root: Path, dag_id: str, run_id: str, summary: dict) -> Path:
     """``<root>/runs/<dag>/<run>.json``: what a DAG run did and what failed (also in the log)."""
-    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in run_id)
-    path = root / "runs" / dag_id / f"{safe}.json"
+    path = root / run_file(dag_id, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, {"dag_id": dag_id, "run_id": run_id, "written_at": datetime.now(tz=UTC).isoformat(),
                              **summary})
@@ -278,11 +417,20 @@ def write_run_summary(root: Path, dag_id: str, run_id: str, summary: dict) -> Pa
 PLAN_INPUTS = [CONFIG_FILE, "scenarios/", "traces/*/manifest.json", "results/array_runs/*/summary.json"]
 #: the loader removes units whose files are gone, so it sees all of them
 LOAD_INPUTS = ["traces/", "measured/", "results/", "tiercast.duckdb"]
+#: the report reads the warehouse and the files behind its views
+REPORT_INPUTS = LOAD_INPUTS
 
 
 def ingest_inputs(landed: str) -> list[str]:
-    """A landed file (relative to the root) and the re-ingest index."""
-    return [landed, "traces/_sources.json"]
+    """A landed file (relative to the root) with its marker, the re-ingest index and the
+    manifests (a dataset already there is not ingested again)."""
+    return [landed, landed + DONE_SUFFIX, "traces/_sources.json", "traces/*/manifest.json", "measured/*/manifest.json"]
+
+
+def validate_inputs(ingested: list[dict]) -> list[str]:
+    """The datasets an ingest run made new, and their archived sources (quarantined when GX fails)."""
+    return [p for r in ingested if r and not r.get("already_ingested")
+            for p in (f"{'traces' if r['kind'] == 'trace' else 'measured'}/{r['id']}/", r["archived_as"])]
 
 
 def replay_inputs(pair: dict) -> list[str]:

@@ -151,6 +151,15 @@ class SkewCounter:
             self._rows += counts.height
         return int(top["rows"][0])
 
+    def partial(self) -> pl.DataFrame:
+        """The counts so far (volume, slice, ios, end): what a worker that counted some volumes
+        hands on; :meth:`add_partial` of every volume's gives the same result as one counter."""
+        return self._merged()
+
+    def add_partial(self, counts: pl.DataFrame) -> None:
+        self._parts.append(counts.select("volume", "slice", "ios", "end"))
+        self._rows += counts.height
+
     def _merged(self) -> pl.DataFrame:
         if not self._parts:
             return pl.DataFrame(schema={"volume": pl.String, "slice": pl.Int64, "ios": pl.Int64, "end": pl.Int64})

@@ -59,10 +59,13 @@ class Airflow:
 
     executor = "LocalExecutor"
 
-    def __init__(self, home: Path, data_dir: Path | str, parallelism: int = 2, numba_cache: Path | None = None):
+    def __init__(self, home: Path, data_dir: Path | str, parallelism: int = 2, numba_cache: Path | None = None,
+                 preload: bool = True):
         """``data_dir``: the data root (a path, or an object-store URL); ``numba_cache``: the
-        workers' NUMBA_CACHE_DIR (default: the tasks' own, compiled by the first replays)."""
-        self.home, self.data_dir = Path(home), str(data_dir)
+        workers' NUMBA_CACHE_DIR (default: the tasks' own, compiled by the first replays);
+        ``preload``: the data stack imported before the task processes fork
+        (``pipelines.airflow_preload``, hooked in by ``airflow_local_settings.py``)."""
+        self.home, self.data_dir, self.preload = Path(home), str(data_dir), preload
         port = free_port()
         self.env = {
             **os.environ,
@@ -81,7 +84,10 @@ class Airflow:
             # a busy shared machine answers the workers' API calls slowly (5 s timed out at load 15)
             "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.25",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            # the DAG files do not change while it runs: parse them once, not every 30 s beside the tasks
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
             "TIERCAST_DATA_DIR": self.data_dir,
             "TIERCAST_INGEST_CRON": "",  # runs only when triggered here
             "TIERCAST_REPLAY_CRON": "",
@@ -117,6 +123,10 @@ class Airflow:
 
     def __enter__(self):
         self.home.mkdir(parents=True, exist_ok=True)
+        if self.preload:
+            (self.home / "config").mkdir(exist_ok=True)
+            (self.home / "config" / "airflow_local_settings.py").write_text(
+                "from pipelines.airflow_preload import preload\n\npreload()\n")
         try:
             self.airflow("db", "migrate")
             self.airflow("pools", "set", "tiercast_warehouse", "1", "one DuckDB writer")
@@ -206,8 +216,9 @@ class CeleryCluster(Airflow):
 
     executor = "CeleryExecutor"
 
-    def __init__(self, home: Path, data_dir: Path | str, workers: int = 2, numba_cache: Path | None = None):
-        super().__init__(home, data_dir, parallelism=2 * workers, numba_cache=numba_cache)
+    def __init__(self, home: Path, data_dir: Path | str, workers: int = 2, numba_cache: Path | None = None,
+                 preload: bool = True):
+        super().__init__(home, data_dir, parallelism=2 * workers, numba_cache=numba_cache, preload=preload)
         self.workers = workers
         self.redis_port = free_port()
         redis = f"redis://127.0.0.1:{self.redis_port}"

@@ -66,7 +66,7 @@ print(json.dumps({'errors': {k: str(v) for k, v in bag.import_errors.items()}, '
     tasks = out["tasks"]
     assert {d: sorted(t) for d, t in tasks.items()} == {
         "tiercast_ingest": ["discover", "ingest", "publish", "summary", "validate"],
-        "tiercast_replay": ["load", "plan", "replay", "summary"],
+        "tiercast_replay": ["load", "plan", "replay", "skew", "summary", "volumes"],
         "tiercast_report": ["report"],
     }
     # parsing must not pull in the data stack (the scheduler parses these files often)
@@ -74,6 +74,7 @@ print(json.dumps({'errors': {k: str(v) for k, v in bag.import_errors.items()}, '
     # every task has a time limit and records its failure; input checks never retry
     assert all(t["timeout"] and t["callback"] for d in tasks.values() for t in d.values())
     assert tasks["tiercast_ingest"]["discover"]["retries"] == 0 and tasks["tiercast_replay"]["plan"]["retries"] == 0
+    assert tasks["tiercast_replay"]["volumes"]["retries"] == 0
     assert tasks["tiercast_replay"]["load"]["pool"] == "tiercast_warehouse"
     assert tasks["tiercast_replay"]["load"]["trigger"] == "all_done"  # a failed replay does not block the load
     assert tasks["tiercast_ingest"]["validate"]["trigger"] == "all_done"  # nor a bad file the good ones
@@ -202,8 +203,8 @@ from pipelines.catalog import list_traces
 rows = sorted(t.manifest['rows_read'] for t in list_traces(data))
 refused = [run('tiercast_ingest', landing_dir='../elsewhere'), run('tiercast_ingest', landing_dir='landng'),
            run('tiercast_replay', scenarios=['vnx2-mxc'])]
-failures = {p.parent.name + '/' + p.name: [json.loads(x)['error'] for x in p.read_text().splitlines()]
-            for p in (data / 'runs').rglob('*.failures.jsonl')}
+failures = {p.parent.name + '/' + p.name: [json.loads(p.read_text())['error']]
+            for p in (data / 'runs').glob('*/*.failures/*.json')}
 print(json.dumps({'half': half, 'whole': whole, 'done': done, 'rows': rows, 'refused': refused,
                   'errors': sorted(e for v in failures.values() for e in v), 'tis': tis()}))
 """, tmp_path, data)
@@ -219,3 +220,33 @@ print(json.dumps({'half': half, 'whole': whole, 'done': done, 'rows': rows, 'ref
     # refused at once: no retries, and no replay mapped
     assert not [t for t in out["tis"] if t[4] > 1]
     assert [t[3] for t in out["tis"] if t[0] == "tiercast_replay" and t[1] == "replay"] == ["upstream_failed"]
+
+
+def test_a_failed_task_that_ran_no_callback_still_fails_the_run(tmp_path):
+    """A task instance that never started (its process killed, or its first API call timed out)
+    runs no failure callback; the run's summary still counts it from Airflow's task states."""
+    from pipelines.airflow_support import failures
+
+    folder = tmp_path / "runs" / "tiercast_replay" / "manual_1.failures"
+    folder.mkdir(parents=True)
+    (folder / "replay.1.1.json").write_text(json.dumps({"task_id": "replay", "map_index": 1, "try_number": 1,
+                                                         "error": "boom"}))
+    states = {"plan": "success", "replay_0": "success", "replay_1": "failed", "replay_2": "failed",
+              "load": "success", "summary": "running", "volumes": "failed"}
+    found = failures(tmp_path, "tiercast_replay", "manual_1", states)
+    assert [(f["task_id"], f["map_index"], f["error"][:24]) for f in found] == [
+        ("replay", 1, "boom"),
+        ("replay_2", -1, "failed without running i"),
+        ("volumes", -1, "failed without running i")]
+    assert failures(tmp_path, "tiercast_replay", "manual_2", {"plan": "success"}) == []
+
+
+def test_preload_imports_the_data_stack_only_where_tasks_fork(monkeypatch, tmp_path):
+    from pipelines.airflow_preload import TASK_MODULES, preload
+
+    monkeypatch.setenv("TIERCAST_DATA_DIR", str(tmp_path))
+    assert preload(["api-server"]) == [] and preload(["dags", "test", "tiercast_replay"]) == []
+    assert preload(["celery", "worker", "--concurrency", "1"]) == list(TASK_MODULES)
+    assert preload(["scheduler"]) == list(TASK_MODULES) and all(m in sys.modules for m in TASK_MODULES)
+    monkeypatch.delenv("TIERCAST_DATA_DIR")  # the root in a Variable only: the tasks set numba up themselves
+    assert preload(["scheduler"]) == []

@@ -6,6 +6,7 @@ store through the registered fsspec filesystem."""
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.request
 
@@ -15,12 +16,12 @@ from standalone import free_port
 from test_celery import INTERVALS, SCENARIOS, WHATIF, in_process, landed_traces
 
 from pipelines import object_store
-from pipelines.load import load
+from pipelines.analytics import skew_trace
+from pipelines.catalog import list_traces
+from pipelines.load import load, query
 from pipelines.orchestrate import (
     LOAD_INPUTS,
     PLAN_INPUTS,
-    InputError,
-    data_root,
     ingest_inputs,
     ingest_landed,
     replay_config,
@@ -31,6 +32,8 @@ from pipelines.orchestrate import (
 )
 
 URL = "s3://tiercast/root"
+SLICE = 1 << 20
+SKEW = "select trace_id, slice_bytes, slices, ios, skew_io_share, flash_bytes_80pct from skew order by 1"
 
 
 @pytest.fixture()
@@ -116,8 +119,56 @@ def test_a_failed_step_uploads_nothing_and_markers_go_last(s3, tmp_path):
     assert done["deleted"] == []
 
 
-def test_dag_tasks_refuse_an_object_store_root_with_the_reason():
-    assert object_store.is_url("s3://b/p") and not object_store.is_url("/srv/data")
-    assert not object_store.is_url("file:///srv/data")
-    with pytest.raises(InputError, match=r"data root 's3://b/p' is an object-store URL: the DAG tasks take a mounted"):
-        data_root("s3://b/p")
+def test_the_dags_run_on_an_s3_data_root_and_equal_a_local_root(s3, tmp_path):
+    """``dag.test()`` of the three DAGs with ``TIERCAST_DATA_DIR=s3://...``: every task stages its
+    inputs from the store and uploads its outputs (no shared disk), a bad file is quarantined in
+    the store, and the warehouse equals the same steps on a local root."""
+    require_module("airflow", "apache-airflow is installed by `make venv` (extra 'airflow')")
+    from test_dags import run_airflow
+
+    sources = landed_traces(tmp_path / "src", 2, 5_000)
+    expected = in_process(tmp_path / "local", sources)
+    local = tmp_path / "local"
+    for t in list_traces(local):  # the skew, per trace in one process
+        skew_trace(t, SLICE, data_dir=local)
+    load(local)
+    expected_skew = query(local, SKEW).rows()
+    s3.pipe("tiercast/root/replay.toml", f"scenarios = {SCENARIOS!r}\nskew_slice_bytes = [{SLICE}]\n".replace(
+        "'", '"').encode())
+    for src in sources:
+        s3.put_file(str(src), f"tiercast/root/landing/{src.name}")
+    s3.pipe("tiercast/root/landing/garbage.bin", bytes(range(256)) * 12)
+    out = run_airflow("""
+import json
+from airflow.utils import db
+db.resetdb()
+from airflow.models.pool import Pool
+Pool.create_or_update_pool('tiercast_warehouse', 1, 'one DuckDB writer', include_deferred=False)
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag()
+states = [str(bag.dags[d].test(run_conf=c).state) for d, c in (
+    ('tiercast_ingest', {'stable_seconds': 0}), ('tiercast_replay', None), ('tiercast_report', None),
+    ('tiercast_replay', None))]
+print(json.dumps({'states': states}))
+""", tmp_path, URL)
+    # the garbage file fails its own ingest, so the ingest run is red; the rest goes on
+    assert out["states"] == ["failed", "success", "success", "success"]
+    assert (object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()) == expected
+    # the skew, mapped over the traces' volumes on the workers and merged by the load task
+    assert len(expected_skew) == 2 and object_store.query(URL, SKEW).rows() == expected_skew
+    listed = sorted(p.removeprefix("tiercast/root/") for p in s3.find("tiercast/root"))
+    assert not [p for p in listed if p.startswith("landing/")]
+    assert sorted(p.rsplit("/", 1)[-1] for p in listed if p.startswith("archive/")) == ["lun0.parquet", "lun1.parquet"]
+    assert [p for p in listed if p.startswith("quarantine/")] == ["quarantine/garbage.bin",
+                                                                  "quarantine/garbage.bin.error.json"]
+    assert "unknown format" in json.loads(s3.cat("tiercast/root/quarantine/garbage.bin.error.json"))["error"]
+    assert "reports/tiercast.html" in listed
+    assert not [p for p in listed if ".cache/" in p or "/.tmp-" in p]  # scratch stays on the workers
+    # each run's summary is one object; the failed ingest names its failure, recorded as one object too
+    summaries = {p.split("/")[1]: json.loads(s3.cat(f"tiercast/root/{p}")) for p in listed
+                 if p.startswith("runs/") and p.endswith(".json") and ".failures/" not in p}
+    ingest = [v for k, v in summaries.items() if k == "tiercast_ingest"]
+    assert len(ingest) == 1 and ingest[0]["new_datasets"] == 2
+    assert [f["task_id"] for f in ingest[0]["failed"]] == ["ingest"]
+    assert "unknown format" in ingest[0]["failed"][0]["error"]
+    assert len([p for p in listed if ".failures/" in p]) == 2  # ingest[i] and its run's summary
