@@ -250,3 +250,19 @@ def test_preload_imports_the_data_stack_only_where_tasks_fork(monkeypatch, tmp_p
     assert preload(["scheduler"]) == list(TASK_MODULES) and all(m in sys.modules for m in TASK_MODULES)
     monkeypatch.delenv("TIERCAST_DATA_DIR")  # the root in a Variable only: the tasks set numba up themselves
     assert preload(["scheduler"]) == []
+
+
+def test_load_kernels_reads_numbas_private_cache_index(tmp_path):
+    """Pins the numba internal ``load_kernels`` relies on (``Dispatcher._cache._cache_file.
+    _load_index``): a kernel compiled and cached by one process is loaded, with its signature, by
+    ``load_kernels`` in a fresh one without being called. If numba renames it, this fails (the
+    preload itself would only silently load nothing)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    compile_ = "import numpy as np; from replay.ids import slot; slot(np.int64(7), np.int64(60), np.int64(15))"
+    load = ("import replay.ids as m; from pipelines.airflow_preload import load_kernels; "
+            "n = load_kernels(); print(n, [str(s) for s in m.slot.signatures])")
+    subprocess.run([sys.executable, "-c", compile_], check=True, env=env, cwd=ROOT, timeout=300)
+    out = subprocess.run([sys.executable, "-c", load], check=True, env=env, cwd=ROOT, timeout=300,
+                         capture_output=True, text=True).stdout.split(" ", 1)
+    assert int(out[0]) >= 1
+    assert out[1].strip() == "['(int64, int64, int64)']"
