@@ -31,6 +31,15 @@ BIN = Path(sys.executable).parent
 DAG_IDS = {"tiercast_ingest", "tiercast_replay", "tiercast_report"}
 
 
+def _die_with_the_test_process() -> None:
+    """In the child: SIGTERM when the pytest process dies (Linux ``prctl(PR_SET_PDEATHSIG)``), so
+    a killed test run leaves no scheduler, worker or redis behind (``__exit__`` never runs then)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -110,7 +119,7 @@ class Airflow:
         log = self.home / f"{name}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                    cwd=self.home)
+                                    cwd=self.home, preexec_fn=_die_with_the_test_process)
         self.procs.append(proc)
         self.logs[proc.pid] = log
         return proc
