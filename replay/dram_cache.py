@@ -495,11 +495,16 @@ def make_room(ds, part, k):
     the partition has too few clean pages (all dirty, or capacity below k)."""
     pt = ds.parts[part]
     cap = pt.cap
+    if pt.used + k <= cap:
+        return True
     while pt.used + k > cap:
         t = pt.tail
         if t < 0:
             return False
         evict_unit(ds, t)
+    t = pt.tail
+    if t >= 0 and ds.units[t].lp >= 0:  # memory: the next eviction unlinks the new tail from it
+        prefetch(ds.units, ds.units[t].lp)
     return True
 
 
@@ -764,6 +769,7 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     ppu = dp.ppu
     page = dp.page
     mask = x.dirty
+    ssd.prefetch_slot(sp, ss, u)
     _prefetch_successor(sp, ss, un, x.fn if kind == K_FLUSH else x.vn)
     batch = 1.0
     if dp.order_addr:

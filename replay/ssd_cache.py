@@ -399,24 +399,31 @@ def prefetch_chunk(sp, ss, u):
 
 
 @kernel
+def prefetch_slot(sp, ss, u):
+    """Memory: the slot, and its LRU links, of DRAM unit u's chunk if cached (its chunk record
+    should be loaded by now)."""
+    if sp.on:
+        s = ss.chunks[chunk_of(sp, ss, u)].slot
+        if s >= 0:
+            prefetch(ss.slots, s)
+            prefetch(ss.lru_prev, s)
+            prefetch(ss.lru_next, s)
+
+
+@kernel
 def prefetch_chunks(sp, ss, punit, p0, p1):
-    """Memory: the chunk records of the units of pages p0..p1 (a later request's)."""
+    """:func:`prefetch_chunk` for the units of pages p0..p1 (a later request's)."""
     if sp.on:
         for j in range(p0, p1):
-            prefetch(ss.chunks, chunk_of(sp, ss, punit[j]))
+            prefetch_chunk(sp, ss, punit[j])
 
 
 @kernel
 def prefetch_slots(sp, ss, punit, p0, p1):
-    """Memory: the slots, and their LRU links, of the cached chunks of pages p0..p1 (their chunk
-    records should be loaded by now)."""
+    """:func:`prefetch_slot` for the units of pages p0..p1."""
     if sp.on:
         for j in range(p0, p1):
-            s = ss.chunks[chunk_of(sp, ss, punit[j])].slot
-            if s >= 0:
-                prefetch(ss.slots, s)
-                prefetch(ss.lru_prev, s)
-                prefetch(ss.lru_next, s)
+            prefetch_slot(sp, ss, punit[j])
 
 
 @step
