@@ -22,6 +22,11 @@ page accesses per second (a request here is one page: 8 KiB aligned). Best of ``
 
     .venv/bin/python benchmarks/array.py                  # 10 M requests
     .venv/bin/python benchmarks/array.py --requests 1000000
+    .venv/bin/python benchmarks/array.py --requests 2000000 --against main   # before / after
+
+``--against REV``: only the kernel, of git revision REV and of this tree, on the same chunks, each
+run in its own process, alternated (REV, this, REV, this, ...) so that both see the same load on
+a shared machine; best of ``--repeat``, and whether latency sums and flush counts are identical.
 """
 
 from __future__ import annotations
@@ -32,16 +37,20 @@ from pathlib import Path
 # This file is named array.py (as the issue asks): run as a script, its folder would come first on
 # sys.path and shadow the standard library's ``array`` module. Put the repository root there.
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[0] = str(ROOT)
+#: ``--kernel-child TREE CHUNKS LABEL`` (``--against``'s child process): TREE's code, not this one's
+TREE = Path(sys.argv[sys.argv.index("--kernel-child") + 1]) if "--kernel-child" in sys.argv else ROOT
+sys.path[0] = str(TREE)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import pickle  # noqa: E402
+import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba-cache"))
+os.environ.setdefault("NUMBA_CACHE_DIR", str(TREE / ".numba-cache"))
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 import numpy as np  # noqa: E402
@@ -106,6 +115,48 @@ def kernel_run(name: str, chunks, names) -> tuple[float, float, dict]:
     return time.perf_counter() - t, time.process_time() - cpu, m.counters(st)
 
 
+def compile_kernels(label: str) -> None:
+    kernel_run(label, [ChunkBuilder(8192).build(pl.DataFrame(
+        {"ts_ns": [0], "volume": ["w"], "op": ["write"], "offset": [0], "size": [8192]}))], ["w"])
+
+
+def kernel_child(chunks_file: Path, label: str) -> None:
+    """``--against``'s child: this process's tree (TREE) replays the pickled chunks twice (the
+    first run also compiles for their types); prints the second run's CPU seconds and latency sum."""
+    chunks, names = pickle.loads(chunks_file.read_bytes())
+    compile_kernels(label)
+    kernel_run(label, chunks, names)
+    _, cpu, c = kernel_run(label, chunks, names)
+    print(json.dumps({"cpu_s": cpu, "latency_sum_ns": c["latency_sum_ns"], "flush_ops": c["flush_ops"]}))
+
+
+def against(rev: str, chunks, names, n: int, repeat: int, work: Path) -> list[dict]:
+    """Kernel CPU time of git revision ``rev`` and of this tree on the same chunks, alternated
+    (old, new, old, new, ... per scenario, each run its own process), best of ``repeat``."""
+    old = work / "against"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    chunks_file = work / "chunks.pickle"
+    chunks_file.write_bytes(pickle.dumps((chunks, names)))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    rows = []
+    for label in SCENARIOS:
+        best: dict[str, dict] = {}
+        for _ in range(repeat):
+            for tree in (old, ROOT):
+                out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--kernel-child", str(tree),
+                                      str(chunks_file), label], check=True, capture_output=True, text=True, env=env)
+                r = json.loads(out.stdout.splitlines()[-1])
+                if str(tree) not in best or r["cpu_s"] < best[str(tree)]["cpu_s"]:
+                    best[str(tree)] = r
+        b, a = best[str(old)], best[str(ROOT)]
+        rows.append({"scenario": label, "before_req_per_cpu_s": n / b["cpu_s"], "after_req_per_cpu_s": n / a["cpu_s"],
+                     "speedup": b["cpu_s"] / a["cpu_s"],
+                     "identical": (b["latency_sum_ns"], b["flush_ops"]) == (a["latency_sum_ns"], a["flush_ops"])})
+    return rows
+
+
 def end_to_end(name: str, trace, work: Path) -> tuple[float, float, dict]:
     t, cpu = time.perf_counter(), time.process_time()
     s = rp.replay_trace(trace, work, scenario(name), force=True)
@@ -129,8 +180,14 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--against", metavar="REV",
+                    help="instead: kernel CPU time of git revision REV vs this tree, alternated, best of --repeat")
+    ap.add_argument("--kernel-child", nargs=3, metavar=("TREE", "CHUNKS", "LABEL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
+    if args.kernel_child:
+        kernel_child(Path(args.kernel_child[1]), args.kernel_child[2])
+        return
     readers: list = []
     rows = []
     with tempfile.TemporaryDirectory(prefix="tiercast-bench-array-") as tmp:
@@ -138,9 +195,15 @@ def main() -> None:
         trace, chunks, builder, oracle, n_pages = prepare(args.requests, work)
         names = list(builder.volumes)
         n = args.requests
-        for label in SCENARIOS:  # compile
-            kernel_run(label, [ChunkBuilder(8192).build(pl.DataFrame(
-                {"ts_ns": [0], "volume": ["w"], "op": ["write"], "offset": [0], "size": [8192]}))], ["w"])
+        if args.against:
+            ab = against(args.against, chunks, names, n, args.repeat, work)
+            print(json.dumps(ab, indent=1) if args.json else "\n".join(
+                f"{r['scenario']:28s} kernel per CPU-s: {args.against} {r['before_req_per_cpu_s']:>12,.0f}  this tree "
+                f"{r['after_req_per_cpu_s']:>12,.0f}  {r['speedup']:.2f}x  results identical: {r['identical']}"
+                for r in ab))
+            return
+        for label in SCENARIOS:
+            compile_kernels(label)
         for name in SCENARIOS:
             kt, kcpu, c = min((kernel_run(name, chunks, names) for _ in range(args.repeat)), key=lambda r: r[1])
             wall, cpu, s = min((end_to_end(name, trace, work) for _ in range(args.repeat)), key=lambda r: r[0])

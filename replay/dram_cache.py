@@ -87,6 +87,7 @@ from replay.events import (
 )
 from replay.ids import slot
 from replay.jit import kernel, step
+from replay.prefetch import prefetch
 
 I4, I8, U8, F8 = np.int32, np.int64, np.uint64, np.float64
 
@@ -494,11 +495,16 @@ def make_room(ds, part, k):
     the partition has too few clean pages (all dirty, or capacity below k)."""
     pt = ds.parts[part]
     cap = pt.cap
+    if pt.used + k <= cap:
+        return True
     while pt.used + k > cap:
         t = pt.tail
         if t < 0:
             return False
         evict_unit(ds, t)
+    t = pt.tail
+    if t >= 0 and ds.units[t].lp >= 0:  # memory: the next eviction unlinks the new tail from it
+        prefetch(ds.units, ds.units[t].lp)
     return True
 
 
@@ -648,6 +654,8 @@ def update_due(ds, r, now):
         g.due += 1
         g.front = nxt
         nxt = np.int64(un[nxt].fn)
+    if nxt >= 0 and un[nxt].fn >= 0:  # the walk's next step, loaded by the time it is due
+        prefetch(un, un[nxt].fn)
 
 
 @kernel
@@ -761,6 +769,8 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     ppu = dp.ppu
     page = dp.page
     mask = x.dirty
+    ssd.prefetch_slot(sp, ss, u)
+    _prefetch_successor(sp, ss, un, x.fn if kind == K_FLUSH else x.vn)
     batch = 1.0
     if dp.order_addr:
         if dp.mode == MODE_MCX and not c.emergency:
@@ -827,6 +837,15 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
         rec[ev.rec_n - 1, REC_SSD_HITS] = s_hits
         rec[ev.rec_n - 1, REC_SSD_MISSES] = s_runs - s_hits
     return done
+
+
+@kernel
+def _prefetch_successor(sp, ss, un, u):
+    """Memory: the unit the same flusher writes next (and its SSD cache chunk), loaded while
+    other work runs before its turn."""
+    if u >= 0:
+        prefetch(un, u)
+        ssd.prefetch_chunk(sp, ss, u)
 
 
 @kernel
@@ -956,6 +975,26 @@ def suspended(ds, t):
 
 
 # ---- host requests --------------------------------------------------------------------------
+@kernel
+def prefetch_units(ds, punit, p0, p1):
+    """Memory: start loading the cache units of pages p0..p1 (a later request's)."""
+    for j in range(p0, p1):
+        prefetch(ds.units, punit[j])
+
+
+@kernel
+def prefetch_neighbours(ds, punit, p0, p1):
+    """Memory: the clean-LRU neighbours of the units of pages p0..p1 (a hit or a dirtying
+    write unlinks the unit from between them); the units themselves should be loaded by now."""
+    un = ds.units
+    for j in range(p0, p1):
+        x = un[punit[j]]
+        if x.lp >= 0:
+            prefetch(un, x.lp)
+        if x.ln >= 0:
+            prefetch(un, x.ln)
+
+
 @step
 def read(dp, ds, bp, bs, sp, ss, ev, rec, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host read at tc of pages p0..p1: hits, misses from the back end (contiguous pages of one

@@ -46,6 +46,7 @@ from replay import fast_cache, qcache
 from replay import queueing as qk
 from replay.events import K_PROMOTE, record
 from replay.jit import kernel, step
+from replay.prefetch import prefetch
 
 I4, I8, U8 = np.int32, np.int64, np.uint64
 
@@ -389,6 +390,40 @@ def first_sub(sp, ss, u):
         return 0
     return ss.unit_sub[u]
 
+
+@kernel
+def prefetch_chunk(sp, ss, u):
+    """Memory: start loading the chunk record of DRAM unit u (nothing without an SSD cache)."""
+    if sp.on:
+        prefetch(ss.chunks, chunk_of(sp, ss, u))
+
+
+@kernel
+def prefetch_slot(sp, ss, u):
+    """Memory: the slot, and its LRU links, of DRAM unit u's chunk if cached (its chunk record
+    should be loaded by now)."""
+    if sp.on:
+        s = ss.chunks[chunk_of(sp, ss, u)].slot
+        if s >= 0:
+            prefetch(ss.slots, s)
+            prefetch(ss.lru_prev, s)
+            prefetch(ss.lru_next, s)
+
+
+@kernel
+def prefetch_chunks(sp, ss, punit, p0, p1):
+    """:func:`prefetch_chunk` for the units of pages p0..p1 (a later request's)."""
+    if sp.on:
+        for j in range(p0, p1):
+            prefetch_chunk(sp, ss, punit[j])
+
+
+@kernel
+def prefetch_slots(sp, ss, punit, p0, p1):
+    """:func:`prefetch_slot` for the units of pages p0..p1."""
+    if sp.on:
+        for j in range(p0, p1):
+            prefetch_slot(sp, ss, punit[j])
 
 
 @step
