@@ -314,12 +314,12 @@ def skew_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> list[
     """One item per (trace, volume, slice size) whose trace has no skew result at that slice
     size yet: the per-volume counts are independent, so a multi-volume trace spreads over
     workers (:func:`skew_volume`), and the load task merges them (:func:`merge_skew`)."""
-    from pipelines.analytics import skew_path
+    from pipelines.analytics import skew_paths
 
     items = []
     for t in _matching_traces(root, config):
         for slice_bytes in config.skew_slice_bytes:
-            if not skew_path(root, t.trace_id, slice_bytes).is_file():
+            if not skew_paths(root, t, slice_bytes)["summary"].is_file():
                 items += [{"trace_id": t.trace_id, "volume": v, "slice_bytes": slice_bytes}
                           for v in sorted(t.manifest.get("volumes") or {})]
     return items[:limit]
@@ -354,7 +354,7 @@ def merge_skew(root: Path, counted: list[dict]) -> list[str]:
     removed. Returns the skew files written, relative to the root."""
     import polars as pl
 
-    from pipelines.analytics import capacities, skew_path, write_skew
+    from pipelines.analytics import capacities, write_skew
     from pipelines.catalog import find_trace
     from replay.skew import SkewCounter
 
@@ -368,13 +368,12 @@ def merge_skew(root: Path, counted: list[dict]) -> list[str]:
         counter = SkewCounter(slice_bytes)
         for f in files:
             counter.add_partial(pl.read_parquet(f))
-        path = skew_path(root, trace_id, slice_bytes)
-        write_skew(trace_id, counter.result(capacities(trace)), path)
+        paths = write_skew(root, trace, counter.result(capacities(trace)))
         shutil.rmtree(parts)
         for empty in (parts.parent, parts.parent.parent):
             if not any(empty.iterdir()):
                 empty.rmdir()
-        written.append(path.relative_to(root).as_posix())
+        written.append(paths["summary"].relative_to(root).as_posix())
     return written
 
 
