@@ -6,8 +6,6 @@ after another: no global merge), so memory does not grow with the trace.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +14,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipelines.catalog import TraceRef
+from pipelines.dataset import key_of
 from pipelines.files import atomic_output
 from replay.skew import IO_SHARES_PCT, Skew, SkewCounter
 from replay.snapshots import SnapshotTimeline, snapshot_space
@@ -76,7 +75,7 @@ def skew_key(trace: TraceRef, slice_bytes: int) -> str:
     """16 hex digits naming a skew result: the trace, its data version, the slice size and the
     skew code's version (``replay.version.SKEW_MODEL``), as runs are keyed."""
     what = [trace.trace_id, trace.data_version, int(slice_bytes), model_version(SKEW_MODEL)]
-    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+    return key_of(what)
 
 
 def skew_paths(data_dir: str | Path, trace: TraceRef, slice_bytes: int) -> dict[str, Path]:

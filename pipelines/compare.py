@@ -54,7 +54,6 @@ with those.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -67,7 +66,7 @@ import polars as pl
 from pipelines.calibrate import device_ms_per_s, fio_job_start_ns, fio_view, interval_ios, iostat_phase_ns
 from pipelines.capture import captures_root, find_capture, list_captures
 from pipelines.catalog import find_by_prefix, find_trace
-from pipelines.dataset import Staging, remove_stale_staging
+from pipelines.dataset import Staging, key_of, remove_stale_staging
 from pipelines.ingest_logs import find_measured
 from pipelines.replay import run_paths
 from replay.version import COMPARE_MODEL, model_version
@@ -332,7 +331,7 @@ def comparison_id(run_id: str, capture_id: str, iostat_id: str, fio_id: str | No
     and the comparison code's version (``replay.version.COMPARE_MODEL``)."""
     what = [run_id, capture_id, iostat_id, fio_id, sorted(device_map.items()), float(min_coverage),
             model_version(COMPARE_MODEL)]
-    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+    return key_of(what)
 
 
 def comparisons_root(data_dir: str | Path) -> Path:

@@ -65,6 +65,12 @@ def check_validate_mode(validate: str) -> None:
         raise ValueError(f"--validate must be one of {', '.join(VALIDATE_MODES)}; got {validate!r}")
 
 
+def key_of(what: list) -> str:
+    """16 hex digits naming a derived result by what produced it (ids, versions, parameters,
+    in a fixed order): page streams, skew results, model-vs-measured comparisons."""
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
 def content_id(sha256: str, identity: dict) -> str:
     """Id of a dataset: the source's sha256 plus everything that changes the output."""
     key = json.dumps({"sha256": sha256, **identity}, sort_keys=True)

@@ -28,8 +28,6 @@ stream that fails its checks is removed and the trace read again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -40,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.catalog import PAGES_DIR, TraceRef
-from pipelines.dataset import Staging, remove_stale_staging
+from pipelines.dataset import Staging, key_of, remove_stale_staging
 from replay.intervals import CacheIntervals
 from replay.kernels import cache_model
 from replay.model import Chunk
@@ -104,7 +102,7 @@ def page_stream_key(trace: TraceRef, page_size: int) -> str:
     """16 hex digits naming the page stream of ``trace`` at ``page_size`` with the current code."""
     what = [trace.trace_id, trace.data_version, trace.manifest.get("sha256"), int(page_size),
             model_version(STREAM_CODE)]
-    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+    return key_of(what)
 
 
 def page_stream_dir(trace: TraceRef, page_size: int) -> Path:
