@@ -159,6 +159,8 @@ def query(url: str, sql: str):
     """Run read-only SQL on the warehouse of the data root ``url`` (a local copy of its DuckDB
     file), the ``requests`` / ``rejects`` views reading the trace Parquet in the store through
     the registered fsspec filesystem. Returns a Polars frame."""
+    import duckdb  # noqa: F401  (con.sql: relations come with DuckDB's Python layer, see pipelines/duckdb_engine.py)
+
     from pipelines import warehouse
 
     fs, base = filesystem(url)

@@ -70,6 +70,8 @@ class Warehouse:
     """A read-only connection to the warehouse and what it holds."""
 
     def __init__(self, data_dir: Path):
+        import duckdb  # noqa: F401  (con.sql: relations come with DuckDB's Python layer, see pipelines/duckdb_engine.py)
+
         from pipelines.warehouse import db_path, reader
 
         self.con = reader(db_path(data_dir), data_dir)

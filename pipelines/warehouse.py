@@ -27,8 +27,7 @@ import re
 import time
 from pathlib import Path
 
-import duckdb
-
+from pipelines.duckdb_engine import engine as duckdb
 from pipelines.sql import identifier, path_list
 
 DB_NAME = "tiercast.duckdb"
@@ -66,7 +65,8 @@ def _is_lock_error(e: Exception) -> bool:
 
 def connect(database: str | Path, read_only: bool, timeout_s: float = LOCK_TIMEOUT_S) -> duckdb.DuckDBPyConnection:
     """Open ``database``; while another process holds it, retry with jittered exponential backoff
-    up to ``timeout_s`` (then :class:`WarehouseBusy`)."""
+    up to ``timeout_s`` (then :class:`WarehouseBusy`). A caller that wants ``con.sql`` relations
+    imports ``duckdb`` (this module uses only the engine: pipelines/duckdb_engine.py)."""
     deadline = time.monotonic() + timeout_s
     delay, cap = LOCK_BACKOFF_S
     while True:

@@ -69,7 +69,9 @@ for name in COMMANDS:  # what `tiercast NAME --help` shows (help is eager: no ot
     ([], (*ENGINES, "rich", "pydantic")),  # no arguments: the help
     (["--version"], (*ENGINES, "rich", "pydantic")),
     (["traces"], (*ENGINES, "pydantic")),
-    (["sql", "select 42 as answer"], ("numba", "polars", "great_expectations", "pyarrow", "numpy", "pydantic")),
+    # DuckDB's engine only, not its Python layer (pipelines/duckdb_engine.py)
+    (["sql", "select 42 as answer"], ("numba", "polars", "duckdb", "great_expectations", "pyarrow", "numpy",
+                                      "pydantic")),
 ])
 def test_commands_import_only_what_they_use(tmp_path, args, absent):
     data_dir = ["--data-dir", tmp_path / "d"] if args[:1] in (["traces"], ["sql"]) else []
@@ -215,3 +217,22 @@ def test_sql_plain_types_are_read_as_arrow_would(tmp_path):
         assert cut.cut and repr(cut.rows) == repr(arrow[:1])
     [hugeint] = run_read_only(db, ["SELECT 1::HUGEINT AS h"], 0)  # not plain: as before, through Arrow
     assert repr(hugeint.rows) == repr([(Decimal(1),)])
+
+
+def test_the_engine_module_is_what_duckdb_re_exports():
+    """pipelines/duckdb_engine.py uses the private extension module ``_duckdb`` to skip DuckDB's
+    Python layer: pin that ``duckdb`` hands out the same connect, connections and exceptions, and
+    that the engine alone streams a result and describes its columns."""
+    from pipelines.duckdb_engine import engine
+
+    for name in ("connect", "extract_statements", "DuckDBPyConnection", "Error", "IOException",
+                 "PermissionException", "ParserException", "StatementType"):
+        assert getattr(duckdb, name) is getattr(engine, name), name
+    con = engine.connect()
+    con.execute("SELECT i, i / 2 AS x FROM range(1000000000) t(i)")  # streamed: returns at once
+    assert [(d[0], str(d[1])) for d in con.description] == [("i", "BIGINT"), ("x", "DOUBLE")]
+    assert con.fetchmany(3) == [(0, 0.0), (1, 0.5), (2, 1.0)]
+    [s] = engine.extract_statements("DESCRIBE SELECT 1")
+    assert s.type.name == "SELECT"
+    with pytest.raises(duckdb.ParserException, match="syntax error"):
+        con.execute("SELEC 1")

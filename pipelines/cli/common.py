@@ -117,7 +117,7 @@ def describe_error(e: BaseException) -> tuple[int, str]:
         return 2, _one_line(str(e)) or type(e).__name__
     if isinstance(e, OSError):  # incl. PermissionError, IsADirectoryError, ENOSPC
         return 2, _os_message(e)
-    duckdb = sys.modules.get("duckdb")  # only when something imported it: no import cost otherwise
+    duckdb = sys.modules.get("_duckdb")  # only when something imported it: no import cost otherwise
     if duckdb is not None and isinstance(e, duckdb.Error):
         return 2, _duckdb_message(str(e))
     return 1, f"internal error: {type(e).__name__}: {_one_line(str(e))} (run with --debug for the traceback)"

@@ -84,7 +84,7 @@ class SqlRefused(ValueError):
 def read_statements(sql: str) -> list[str]:
     """The statements of ``sql`` (DuckDB's parser), each checked to only read; :class:`SqlRefused`
     otherwise. Syntax errors raise DuckDB's ParserException."""
-    import duckdb
+    from pipelines.duckdb_engine import engine as duckdb
 
     if not sql.strip():
         raise SqlRefused("no SQL statement given (e.g. tiercast sql \"select * from traces\")")
@@ -109,8 +109,7 @@ class Result:
 
 def sandboxed(database: Path | None, allowed: list[Path]):
     """``database`` (None: an empty in-memory one) opened read-only and sandboxed to ``allowed``."""
-    import duckdb
-
+    from pipelines.duckdb_engine import engine as duckdb
     from pipelines.warehouse import sandbox
 
     con = duckdb.connect(str(database), read_only=True) if database is not None else duckdb.connect()
@@ -149,13 +148,23 @@ def fetch(con, statements: list[str], limit: int) -> list[Result]:
     """Run ``statements`` on ``con``, at most ``limit`` rows each (0: all)."""
     results = []
     for q in statements:
-        rel = con.sql(q)
-        cols, types = list(rel.columns), [str(t) for t in rel.types]
+        con.execute(q)  # a streaming result: rows are made as they are fetched
+        cols, types = [d[0] for d in con.description], [str(d[1]) for d in con.description]
         if all(t in PLAIN_TYPES or t.startswith("DECIMAL(") for t in types):
-            rows = list(rel.limit(limit + 1).iter_rows(BATCH_ROWS) if limit else rel.iter_rows(BATCH_ROWS))
-        else:
             rows = []
-            for batch in rel.to_arrow_reader(min(limit, BATCH_ROWS) if limit else BATCH_ROWS):
+            while not limit or len(rows) <= limit:
+                want = min(limit + 1 - len(rows), BATCH_ROWS) if limit else BATCH_ROWS
+                batch = con.fetchmany(want)
+                rows += batch
+                if len(batch) < want:
+                    break
+            con.abort()  # DuckDB 2.0 refuses the next statement while a result is unread; a read has nothing to undo
+        else:
+            import duckdb  # noqa: F401  (con.sql and Arrow results come with the Python layer)
+
+            con.abort()
+            rows = []
+            for batch in con.sql(q).to_arrow_reader(min(limit, BATCH_ROWS) if limit else BATCH_ROWS):
                 rows.extend(zip(*(col.to_pylist() for col in batch.columns), strict=True))
                 if limit and len(rows) > limit:
                     break
@@ -221,6 +230,7 @@ def json_rows(r: Result) -> list[dict]:
 
 def write_parquet(con, statement: str, target) -> None:
     """The result of ``statement`` as Parquet into ``target`` (a path or a binary stream)."""
+    import duckdb  # noqa: F401  (con.sql and Arrow results come with the Python layer)
     import pyarrow.parquet as pq
 
     pq.write_table(con.sql(statement).to_arrow_table(), target)
@@ -283,7 +293,7 @@ def sql_cmd(
 
     database = db_path(dd)
     roots = data_dir_roots(dd)
-    import duckdb
+    from pipelines.duckdb_engine import engine as duckdb
 
     if database.exists():
         con = reader(database, dd, statement or "", allowed=roots)
@@ -311,7 +321,7 @@ def sql_cmd(
 
 
 def _answer(con, statements: list[str], fmt: str, limit: int | None, schema: bool, sink, dd: Path) -> None:
-    import duckdb
+    from pipelines.duckdb_engine import engine as duckdb
 
     if schema:
         rows = schema_rows(con)
