@@ -37,12 +37,15 @@ import polars as pl
 
 from replay.ids import IdMap
 from replay.jit import njit
+from replay.prefetch import prefetch
 
 HASH_SPACE = float(1 << 63)  # sampling hashes are 63-bit non-negative integers
 #: SHARDS "auto": plain SHARDS when the sampled pages' effective share is at least this (est: on
 #: 10 M-request traces a uniform sample gives 0.77, Zipf(1.0) 0.001-0.011, over eight hash seeds)
 EVEN_SHARE = 0.3
 MIN_POSITIONS = 1 << 16
+#: a stack-distance histogram row: the accesses at that distance and their requested bytes
+DISTANCE_COUNTS = np.dtype([("accesses", np.int64), ("bytes", np.int64)])
 
 MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.Int64, "hit_ratio": pl.Float64,
               "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64, "model_version": pl.String}
@@ -145,12 +148,24 @@ def _touch(x, bits, tree, owner, last_pos, meta):
     return d
 
 
+#: how far ahead the exact pass prefetches a page's previous position (measured best of 8-32)
+PREFETCH_AHEAD = 24
+
+
 @njit
-def _exact_kernel(ids, nbytes, start, bits, tree, owner, last_pos, meta, hist, hist_bytes, cold):
-    """Distances of ids[start:], into integer histograms; returns the index reached (stops early
-    when the position space needs to grow)."""
+def _exact_kernel(ids, nbytes, start, bits, tree, owner, last_pos, meta, by_distance, cold):
+    """Distances of ids[start:], into the integer histogram ``by_distance``; returns the index
+    reached (stops early when the position space needs to grow).
+
+    With many distinct pages each access waits on two random loads: the page's previous position
+    (``last_pos``, 8 bytes a page) and its distance's counters. The first is known in advance and
+    prefetched; the second is one record (accesses and bytes side by side), so one cache line.
+    Measured on 10 M uniform accesses over 3.8 M pages: 2.5-2.8 s before, 1.6-1.8 s after."""
     T = owner.shape[0]
-    for j in range(start, ids.shape[0]):
+    n = ids.shape[0]
+    for j in range(start, n):
+        if j + PREFETCH_AHEAD < n:
+            prefetch(last_pos, ids[j + PREFETCH_AHEAD])
         if meta[0] == T:
             _compact(bits, tree, owner, last_pos, meta)
             if 2 * meta[1] > T:
@@ -160,9 +175,10 @@ def _exact_kernel(ids, nbytes, start, bits, tree, owner, last_pos, meta, hist, h
             cold[0] += 1
             cold[1] += nbytes[j]
         else:
-            hist[d] += 1
-            hist_bytes[d] += nbytes[j]
-    return ids.shape[0]
+            counts = by_distance[d]
+            counts.accesses += 1
+            counts.bytes += nbytes[j]
+    return n
 
 
 @dataclass
@@ -206,8 +222,8 @@ class StackDistances:
 
     last_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pos: Positions = field(default_factory=Positions)
-    hist: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))  # [d]: accesses at distance d
-    hist_bytes: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    #: [d]: the accesses at stack distance d and their requested bytes
+    by_distance: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=DISTANCE_COUNTS))
     cold: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.int64))  # first accesses, bytes
 
     def update(self, page_ids: np.ndarray, page_bytes: np.ndarray, n_ids: int | None = None) -> None:
@@ -216,14 +232,23 @@ class StackDistances:
         if n_ids is None:
             n_ids = int(page_ids.max()) + 1 if page_ids.size else 0
         self.last_pos = _grown(self.last_pos, n_ids, -1)
-        self.hist = _grown(self.hist, n_ids + 1, 0)
-        self.hist_bytes = _grown(self.hist_bytes, n_ids + 1, 0)
+        self.by_distance = _grown(self.by_distance, n_ids + 1, 0)
         start = 0
         while start < page_ids.shape[0]:
             start = _exact_kernel(page_ids, page_bytes, start, self.pos.bits, self.pos.tree, self.pos.owner,
-                                  self.last_pos, self.pos.meta, self.hist, self.hist_bytes, self.cold)
+                                  self.last_pos, self.pos.meta, self.by_distance, self.cold)
             if start < page_ids.shape[0]:
                 self.pos.grow(self.last_pos)
+
+    @property
+    def hist(self) -> np.ndarray:
+        """[d]: accesses at stack distance d."""
+        return self.by_distance["accesses"]
+
+    @property
+    def hist_bytes(self) -> np.ndarray:
+        """[d]: requested bytes of the accesses at stack distance d."""
+        return self.by_distance["bytes"]
 
     @property
     def accesses(self) -> int:
