@@ -326,7 +326,8 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
             sd = StackDistances()
             done = 0
             for chunk in chunks:
-                sd.update(*_accesses(chunk, chunk.page_id, chunk.page_bytes), n_ids=chunk.n_ids)
+                # a stream knows every distinct page at once: the tables are sized once, not doubled
+                sd.update(*_accesses(chunk, chunk.page_id, chunk.page_bytes), n_ids=max(chunk.n_ids, chunks.n_ids))
                 done += chunk.n_requests
                 if progress:
                     progress(done, chunks.total)

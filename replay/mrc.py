@@ -205,7 +205,8 @@ class Positions:
 def _grown(arr: np.ndarray, n: int, fill) -> np.ndarray:
     if arr.shape[0] >= n:
         return arr
-    new = np.full(max(n, 2 * arr.shape[0]), fill, dtype=arr.dtype)
+    size = max(n, 2 * arr.shape[0])
+    new = np.zeros(size, dtype=arr.dtype) if fill == 0 else np.full(size, fill, dtype=arr.dtype)  # zeros: calloc
     new[: arr.shape[0]] = arr
     return new
 
