@@ -435,7 +435,8 @@ class ArrayModel(Model):
         if n_units <= have:
             return
         units = dc.grow(state.dram.units, max(n_units, 2 * have, 1024), dc.new_units)
-        state.dram = state.dram._replace(units=units)
+        vlinks = dc.grow(state.dram.vlinks, units.shape[0], dc.new_vlinks)
+        state.dram = state.dram._replace(units=units, vlinks=vlinks)
         if self.kernel_params.snap.on:
             state.snap = snap.grow(state.snap, units.shape[0])
 
