@@ -87,6 +87,7 @@ from replay.events import (
 )
 from replay.ids import slot
 from replay.jit import kernel, step
+from replay.layout import aligned_records
 from replay.prefetch import prefetch
 
 I1, I2, I4, I8, U8, F8 = np.int8, np.int16, np.int32, np.int64, np.uint64, np.float64
@@ -94,7 +95,7 @@ I1, I2, I4, I8, U8, F8 = np.int8, np.int16, np.int32, np.int64, np.uint64, np.fl
 # ---- state ---------------------------------------------------------------------------------
 #: A cache unit (one row of ``DramState.units``; a structured array: one unit's fields share a
 #: cache line, 2.4x faster than one array per field on random units, measured). 64 bytes in
-#: arrays aligned to 64 (:func:`aligned_records`): one line per unit, so a single prefetch loads
+#: arrays aligned to 64 (``replay.layout``): one line per unit, so a single prefetch loads
 #: all of it (at 88 bytes every unit spanned two lines and the second one was a demand miss).
 UNIT = np.dtype([
     ("lp", I4), ("ln", I4),  # clean LRU links
@@ -262,14 +263,6 @@ def new_state(sc, dp: DramParams, n_rg: int, max_width: int) -> DramState:
     return DramState(units=new_units(0), vlinks=new_vlinks(0), groups=groups,
                      win=np.zeros((n_rg, int(d.flush_queue_depth * max_width)), dtype=np.int64),
                      vols=new_vols(0), parts=parts, iwin=np.zeros(max(1, dp.idle_out), dtype=np.int64), c=c)
-
-
-def aligned_records(n: int, dtype: np.dtype, align: int = 64) -> np.ndarray:
-    """``np.zeros(n, dtype)`` starting at an ``align``-byte boundary (a view into a slightly
-    larger buffer), so that records of ``align`` bytes never straddle two cache lines."""
-    buf = np.zeros(n * dtype.itemsize + align, dtype=np.uint8)
-    off = -buf.ctypes.data % align
-    return buf[off:off + n * dtype.itemsize].view(dtype)
 
 
 def _empty_unit() -> np.ndarray:
@@ -1018,14 +1011,14 @@ def suspended(ds, t):
 
 
 # ---- host requests --------------------------------------------------------------------------
-@kernel
+@step
 def prefetch_units(ds, punit, p0, p1):
     """Memory: start loading the cache units of pages p0..p1 (a later request's)."""
     for j in range(p0, p1):
         prefetch(ds.units, punit[j])
 
 
-@kernel
+@step
 def prefetch_neighbours(ds, punit, p0, p1):
     """Memory: the clean-LRU neighbours of the units of pages p0..p1 (a hit or a dirtying
     write unlinks the unit from between them); the units themselves should be loaded by now."""
