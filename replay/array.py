@@ -111,6 +111,8 @@ SNAP_OUTCOMES = ("snapshot_first_writes",)
 #: gained 15-24 %, 32 / 16 19-25 %).
 AHEAD_FAR = 32
 AHEAD_NEAR = 16
+#: ... and the SSD slots' LRU neighbours (found through the slots) AHEAD_NEIGHBOURS early.
+AHEAD_NEIGHBOURS = 8
 
 
 class Params(NamedTuple):
@@ -191,6 +193,9 @@ def run_requests(params, state, req, shift, start, out, tmp):
             q = i + AHEAD_NEAR
             dc.prefetch_neighbours(ds, req.unit, req.pstart[q], req.pstart[q + 1])
             ssd.prefetch_slots(sp, ss, req.unit, req.pstart[q], req.pstart[q + 1])
+        if i + AHEAD_NEIGHBOURS < n:
+            q = i + AHEAD_NEIGHBOURS
+            ssd.prefetch_slot_neighbours(sp, ss, req.unit, req.pstart[q], req.pstart[q + 1])
         if tp.on:
             # FAST VP: relocation pieces due, then (between kernel calls) the ranking
             if ev.now >= tcr.next_move_ns:

@@ -490,6 +490,21 @@ def prefetch_slots(sp, ss, punit, p0, p1):
 
 
 @step
+def prefetch_slot_neighbours(sp, ss, punit, p0, p1):
+    """Memory: the LRU neighbours of the slots of pages p0..p1 (a hit unlinks the slot from
+    between them); chunks and slots should be loaded by now."""
+    if sp.on:
+        sl = ss.slots
+        for j in range(p0, p1):
+            s = ss.chunks[chunk_of(sp, ss, punit[j])].slot
+            if s >= 0:
+                if sl[s].lru_prev >= 0:
+                    prefetch(sl, sl[s].lru_prev)
+                if sl[s].lru_next >= 0:
+                    prefetch(sl, sl[s].lru_next)
+
+
+@step
 def idle(sp, ss, bp, bs, t):
     """A host request arrives at t: first let VNX2's proactive cleaner use the idle time before
     it (dirty slots oldest first, ``clean_outstanding`` copies in flight)."""
