@@ -137,7 +137,7 @@ class KernelState(NamedTuple):
     tier: tier.TierState
     snap: snap.SnapState
     events: np.ndarray  # one replay.events.EVENTS record
-    rec: np.ndarray  # int64 [N_REC, n] record buffer (replay.events.record)
+    rec: np.ndarray  # int64 [n, N_REC] record buffer
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
     flash: fl.FlashState
 
@@ -200,7 +200,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
     utab = state.utab
     cache = ds.c[0]
     n = req.ts.shape[0]
-    cap_rec = rec.shape[1]
+    cap_rec = rec.shape[0]
     for i in range(start, n):
         p0 = req.pstart[i]
         p1 = req.pstart[i + 1]
@@ -437,7 +437,7 @@ class ArrayModel(Model):
             tier=self.tiering.new_state(),
             snap=snap.new_state(),
             events=new_events(),
-            rec=np.zeros((N_REC, 1 << 16), dtype=np.int64),  # grows when one request could overflow it
+            rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
             flash=fl.new_state(p.flash),
         )
 
@@ -561,7 +561,7 @@ class ArrayModel(Model):
                 if state.tier.c[0]["rank_due"]:
                     state.tier = self.tiering.rank(state.tier, state.backend, int(state.events[0]["now"]))
                 elif nxt == i and state.events[0]["rec_n"] == 0:  # one request may need more room than the buffer
-                    state.rec = np.zeros((N_REC, 2 * state.rec.shape[1]), dtype=np.int64)
+                    state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
                 self._stash_records(state)
         rows = list(enumerate(OUTCOMES))
@@ -576,18 +576,18 @@ class ArrayModel(Model):
     def _stash_records(self, state: ArrayState) -> None:
         r = int(state.events[0]["rec_n"])
         if r:
-            state.records.append(state.rec[:, :r].copy())
+            state.records.append(state.rec[:r].copy())
             state.events[0]["rec_n"] = 0
 
     def drain_records(self, state: ArrayState) -> dict[str, np.ndarray]:
         """Flush and forced-flush records produced since the last drain (columns REC_COLUMNS)."""
         self._stash_records(state)
         if state.records:
-            block = np.concatenate(state.records, axis=1)
+            block = np.concatenate(state.records)
         else:
-            block = np.zeros((N_REC, 0), dtype=np.int64)
+            block = np.zeros((0, N_REC), dtype=np.int64)
         state.records = []
-        return {name: block[k] for k, name in enumerate(REC_COLUMNS)}
+        return {name: np.ascontiguousarray(block[:, k]) for k, name in enumerate(REC_COLUMNS)}
 
     def counters(self, state: ArrayState) -> dict[str, int | float]:
         rec = {"host": state.host.c[0], "dram": state.dram.c[0], "backend": state.backend.c[0]}

@@ -870,8 +870,8 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     g.backend_ios += ios
     record(ev, rec, tau, rec_kind, r, pages, pages * page, ios, busy, g.dirty_pages, np.int64(g.age), x.vol)
     if sp.on and s_runs:
-        rec[REC_SSD_HITS, ev.rec_n - 1] = s_hits
-        rec[REC_SSD_MISSES, ev.rec_n - 1] = s_runs - s_hits
+        rec[ev.rec_n - 1, REC_SSD_HITS] = s_hits
+        rec[ev.rec_n - 1, REC_SSD_MISSES] = s_runs - s_hits
     return done
 
 

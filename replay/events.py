@@ -41,19 +41,18 @@ def new_events() -> np.ndarray:
 
 @kernel
 def record(ev, rec, ts, kind, r, pages, nbytes, ios, busy, dirty, val, v):
-    """Append one record (``ev``: the EVENTS record; ``rec``: the int64 [N_REC, n] buffer, one row
-    per column, so that draining it copies whole rows)."""
+    """Append one record (``ev``: the EVENTS record; ``rec``: the int64 [n, N_REC] buffer)."""
     i = ev.rec_n
-    rec[REC_TS, i] = ts
-    rec[REC_KIND, i] = kind
-    rec[REC_RG, i] = r
-    rec[REC_PAGES, i] = pages
-    rec[REC_BYTES, i] = nbytes
-    rec[REC_IOS, i] = ios
-    rec[REC_BUSY, i] = busy
-    rec[REC_DIRTY, i] = dirty
-    rec[REC_VAL, i] = val
-    rec[REC_VOL, i] = v
-    rec[REC_SSD_HITS, i] = 0
-    rec[REC_SSD_MISSES, i] = 0
+    rec[i, REC_TS] = ts
+    rec[i, REC_KIND] = kind
+    rec[i, REC_RG] = r
+    rec[i, REC_PAGES] = pages
+    rec[i, REC_BYTES] = nbytes
+    rec[i, REC_IOS] = ios
+    rec[i, REC_BUSY] = busy
+    rec[i, REC_DIRTY] = dirty
+    rec[i, REC_VAL] = val
+    rec[i, REC_VOL] = v
+    rec[i, REC_SSD_HITS] = 0
+    rec[i, REC_SSD_MISSES] = 0
     ev.rec_n = i + 1
