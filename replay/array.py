@@ -587,7 +587,8 @@ class ArrayModel(Model):
         else:
             block = np.zeros((0, N_REC), dtype=np.int64)
         state.records = []
-        return {name: np.ascontiguousarray(block[:, k]) for k, name in enumerate(REC_COLUMNS)}
+        cols = np.ascontiguousarray(block.T)  # one pass over the rows, not one per column
+        return {name: cols[k] for k, name in enumerate(REC_COLUMNS)}
 
     def counters(self, state: ArrayState) -> dict[str, int | float]:
         rec = {"host": state.host.c[0], "dram": state.dram.c[0], "backend": state.backend.c[0]}
