@@ -23,6 +23,7 @@ page accesses per second (a request here is one page: 8 KiB aligned). Best of ``
     .venv/bin/python benchmarks/array.py                  # 10 M requests
     .venv/bin/python benchmarks/array.py --requests 1000000
     .venv/bin/python benchmarks/array.py --requests 2000000 --against main   # before / after
+    .venv/bin/python benchmarks/array.py --scenarios vnx5400-fastcache,vnx5400,vnx5400-fastvp
 
 ``--against REV``: only the kernel, of git revision REV and of this tree, on the same chunks, each
 run in its own process, alternated (REV, this, REV, this, ...) so that both see the same load on
@@ -130,7 +131,7 @@ def kernel_child(chunks_file: Path, label: str) -> None:
     print(json.dumps({"cpu_s": cpu, "latency_sum_ns": c["latency_sum_ns"], "flush_ops": c["flush_ops"]}))
 
 
-def against(rev: str, chunks, names, n: int, repeat: int, work: Path) -> list[dict]:
+def against(rev: str, chunks, names, n: int, repeat: int, work: Path, labels: list[str]) -> list[dict]:
     """Kernel CPU time of git revision ``rev`` and of this tree on the same chunks, alternated
     (old, new, old, new, ... per scenario, each run its own process), best of ``repeat``."""
     old = work / "against"
@@ -141,7 +142,7 @@ def against(rev: str, chunks, names, n: int, repeat: int, work: Path) -> list[di
     chunks_file.write_bytes(pickle.dumps((chunks, names)))
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     rows = []
-    for label in SCENARIOS:
+    for label in labels:
         best: dict[str, dict] = {}
         for _ in range(repeat):
             for tree in (old, ROOT):
@@ -180,10 +181,15 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--scenarios", type=lambda v: v.split(","), default=list(SCENARIOS),
+                    help=f"comma-separated labels among {', '.join(SCENARIOS)} (default: all)")
     ap.add_argument("--against", metavar="REV",
                     help="instead: kernel CPU time of git revision REV vs this tree, alternated, best of --repeat")
     ap.add_argument("--kernel-child", nargs=3, metavar=("TREE", "CHUNKS", "LABEL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    unknown = sorted(set(args.scenarios) - set(SCENARIOS))
+    if unknown:
+        ap.error(f"--scenarios: unknown {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
     warnings.simplefilter("ignore")
     if args.kernel_child:
         kernel_child(Path(args.kernel_child[1]), args.kernel_child[2])
@@ -196,15 +202,15 @@ def main() -> None:
         names = list(builder.volumes)
         n = args.requests
         if args.against:
-            ab = against(args.against, chunks, names, n, args.repeat, work)
+            ab = against(args.against, chunks, names, n, args.repeat, work, args.scenarios)
             print(json.dumps(ab, indent=1) if args.json else "\n".join(
                 f"{r['scenario']:28s} kernel per CPU-s: {args.against} {r['before_req_per_cpu_s']:>12,.0f}  this tree "
                 f"{r['after_req_per_cpu_s']:>12,.0f}  {r['speedup']:.2f}x  results identical: {r['identical']}"
                 for r in ab))
             return
-        for label in SCENARIOS:
+        for label in args.scenarios:
             compile_kernels(label)
-        for name in SCENARIOS:
+        for name in args.scenarios:
             kt, kcpu, c = min((kernel_run(name, chunks, names) for _ in range(args.repeat)), key=lambda r: r[1])
             wall, cpu, s = min((end_to_end(name, trace, work) for _ in range(args.repeat)), key=lambda r: r[0])
             rows.append({"tool": f"tiercast {name}", "kernel_req_per_s": n / kt, "kernel_req_per_cpu_s": n / kcpu,

@@ -61,7 +61,7 @@ _numpy_support_without_blas_probe()
 
 #: Modules with compiled functions (or constants compiled into them); their source keys the cache.
 KERNEL_MODULES = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.tiering",
-                  "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.dlist", "replay.host",
+                  "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.host",
                   "replay.events", "replay.flash", "replay.prefetch",
                   "replay.queueing", "replay.ids",
                   "replay.pages", "replay.intervals", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)

@@ -1,5 +1,6 @@
 """A software prefetch for compiled code: ``prefetch(array, i)`` asks the CPU to bring element i
-of a 1-d array into the cache, without waiting for it and without any effect on results.
+of a 1-d array (row i of a 2-d one) into the cache, without waiting for it and without any effect
+on results.
 
 Why: the array model's kernel spends most of its time waiting for memory. Each request reads
 records at random places of tables larger than the CPU caches (cache units, SSD cache chunks and
@@ -22,15 +23,15 @@ from numba.extending import intrinsic
 
 @intrinsic
 def prefetch(typingctx, arr, i):
-    """Prefetch ``arr[i]`` (a 1-d array, an integer index)."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(i, types.Integer)):
+    """Prefetch ``arr[i]`` (a 1-d array; a 2-d one: the start of row i; an integer index)."""
+    if not (isinstance(arr, types.Array) and arr.ndim in (1, 2) and isinstance(i, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
         aryty, ity = signature.args
         ary = context.make_array(aryty)(context, builder, args[0])
-        idx = context.cast(builder, args[1], ity, types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        idx = [context.cast(builder, args[1], ity, types.intp)] + [context.get_constant(types.intp, 0)] * (aryty.ndim - 1)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
         i32 = ir.IntType(32)
         addr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [addr.type, i32, i32, i32]),

@@ -41,11 +41,11 @@ from typing import NamedTuple
 import numpy as np
 
 from replay import backend as be
-from replay import dlist as dl
 from replay import fast_cache, qcache
 from replay import queueing as qk
 from replay.events import K_PROMOTE, record
 from replay.jit import kernel, step
+from replay.layout import aligned_records
 from replay.prefetch import prefetch
 
 I4, I8, U8 = np.int32, np.int64, np.uint64
@@ -53,21 +53,27 @@ I4, I8, U8 = np.int32, np.int64, np.uint64
 POLICY_FAST_CACHE, POLICY_QCACHE = 1, 2
 
 #: A chunk the trace touched (``SsdState.chunks``): where it lives and its admission counters.
-CHUNK = np.dtype([
-    ("slot", I4),  # SSD slot holding it, -1: not cached
-    ("vol", I4), ("pool", I4), ("base", I4),  # the volume and its placement (replay.backend)
-    ("no", I8),  # chunk number in the volume
-    ("accesses", I4), ("first_ns", I8),  # FAST Cache: accesses since first_ns (replay.fast_cache)
-    ("reads", I4), ("writes", I4),  # QCache: block read / write counts (replay.qcache)
-])
+#: The fields a lookup reads come first; the record is padded to 64 bytes in an array aligned to
+#: 64 (``replay.layout``), so one prefetch loads all of it (at 44 bytes, packed, half the lookups
+#: also waited for a second line).
+CHUNK = np.dtype({"names": ["slot", "accesses", "first_ns", "reads", "writes", "vol", "pool", "base", "no"],
+                  "formats": [I4, I4, I8, I4, I4, I4, I4, I4, I8],
+                  "offsets": [0, 4, 8, 16, 20, 24, 28, 32, 40], "itemsize": 64})
+# slot: SSD slot holding it (-1: not cached); accesses since first_ns: FAST Cache's counters
+# (replay.fast_cache); reads, writes: QCache's (replay.qcache); vol, pool, base: the volume and
+# its placement (replay.backend); no: chunk number in the volume
 
-#: A slot of SSD capacity (``SsdState.slots``; its LRU and dirty-list links are arrays of
-#: ``SsdState``, ``replay.dlist``).
+#: A slot of SSD capacity (``SsdState.slots``), with its links in the LRU (head: most recent) and
+#: in the dirty list (dirty longest first). 32 bytes in an array aligned to 64: a hit or a flush
+#: loads one cache line per slot (with the links in four arrays of their own it loaded five).
 SLOT = np.dtype([
     ("chunk", I4),
     ("dirty_subs", I4),
     ("ready_ns", I8),  # its copy is on the SSDs from then on
+    ("lru_prev", I4), ("lru_next", I4),
+    ("dirty_prev", I4), ("dirty_next", I4),
 ])
+HEAD, TAIL = 0, 1  # ends of a list (``SsdState.lru_ends``, ``dirty_ends``)
 
 #: Cache-wide state and counters (one record, ``SsdState.c``).
 SSD = np.dtype([(n, I8) for n in (
@@ -114,12 +120,8 @@ class SsdParams(NamedTuple):
 class SsdState(NamedTuple):
     chunks: np.ndarray  # CHUNK [n_chunks] (grows)
     slots: np.ndarray  # SLOT [slots]
-    lru_prev: np.ndarray  # int32 [slots]: LRU links (replay.dlist; head: most recent)
-    lru_next: np.ndarray
-    lru_ends: np.ndarray  # int64 [2]: head, tail
-    dirty_prev: np.ndarray  # int32 [slots]: dirty slots, dirty longest first
-    dirty_next: np.ndarray
-    dirty_ends: np.ndarray
+    lru_ends: np.ndarray  # int64 [2]: head, tail of the slots' LRU
+    dirty_ends: np.ndarray  # int64 [2]: head, tail of the dirty slots
     dirty: np.ndarray  # uint64 [slots, words]: dirty sub-block bits
     fills: np.ndarray  # int64 heap of promotion completion times
     cleans: np.ndarray  # int64 heap of proactive cleaning completion times
@@ -158,21 +160,21 @@ def params(sc, backend_groups: list) -> SsdParams:
 
 
 def new_chunks(n: int) -> np.ndarray:
-    ch = np.zeros(n, CHUNK)
+    ch = aligned_records(n, CHUNK)
     ch["slot"] = -1
     return ch
 
 
 def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
     n = max(1, sp.slots)
-    slots = np.zeros(n, SLOT)
-    slots["chunk"] = -1
+    slots = aligned_records(n, SLOT)
+    for f in ("chunk", "lru_prev", "lru_next", "dirty_prev", "dirty_next"):
+        slots[f] = -1
     c = np.zeros(1, SSD)
     for f in ("t50_ns", "t90_ns"):
         c[f] = -1
-    links = {name: np.full(n, -1, dtype=np.int32) for name in ("lru_prev", "lru_next", "dirty_prev", "dirty_next")}
     clean_out = sc.ssd.clean_outstanding if sc.ssd else 1
-    return SsdState(chunks=new_chunks(0), slots=slots, **links, lru_ends=np.full(2, -1, dtype=np.int64),
+    return SsdState(chunks=new_chunks(0), slots=slots, lru_ends=np.full(2, -1, dtype=np.int64),
                     dirty_ends=np.full(2, -1, dtype=np.int64),
                     dirty=np.zeros((n, (sp.subs + 63) // 64), dtype=np.uint64),
                     fills=np.zeros(max(1, sp.fills), dtype=np.int64),
@@ -181,12 +183,74 @@ def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
                     tmp=np.zeros(be.N_UP, dtype=np.int64), acc=np.zeros(n_drives, dtype=np.int64), c=c)
 
 
+# ---- the slots' lists (links are SLOT fields; numba cannot take a field name as a parameter,
+# so each list has its own two functions) -------------------------------------------------------
+@kernel
+def lru_unlink(ss, s):
+    sl = ss.slots
+    p = sl[s].lru_prev
+    n = sl[s].lru_next
+    if p >= 0:
+        sl[p].lru_next = n
+    else:
+        ss.lru_ends[HEAD] = n
+    if n >= 0:
+        sl[n].lru_prev = p
+    else:
+        ss.lru_ends[TAIL] = p
+    sl[s].lru_prev = -1
+    sl[s].lru_next = -1
+
+
+@kernel
+def lru_push_front(ss, s):
+    sl = ss.slots
+    h = ss.lru_ends[HEAD]
+    sl[s].lru_prev = -1
+    sl[s].lru_next = h
+    if h >= 0:
+        sl[h].lru_prev = s
+    else:
+        ss.lru_ends[TAIL] = s
+    ss.lru_ends[HEAD] = s
+
+
+@kernel
+def dirty_unlink(ss, s):
+    sl = ss.slots
+    p = sl[s].dirty_prev
+    n = sl[s].dirty_next
+    if p >= 0:
+        sl[p].dirty_next = n
+    else:
+        ss.dirty_ends[HEAD] = n
+    if n >= 0:
+        sl[n].dirty_prev = p
+    else:
+        ss.dirty_ends[TAIL] = p
+    sl[s].dirty_prev = -1
+    sl[s].dirty_next = -1
+
+
+@kernel
+def dirty_push_back(ss, s):
+    sl = ss.slots
+    t = ss.dirty_ends[TAIL]
+    sl[s].dirty_next = -1
+    sl[s].dirty_prev = t
+    if t >= 0:
+        sl[t].dirty_next = s
+    else:
+        ss.dirty_ends[HEAD] = s
+    ss.dirty_ends[TAIL] = s
+
+
 @kernel
 def touch(ss, s):
     """Slot s was used: most recent in the LRU."""
-    if ss.lru_ends[dl.HEAD] != s:
-        dl.unlink(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
-        dl.push_front(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
+    if ss.lru_ends[HEAD] != s:
+        lru_unlink(ss, s)
+        lru_push_front(ss, s)
 
 
 # ---- I/O ----------------------------------------------------------------------------------------
@@ -301,7 +365,7 @@ def clean_slot(sp, ss, bp, bs, s, t):
     for w in range(ss.dirty.shape[1]):
         ss.dirty[s, w] = np.uint64(0)
     sl.dirty_subs = 0
-    dl.unlink(ss.dirty_prev, ss.dirty_next, ss.dirty_ends, s)
+    dirty_unlink(ss, s)
     c.dirty_slots -= 1
     c.cleaned_slots += 1
     return done
@@ -320,8 +384,8 @@ def alloc(sp, ss, bp, bs, t):
         if c.t90_ns < 0 and 10 * c.used >= 9 * sp.slots:
             c.t90_ns = t
         return s, t
-    s = ss.lru_ends[dl.TAIL]
-    dl.unlink(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
+    s = ss.lru_ends[TAIL]
+    lru_unlink(ss, s)
     free = t
     if ss.slots[s].dirty_subs > 0:
         free = clean_slot(sp, ss, bp, bs, s, t)
@@ -355,7 +419,7 @@ def promote(sp, ss, bp, bs, ev, rec, k, t):
     ch.accesses = 0
     ch.reads = 0
     ch.writes = 0
-    dl.push_front(ss.lru_prev, ss.lru_next, ss.lru_ends, s)
+    lru_push_front(ss, s)
     c.promotions += 1
     record(ev, rec, t, K_PROMOTE, -1, 0, sp.chunk, rios + wios, 0, c.used, dw - t, ch.vol)
     if n < sp.fills:
@@ -400,17 +464,16 @@ def prefetch_chunk(sp, ss, u):
 
 @kernel
 def prefetch_slot(sp, ss, u):
-    """Memory: the slot, and its LRU links, of DRAM unit u's chunk if cached (its chunk record
-    should be loaded by now)."""
+    """Memory: the slot (with its list links) and dirty bits of DRAM unit u's chunk if cached
+    (its chunk record should be loaded by now)."""
     if sp.on:
         s = ss.chunks[chunk_of(sp, ss, u)].slot
         if s >= 0:
             prefetch(ss.slots, s)
-            prefetch(ss.lru_prev, s)
-            prefetch(ss.lru_next, s)
+            prefetch(ss.dirty, s)
 
 
-@kernel
+@step
 def prefetch_chunks(sp, ss, punit, p0, p1):
     """:func:`prefetch_chunk` for the units of pages p0..p1 (a later request's)."""
     if sp.on:
@@ -418,12 +481,27 @@ def prefetch_chunks(sp, ss, punit, p0, p1):
             prefetch_chunk(sp, ss, punit[j])
 
 
-@kernel
+@step
 def prefetch_slots(sp, ss, punit, p0, p1):
     """:func:`prefetch_slot` for the units of pages p0..p1."""
     if sp.on:
         for j in range(p0, p1):
             prefetch_slot(sp, ss, punit[j])
+
+
+@step
+def prefetch_slot_neighbours(sp, ss, punit, p0, p1):
+    """Memory: the LRU neighbours of the slots of pages p0..p1 (a hit unlinks the slot from
+    between them); chunks and slots should be loaded by now."""
+    if sp.on:
+        sl = ss.slots
+        for j in range(p0, p1):
+            s = ss.chunks[chunk_of(sp, ss, punit[j])].slot
+            if s >= 0:
+                if sl[s].lru_prev >= 0:
+                    prefetch(sl, sl[s].lru_prev)
+                if sl[s].lru_next >= 0:
+                    prefetch(sl, sl[s].lru_next)
 
 
 @step
@@ -441,7 +519,7 @@ def idle(sp, ss, bp, bs, t):
                 tau = ss.cleans[0]
                 if tau >= t:
                     break
-            s = ss.dirty_ends[dl.HEAD]
+            s = ss.dirty_ends[HEAD]
             done = clean_slot(sp, ss, bp, bs, s, tau)
             c.idle_cleaned_slots += 1
             if n < ss.cleans.shape[0]:
@@ -508,7 +586,7 @@ def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch
         if sp.write_back:
             sl = ss.slots[slot]
             if sl.dirty_subs == 0:
-                dl.push_back(ss.dirty_prev, ss.dirty_next, ss.dirty_ends, slot)
+                dirty_push_back(ss, slot)
                 c.dirty_slots += 1
             for b in range(sub0, sub1 + 1):
                 bit = np.uint64(1) << np.uint64(b & 63)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as constants
 ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.tiering",
-               "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.dlist", "replay.host",
+               "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.layout", "replay.host",
                "replay.events", "replay.flash", "replay.prefetch",
                "replay.queueing", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.jit",

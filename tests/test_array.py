@@ -218,3 +218,45 @@ def test_raise_outstanding_mid_run_like_an_iometer_ramp():
         assert second["arrival_ns"][i - 4] == np.sort(done[:i])[i - 4]
     with pytest.raises(ValueError, match="can only grow"):
         m.raise_outstanding(st, 3)
+
+
+def test_tables_are_cache_line_records():
+    """Units (64 B), SSD chunks (64 B) and slots (32 B) start on a 64-byte boundary, so a record
+    never straddles two cache lines, and empty records hold the documented defaults."""
+    from replay import dram_cache as dc
+    from replay import ssd_cache as ssd
+
+    assert (dc.UNIT.itemsize, ssd.CHUNK.itemsize, ssd.SLOT.itemsize) == (64, 64, 32)
+    units = dc.grow(dc.new_units(3), 1000, dc.new_units)
+    chunks = ssd.new_chunks(1000)
+    for a in (units, chunks):
+        assert a.ctypes.data % 64 == 0
+    assert (units["lp"] == -1).all() and (units["part"] == -1).all() and (units["sfirst"] == -1).all()
+    assert (units["flags"] == 0).all() and (units["valid"] == 0).all() and (units["since"] == 0).all()
+    assert (chunks["slot"] == -1).all() and (chunks["accesses"] == 0).all()
+
+
+def test_split_units_matches_numpy_with_empty_requests():
+    """The compiled per-page split equals the numpy expressions it replaced; a request without
+    pages (a host flush) gets an empty page range."""
+    from replay.array import split_units
+
+    page_no = np.array([0, 9, 17, 70, 71, 1_000_003], dtype=np.int64)
+    page_req = np.array([0, 0, 2, 2, 3, 5], dtype=np.int64)  # requests 1, 4 and 6 have no pages
+    volume = np.array([0, 1, 1, 2, 0, 3, 0], dtype=np.int64)
+    unit_no, pbit, keys = (np.empty(6, dtype=np.int64) for _ in range(3))
+    pstart = np.empty(8, dtype=np.int64)
+    split_units(page_no, page_req, volume, 3, 44, unit_no, pbit, keys, pstart)
+    assert unit_no.tolist() == [0, 1, 2, 8, 8, 125_000]
+    assert pbit.tolist() == [0, 1, 1, 6, 7, 3]
+    assert keys.tolist() == ((volume[page_req] << 44) | (page_no >> 3)).tolist()
+    assert pstart.tolist() == [0, 2, 2, 4, 5, 5, 6, 6]
+
+
+def test_placement_beyond_int16_is_refused():
+    """Units keep placement in int16 fields: 64 MiB elements x 4 data drives / 8 KiB units =
+    32,768 units per stripe is one too many, refused by name rather than truncated."""
+    big = FLARE_SMALL.replace('stripe_element_bytes = "64KiB"', 'stripe_element_bytes = "64MiB"')
+    with pytest.raises(ValueError, match=r"^scenario 'wm': 32,768 flush units in one stripe; the array model "
+                                         r"handles at most 32,767$"):
+        ArrayModel(loads(big, "big.toml"))

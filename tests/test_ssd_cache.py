@@ -341,8 +341,8 @@ def test_cache_state_stays_consistent(ssd):
             i = nxt[i]
         return out
 
-    assert sorted(walk(ss.lru_next, ss.lru_ends[0])) == list(range(used))
-    dirty = walk(ss.dirty_next, ss.dirty_ends[0])
+    assert sorted(walk(ss.slots["lru_next"], ss.lru_ends[0])) == list(range(used))
+    dirty = walk(ss.slots["dirty_next"], ss.dirty_ends[0])
     assert sorted(dirty) == np.flatnonzero(ss.slots["dirty_subs"][:used] > 0).tolist() and len(dirty) == c["ssd_dirty_slots"]
     bits = [sum(bin(int(w)).count("1") for w in ss.dirty[s]) for s in range(used)]
     assert bits == ss.slots["dirty_subs"][:used].tolist()
