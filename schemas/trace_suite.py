@@ -132,19 +132,10 @@ def volume_stats(lf: pl.LazyFrame) -> pl.LazyFrame:
     ).with_columns(pl.col("volume").cast(pl.String))
 
 
-#: keys of :func:`row_violations` that are not rules: over all rows in the order they come, the
-#: time steps back and the ``src_line`` that do not rise (nulls included). Both 0 means every volume's rows are in
-#: time order and every ``src_line`` is unique, and the parts need not be read back
-IN_ORDER_KEYS = ("ts_back_in_stream", "src_line_not_rising_in_stream")
-
-
 def row_violations(lf: pl.LazyFrame, capacities: dict[str, int], rules: tuple[Rule, ...] | None = None) -> pl.LazyFrame:
     """One row: the violations of every row-wise rule over all rows (totals, not per volume:
-    a plain streaming aggregate costs less than one more column of every group), and the
-    :data:`IN_ORDER_KEYS` counts."""
-    steps = {k: ((pl.col(c).diff() < lo) | pl.col(c).is_null()).sum()
-             for k, c, lo in zip(IN_ORDER_KEYS, ("ts_ns", "src_line"), (0, 1), strict=True)}
-    return _row_derived(lf, capacities).select(**{r.key: _violations(r) for r in _row_wise(rules or RULES)}, **steps)
+    a plain streaming aggregate costs less than one more column of every group)."""
+    return _row_derived(lf, capacities).select(**{r.key: _violations(r) for r in _row_wise(rules or RULES)})
 
 
 def row_counts(lf: pl.LazyFrame, capacities: dict[str, int],
@@ -182,9 +173,7 @@ def exact_check(path: Path, capacities: dict[str, int], rows: tuple[pl.DataFrame
     statistics the manifest records (``out_of_order``: rows below an earlier timestamp of their
     volume). ``rows`` is :func:`row_counts` collected when the ingest computed it while writing;
     otherwise it is computed from the parts. The order rules (time steps within a volume,
-    unique ``src_line``) hold when the rows came in time and line order (:data:`IN_ORDER_KEYS`,
-    the ingest's stream of a sorted file); otherwise they read ``ts_ns`` and ``src_line``
-    back, one volume at a time.
+    unique ``src_line``) read ``ts_ns`` and ``src_line`` back, one volume at a time.
 
     Returns (violation counts by rule key plus ``rows``, statistics by volume)."""
     rules = rules or RULES
@@ -196,15 +185,10 @@ def exact_check(path: Path, capacities: dict[str, int], rows: tuple[pl.DataFrame
     stats = {rec.pop("volume"): rec for rec in by_volume.iter_rows(named=True)}
     counts = dict.fromkeys(["rows", *(r.key for r in rules)], 0)
     counts.update({k: int(v or 0) for k, v in violations.row(0, named=True).items()})
-    in_order = not sum(counts.pop(k) for k in IN_ORDER_KEYS)
     counts["rows"] = sum(s["requests"] for s in stats.values())
     lines = []
     for name, fs in files.items():
         if not fs:
-            continue
-        if in_order:
-            # a subsequence of rows in time order is in time order; rising src_line are unique
-            stats[unquote(name.removeprefix("volume="))]["out_of_order"] = 0
             continue
         order = pl.scan_parquet(fs, hive_partitioning=False).select("ts_ns", "src_line").collect()
         ts = order["ts_ns"]

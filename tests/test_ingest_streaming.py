@@ -151,29 +151,6 @@ def test_streamed_counts_equal_the_counts_read_back_from_the_parts(tmp_path, spy
     assert sum(s["reads"] + s["writes"] for s in stats.values()) == 3000
 
 
-@pytest.mark.parametrize("swap, stream_back, out_of_order", [
-    (None, 0, 0),  # a sorted file: the order rules hold from the stream, no part is read back
-    ((200, 201), 1, 1),  # two lines swapped: read back, one row of a volume below an earlier time
-    ("volumes", 1, 0),  # usr's times all before web's, lines interleaved: back in the stream, not per volume
-])
-def test_order_rules_from_the_stream_or_read_back(tmp_path, spy, swap, stream_back, out_of_order):
-    lines = msr_lines(600)
-    if swap == "volumes":
-        lines = [f"{T0 + 10_000 * i + d},{h},0,Read,{512 * i},512,9" for i in range(300)
-                 for h, d in (("web", 5_000), ("usr", 0))]
-    elif swap:
-        a, b = (lines[i].split(",") for i in swap)
-        b[1:3] = a[1:3]  # the same volume
-        lines[swap[0]], lines[swap[1]] = ",".join(b), ",".join(a)
-    src = write(tmp_path / "t.csv", lines)
-    got = ingest_file(src, tmp_path / "data", options={"order": "reject"} if swap == "volumes" else None)
-    assert spy[0] is not None
-    streamed = spy[0].row_counts[1]
-    assert (streamed["ts_back_in_stream"].item() > 0) == bool(stream_back)
-    assert streamed["src_line_not_rising_in_stream"].item() == 0
-    assert got.sorted_rows == out_of_order and got.rows_rejected == 0
-
-
 @pytest.mark.parametrize("late", [
     "{t},data,0,Write,4096,512,7",  # a host the head did not show
     "{t},usr,7,Write,4096,512,7",  # a disk number beyond the head's
