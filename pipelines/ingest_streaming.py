@@ -70,8 +70,8 @@ def part_path(root: Path, max_rows: int):
 
 #: bytes of the file's head whose volumes the main query looks up instead of naming per row
 HEAD_BYTES = 4 << 20
-#: at most this many volume numbers per text (the lookup table is texts x numbers)
-MAX_NUMBERS = 4096
+#: at most this many names in the lookup table (texts x numbers)
+MAX_NAMES = 1 << 16
 #: the volume of a row the lookup does not know: no line of a file can hold a newline
 NOT_IN_HEAD = "\n"
 
@@ -109,7 +109,7 @@ def _volume_lookup(source: Source, reader: DelimitedReader, header: int, name: p
         return None
     texts = df[text].drop_nulls().unique().sort().to_list()
     numbers = int(df[number].max() or 0) + 1
-    if not texts or not 0 < numbers <= MAX_NUMBERS:
+    if not texts or not 0 < numbers <= MAX_NAMES // len(texts):
         return None
     table = pl.DataFrame({text: texts}).join(pl.DataFrame({number: range(numbers)}, schema={number: pl.Int64}),
                                              how="cross", maintain_order="left_right")

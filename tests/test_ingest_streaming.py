@@ -186,6 +186,8 @@ def test_the_head_lookup_names_volumes_as_the_format_does(tmp_path):
     assert lookup.names.to_list() == ["proj_0", "proj_1", "usr_0", "usr_1", "web_0", "web_1"]
     df = pl.DataFrame({"Hostname": ["web", "usr", "tmp", None, "web"], "DiskNumber": [1, 0, 0, 0, 2]})
     assert df.select(lookup.expr("Hostname", "DiskNumber")).to_series().to_list() == ["web_1", "usr_0", *["\n"] * 3]
+    wide = Source(write(tmp_path / "wide.csv", [*lines, f"{T0 + 10**9},usr,{streaming.MAX_NAMES},Read,0,512,1"]))
+    assert streaming._volume_lookup(wide, reader, 0, reader.canonical_exprs()[0]["volume"]) is None  # table too big
 
 
 @pytest.mark.parametrize("content", [b"", b"a\nb", b"a\nb\n", b"ab\x00c\nd\n", b"a\r\nb\r\n", b"\n\n\nxyz\x00"])
