@@ -11,15 +11,19 @@ import json
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 import pipelines.ingest as ing
+import pipelines.ingest_streaming as streaming
 import schemas.trace_suite as suite
 from pipelines.catalog import find_trace, list_traces, traces_root
 from pipelines.contract import pending_traces, validate_datasets
 from pipelines.ingest import ingest_file
 from traces.errors import TraceFormatError
+from traces.msr import MsrReader
+from traces.source import Source
 
 T0 = 128166372003061629  # 2007-02-22 17:00:00.306 UTC as FILETIME (FORMATS.md)
 HEADER = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime"
@@ -145,6 +149,45 @@ def test_streamed_counts_equal_the_counts_read_back_from_the_parts(tmp_path, spy
     volumes = {"_".join(ln.split(",")[1:3]) for ln in lines}
     assert set(stats) == set(got.volumes) == volumes and len(volumes) == 6  # 3 hosts x 2 disks
     assert sum(s["reads"] + s["writes"] for s in stats.values()) == 3000
+
+
+@pytest.mark.parametrize("late", [
+    "{t},data,0,Write,4096,512,7",  # a host the head did not show
+    "{t},usr,7,Write,4096,512,7",  # a disk number beyond the head's
+    "{t},usr,-1,Write,4096,512,7",  # outside the lookup table
+])
+def test_volumes_the_head_did_not_show_are_named_by_a_second_query(tmp_path, spy, monkeypatch, late):
+    lines = msr_lines(2000)
+    lines[1500] = late.format(t=lines[1500].split(",")[0])
+    monkeypatch.setattr(streaming, "HEAD_BYTES", 40_000)  # ~1000 lines: the late volume is past it
+    head = Source(write(tmp_path / "t.csv", lines)).head(streaming.HEAD_BYTES)
+    assert late.split(",")[1] + "," + late.split(",")[2] not in head.decode()
+    queries = []
+    real = streaming._write
+    monkeypatch.setattr(streaming, "_write", lambda *a: queries.append(a[-1]) or real(*a))
+    got = ingest_file(tmp_path / "t.csv", tmp_path / "fast")
+    assert spy[0] is not None and [q is None for q in queries] == [False, True]  # lookup, then names per row
+    assert queries[0].texts == ["proj", "usr", "web"] and queries[0].numbers == 2
+    block_path_only(monkeypatch)
+    want = ingest_file(tmp_path / "t.csv", tmp_path / "slow")
+    late_volume = "_".join(late.split(",")[1:3])
+    assert got.volumes == want.volumes and got.volumes[late_volume] == 1 and len(got.volumes) == 7
+    (f_man, f_parts, f_rows), (s_man, s_parts, s_rows) = (dataset(tmp_path / d, got.trace_id) for d in ("fast", "slow"))
+    assert f_man == s_man and f_parts == s_parts and f_rows.equals(s_rows)
+
+
+def test_the_head_lookup_names_volumes_as_the_format_does(tmp_path):
+    """The lookup table is the reader's own volume expression over texts x numbers."""
+    lines = msr_lines(500)
+    src = Source(write(tmp_path / "t.csv", [HEADER, *lines]))
+    reader = MsrReader()
+    lookup = streaming._volume_lookup(src, reader, 1, reader.canonical_exprs()[0]["volume"])
+    assert lookup.texts == ["proj", "usr", "web"] and lookup.numbers == 2
+    assert lookup.names.to_list() == ["proj_0", "proj_1", "usr_0", "usr_1", "web_0", "web_1"]
+    df = pl.DataFrame({"Hostname": ["web", "usr", "tmp", None, "web"], "DiskNumber": [1, 0, 0, 0, 2]})
+    assert df.select(lookup.expr("Hostname", "DiskNumber")).to_series().to_list() == ["web_1", "usr_0", *["\n"] * 3]
+    wide = Source(write(tmp_path / "wide.csv", [*lines, f"{T0 + 10**9},usr,{streaming.MAX_NAMES},Read,0,512,1"]))
+    assert streaming._volume_lookup(wide, reader, 0, reader.canonical_exprs()[0]["volume"]) is None  # table too big
 
 
 @pytest.mark.parametrize("content", [b"", b"a\nb", b"a\nb\n", b"ab\x00c\nd\n", b"a\r\nb\r\n", b"\n\n\nxyz\x00"])

@@ -82,6 +82,9 @@ class DelimitedReader(TraceReader):
     #: a first line of names (see is_header) is a header and skipped
     may_have_header: ClassVar[bool] = True
     comment_prefix: ClassVar[str | None] = "#"
+    #: (text field, integer field) that name the volume together: the streaming ingest then
+    #: looks each row's volume up by a number made of the two instead of building its name
+    volume_key: ClassVar[tuple[str, str] | None] = None
     #: regex the first data line must match for auto-detection
     sniff_pattern: ClassVar[str]
 

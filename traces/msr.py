@@ -29,6 +29,7 @@ class MsrReader(DelimitedReader):
         Field("Size"),
         Field("ResponseTime"),
     )
+    volume_key = ("Hostname", "DiskNumber")
     sniff_pattern = r"^\d{17,19},[^,]*,\d+,[A-Za-z]+,[^,]*,[^,]*(,[^,]*)?\s*$"
 
     def canonical_exprs(self) -> tuple[dict[str, pl.Expr], list[Check]]:
