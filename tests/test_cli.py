@@ -544,7 +544,7 @@ def test_synth_out_is_checked_and_atomic(tmp_path):
 ])
 def test_interrupt_is_prompt_and_clean(sig, delay, code, tmp_path):
     out = tmp_path / "big.parquet"
-    p = subprocess.Popen([*TIERCAST, "synth", "--out", str(out), "--requests", "8000000"], cwd=ROOT,
+    p = subprocess.Popen([*TIERCAST, "synth", "--out", str(out), "--requests", "50000000"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
     assert p.poll() is None, "finished before the signal: make the workload larger"
