@@ -22,7 +22,9 @@ one row per touched slice; untouched slices are never materialized.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +44,32 @@ _COUNTED = pl.col("op").cast(pl.String).is_in([OPS[0], OPS[1]])  # read, write (
 _N_COUNTED = 2
 assert OPS[:_N_COUNTED] == ("read", "write")
 _MERGE_ROWS = 1 << 22  # merge partial counts when they hold more rows than this
+_COUNT_THREADS = 4  # threads counting one part file's row groups (at most the cores)
+#: a row group's slices are counted in a dense array when its highest slice is below this, else sorted
+_DENSE_SLICES = 1 << 22
+
+
+def _count_row_group(table, slice_bytes: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(touched slices, their I/O counts, highest byte reached, rows counted) of one row group
+    (columns op, offset, size); reads and writes only."""
+    op = table.column("op").combine_chunks()
+    if hasattr(op, "dictionary"):  # Parquet keeps the Enum as a dictionary: test its few values
+        keep = np.isin(op.dictionary.to_numpy(zero_copy_only=False), OPS[:_N_COUNTED])
+        counted = keep[op.indices.to_numpy(zero_copy_only=False)]
+    else:
+        counted = np.isin(op.to_numpy(zero_copy_only=False), OPS[:_N_COUNTED])
+    offset = table.column("offset").to_numpy()[counted]
+    if offset.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), -1, 0
+    end = int((offset + table.column("size").to_numpy()[counted].astype(np.int64)).max())
+    shift = slice_bytes.bit_length() - 1
+    slices = offset >> shift if slice_bytes == 1 << shift else offset // slice_bytes
+    if int(slices.max()) < _DENSE_SLICES:
+        ios = np.bincount(slices)
+        touched = np.flatnonzero(ios)
+        return touched, ios[touched], end, int(offset.size)
+    touched, ios = np.unique(slices, return_counts=True)
+    return touched, ios.astype(np.int64), end, int(offset.size)
 
 
 @dataclass(frozen=True)
@@ -135,21 +163,41 @@ class SkewCounter:
             self._rows = self._parts[0].height
 
     def add_parquet(self, path) -> int:
-        """Count one Parquet file of a single volume (an ingested trace's part file) in one
-        streaming pass: counts per slice, and the highest byte reached in a second output of the
-        same scan (per slice only the volume's maximum matters). Returns the rows counted."""
-        lf = pl.scan_parquet(path, hive_partitioning=False)
-        counted = lf.select("op", "offset", "size").filter(pl.col("op").to_physical() < _N_COUNTED)
-        counts, top = pl.collect_all([
-            counted.group_by(slice=pl.col("offset") // self.slice_bytes).agg(ios=pl.len().cast(pl.Int64)),
-            counted.select(end=(pl.col("offset") + pl.col("size").cast(pl.Int64)).max(), rows=pl.len()),
-        ], engine="streaming")
-        if counts.height:
-            volume = lf.select(pl.col("volume").cast(pl.String)).head(1).collect().item()
+        """Count one Parquet file of a single volume (an ingested trace's part file): counts per
+        slice and the highest byte reached (per slice only the volume's maximum matters). Returns
+        the rows counted.
+
+        Its row groups are read by pyarrow (op, offset and size only) and counted with numpy, on
+        up to ``_COUNT_THREADS`` threads that each open the file themselves (one ParquetFile read
+        from two threads hung here once); both release the GIL, and one row group at a time per
+        thread keeps memory bounded. Measured on 20 M requests in one file, quiet 2-core machine:
+        0.26 s, against 0.41 s for a streaming Polars group-by (0.39 s without the highest byte),
+        whose hash aggregation costs more than decoding the columns (0.17 s)."""
+        import pyarrow.parquet as pq
+
+        groups = pq.ParquetFile(path).metadata.num_row_groups
+        threads = max(1, min(_COUNT_THREADS, os.cpu_count() or 1, groups))
+
+        def count(first: int):
+            pf = pq.ParquetFile(path)
+            return [_count_row_group(pf.read_row_group(i, columns=["op", "offset", "size"], use_threads=False),
+                                     self.slice_bytes) for i in range(first, groups, threads)]
+
+        if threads == 1:
+            parts = count(0)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                parts = [p for ps in pool.map(count, range(threads)) for p in ps]
+        rows = sum(p[3] for p in parts)
+        if rows:
+            volume = pq.ParquetFile(path).read_row_group(0, columns=["volume"]).column(0)[0].as_py()
+            counts = (pl.DataFrame({"slice": np.concatenate([p[0] for p in parts]),
+                                    "ios": np.concatenate([p[1] for p in parts])})
+                      .group_by("slice").agg(pl.col("ios").sum()))
             self._parts.append(counts.select(pl.lit(volume, pl.String).alias("volume"), "slice", "ios",
-                                             pl.lit(top["end"][0], pl.Int64).alias("end")))
+                                             pl.lit(max(p[2] for p in parts), pl.Int64).alias("end")))
             self._rows += counts.height
-        return int(top["rows"][0])
+        return rows
 
     def partial(self) -> pl.DataFrame:
         """The counts so far (volume, slice, ios, end): what a worker that counted some volumes

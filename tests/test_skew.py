@@ -10,6 +10,7 @@ from collections import Counter
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -65,6 +66,32 @@ def brute_force(df: pl.DataFrame, slice_bytes: int, capacities: dict | None = No
 def test_equals_a_python_loop_over_the_rows(seed, slice_bytes):
     df = random_trace(seed)
     assert skew([df], slice_bytes).summary() == brute_force(df, slice_bytes)
+
+
+@pytest.mark.parametrize("slice_bytes, far", [(MiB, False), (3 * MiB + 512, False), (4096, True)])
+def test_part_files_counted_by_row_group_equal_a_python_loop(tmp_path, monkeypatch, slice_bytes, far):
+    """add_parquet (pyarrow row groups on threads, numpy counts) against the loop, per volume, with
+    many row groups, trims and flushes, a slice size that is not a power of two, and offsets so far
+    apart that the slices are counted sorted instead of in a dense array (with op as plain text)."""
+    import replay.skew as skew_mod
+
+    monkeypatch.setattr(skew_mod, "_COUNT_THREADS", 3)
+    monkeypatch.setattr(skew_mod.os, "cpu_count", lambda: 3)
+    df = random_trace(7, 5000)
+    if far:
+        df = df.with_columns(offset=pl.col("offset") * 101)  # up to ~20 GiB: ~5 M slices, beyond _DENSE_SLICES
+    counter = SkewCounter(slice_bytes)
+    for (volume,), part in df.partition_by("volume", as_dict=True).items():
+        path = tmp_path / f"{volume}.parquet"
+        # op as the Enum (a Parquet dictionary, as ingested) or, in the far case, as plain text
+        (part.with_columns(pl.col("op").cast(pl.String)) if far else part).write_parquet(path, row_group_size=100)
+        assert pq.ParquetFile(path).metadata.num_row_groups > 3
+        assert counter.add_parquet(path) == part.filter(pl.col("op").is_in(["read", "write"])).height
+    got, want = counter.result().summary(), brute_force(df, slice_bytes)
+    if far:  # ~5 M slices: the curve is sampled to MAX_CURVE_POINTS, so compare its ends
+        got_curve, want_curve = got.pop("curve"), want.pop("curve")
+        assert got_curve[0] == want_curve[0] and got_curve[-1] == want_curve[-1]
+    assert got == want
 
 
 def test_hand_checked_tiny_trace():
