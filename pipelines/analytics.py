@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipelines.catalog import TraceRef
+from pipelines.catalog import TraceRef, volume_of
 from pipelines.dataset import key_of
 from pipelines.files import atomic_output
 from replay.skew import IO_SHARES_PCT, Skew, SkewCounter
@@ -50,18 +50,19 @@ def capacities(trace: TraceRef) -> dict[str, int]:
 
 def skew_trace(trace: TraceRef, slice_bytes: int, progress: Progress | None = None,
                data_dir: str | Path | None = None) -> Skew:
-    """One streaming Polars pass per part file (each holds one volume): counts per slice only, so
-    it runs near the Parquet decode rate and memory holds one row per touched slice. With
-    ``data_dir``, also written for the warehouse (:func:`write_skew`)."""
+    """One pass per part file (each holds one volume; :meth:`SkewCounter.add_parquet`): counts per
+    slice only, so it runs near the Parquet decode rate and memory holds one row per touched
+    slice. With ``data_dir``, also written for the warehouse (:func:`write_skew`)."""
     files = trace.volume_files
     if not files:
         raise LookupError(f"trace {trace.trace_id} has no request files under {trace.path}")
     sizes = [pq.ParquetFile(f).metadata.num_rows for f in files]
     total = sum(sizes)
     counter = SkewCounter(slice_bytes)
+    stats = trace.manifest.get("volumes") or {}
     done = 0
     for f, rows in zip(files, sizes, strict=True):
-        counter.add_parquet(f)
+        counter.add_parquet(f, stats.get(volume_of(f)))
         done += rows
         if progress is not None:
             progress(done, total)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import quote, unquote
 
 from pipelines.sql import identifier
 
@@ -46,6 +47,16 @@ def write_json_atomic(path: Path, obj) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
     os.replace(tmp, path)
+
+
+def volume_dir(root: Path, volume: str) -> Path:
+    """The directory of one volume's part files (``volume=<quoted name>``)."""
+    return root / f"volume={quote(str(volume), safe='')}"
+
+
+def volume_of(part_file: Path) -> str:
+    """The volume a part file holds (:func:`volume_dir`'s inverse)."""
+    return unquote(Path(part_file).parent.name.removeprefix("volume="))
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.catalog import traces_root, write_json_atomic
+from pipelines.catalog import traces_root, volume_dir, write_json_atomic
 from pipelines.dataset import (
     RejectsWriter,
     check_counts,
@@ -133,10 +132,6 @@ def _write_part(frames: list[pl.DataFrame], path: Path) -> None:
     # Polars' writer compresses columns in parallel (~1.6x pyarrow's write_table here)
     frame = pl.concat(frames).select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items())
     frame.write_parquet(path, compression=PARQUET_COMPRESSION, compression_level=PARQUET_COMPRESSION_LEVEL)
-
-
-def volume_dir(root: Path, volume: str) -> Path:
-    return root / f"volume={quote(str(volume), safe='')}"
 
 
 def to_arrow(df: pl.DataFrame) -> pa.Table:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import numpy as np
 import polars as pl
 
+from pipelines.catalog import volume_dir
 from schemas.trace import POLARS_SCHEMA
 from schemas.trace_suite import row_counts
 from traces.base import TraceReader
@@ -63,7 +63,7 @@ def part_path(root: Path, max_rows: int):
 
     def provide(args) -> Path:
         volume = str(args.partition_keys["volume"][0])
-        return root / f"volume={quote(volume, safe='')}" / f"part-{args.index_in_partition:05d}.parquet"
+        return volume_dir(root, volume) / f"part-{args.index_in_partition:05d}.parquet"
 
     return provide
 

@@ -332,14 +332,14 @@ def _skew_parts(root: Path, trace_id: str, slice_bytes: int) -> Path:
 
 def skew_volume(root: Path, item: dict) -> dict:
     """Count one volume's I/Os per slice (``replay.skew.SkewCounter``) into its part file."""
-    from pipelines.catalog import find_trace
-    from pipelines.ingest import volume_dir
+    from pipelines.catalog import find_trace, volume_dir
     from replay.skew import SkewCounter
 
     trace = find_trace(root, item["trace_id"])
     counter = SkewCounter(int(item["slice_bytes"]))
     files = sorted(volume_dir(trace.path, item["volume"]).glob("part-*.parquet"))
-    rows = sum(counter.add_parquet(f) for f in files)
+    stats = (trace.manifest.get("volumes") or {}).get(item["volume"])
+    rows = sum(counter.add_parquet(f, stats) for f in files)
     out = _skew_parts(root, trace.trace_id, counter.slice_bytes) / f"{volume_dir(Path(), item['volume']).name}.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
@@ -379,7 +379,7 @@ def merge_skew(root: Path, counted: list[dict]) -> list[str]:
 
 def skew_inputs(item: dict) -> list[str]:
     """One volume of a trace, and its manifest."""
-    from pipelines.ingest import volume_dir
+    from pipelines.catalog import volume_dir
 
     return [f"traces/{item['trace_id']}/manifest.json",
             f"traces/{item['trace_id']}/{volume_dir(Path(), item['volume']).name}/"]

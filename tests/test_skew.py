@@ -94,6 +94,34 @@ def test_part_files_counted_by_row_group_equal_a_python_loop(tmp_path, monkeypat
     assert got == want
 
 
+def test_manifest_statistics_skip_the_op_and_size_columns(tmp_path, monkeypatch):
+    """With the ingest manifest's per-volume statistics (every request a read or a write, and the
+    highest byte), add_parquet reads the offsets only, and the skew equals the brute force; a
+    volume with trims still reads op and size. Checked on a real ingest (its manifest)."""
+    import replay.skew as skew_mod
+    from pipelines.analytics import skew_trace
+    from pipelines.catalog import find_trace, volume_of
+
+    df = random_trace(11, 4000)
+    rw = df.filter(pl.col("op").is_in(["read", "write"]) | (pl.col("volume") != pl.col("volume").min()))
+    src = tmp_path / "t.parquet"
+    rw.write_parquet(src)
+    trace = find_trace(tmp_path / "data", ingest_file(src, tmp_path / "data", validate="off").trace_id)
+    seen = []
+    real = skew_mod._count_row_group
+    monkeypatch.setattr(skew_mod, "_count_row_group", lambda t, sb: seen.append(tuple(t.column_names)) or real(t, sb))
+    by_volume = {}
+    for f in trace.volume_files:
+        seen.clear()
+        SkewCounter(MiB).add_parquet(f, trace.manifest["volumes"][volume_of(f)])
+        by_volume[volume_of(f)] = set(seen)
+    only_rw = rw.group_by("volume").agg(pl.col("op").is_in(["read", "write"]).all()).rows()
+    assert any(ok for _, ok in only_rw) and not all(ok for _, ok in only_rw)
+    for volume, ok in only_rw:
+        assert by_volume[str(volume)] == ({("offset",)} if ok else {("op", "offset", "size")})
+    assert skew_trace(trace, MiB).summary() == brute_force(rw, MiB)
+
+
 def test_hand_checked_tiny_trace():
     # volume a: slices 0..3 (highest byte 4 MiB); slice 0 gets 3 I/Os, slice 2 one; the trim and
     # flush count for nothing; the 2 MiB read at 1.5 MiB counts once, for slice 1 (its first byte)
