@@ -96,6 +96,10 @@ def main() -> None:
             "overhead_x": round(airflow_s / direct_s, 2), "airflow_start_s": round(started_s, 1),
             "warmup_run_s": warmup_s,
             "task_s": task_s,
+            # each task instance's (start, end) in seconds from the run's start: the gaps between
+            # one task's end and the next one's start are the scheduler's and supervisor's share
+            "timeline": sorted(((f"{x[0]}[{x[1]}]", round(_s(start, x[3]), 2), round(_s(start, x[4]), 2))
+                                for x in tis if x[3] and x[4]), key=lambda r: r[1]),
         }, indent=1))
 
 

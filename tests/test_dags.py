@@ -252,6 +252,54 @@ def test_preload_imports_the_data_stack_only_where_tasks_fork(monkeypatch, tmp_p
     assert preload(["scheduler"]) == []
 
 
+def test_supervisor_notices_a_task_exit_at_once():
+    """Pins what ``notice_task_exit_at_once`` relies on in Airflow's private supervisor: with every
+    socket of the task closed, ``_service_subprocess`` waits on the process (psutil) and reaps it,
+    and its select no longer sleeps the heartbeat interval (here 600 s); with a socket open, the
+    select still gets the caller's timeout."""
+    import selectors
+    import socket
+    import weakref
+
+    import psutil
+    import structlog
+    from airflow.sdk.execution_time.supervisor import PsutilTracker, WatchedSubprocess
+
+    from pipelines.airflow_preload import notice_task_exit_at_once
+
+    assert notice_task_exit_at_once() and notice_task_exit_at_once()  # idempotent
+
+    class Recording(selectors.DefaultSelector):
+        timeouts: list = []
+
+        def select(self, timeout=None):
+            self.timeouts.append(timeout)
+            return super().select(timeout=0)
+
+    def watched(proc) -> WatchedSubprocess:
+        w = object.__new__(WatchedSubprocess)  # the attrs fields the method reads, without a task
+        for name, value in (("pid", proc.pid), ("_process", PsutilTracker(psutil.Process(proc.pid))), ("_exit_code", None),
+                            ("_process_exit_monotonic", None), ("_open_sockets", weakref.WeakKeyDictionary()),
+                            ("selector", Recording()), ("process_log", structlog.get_logger())):
+            object.__setattr__(w, name, value)
+        return w
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    w = watched(proc)
+    assert w._service_subprocess(max_wait_time=600) == 0 and w._exit_code == 0
+    assert w.selector.timeouts == [0.01]  # the method's floor, not 600 s
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    w = watched(proc)
+    a, b = socket.socketpair()
+    w.selector.register(a, selectors.EVENT_READ, (lambda s: True, lambda s: None))
+    w._open_sockets[a] = "requests"
+    w.selector.timeouts.clear()
+    assert w._service_subprocess(max_wait_time=7) is None and w.selector.timeouts == [7]
+    proc.wait()
+    a.close(), b.close()
+
+
 def test_load_kernels_reads_numbas_private_cache_index(tmp_path):
     """Pins the numba internal ``load_kernels`` relies on (``Dispatcher._cache._cache_file.
     _load_index``): a kernel compiled and cached by one process is loaded, with its signature, by
