@@ -26,7 +26,7 @@ __all__ = ["preload"]
 #: what the replay DAG's tasks import (plan, replay, skew, load), and Airflow's task runner, which a
 #: LocalExecutor worker imports at its first task only (that task started 37 s late, load average 12)
 TASK_MODULES = ("polars", "pyarrow.parquet", "duckdb", "numba", "pipelines.steps", "pipelines.replay",
-                "pipelines.load", "pipelines.analytics", "replay.scenario", "replay.array",
+                "pipelines.load", "pipelines.analytics", "pipelines.airflow_support", "replay.scenario", "replay.array",
                 "airflow.sdk.execution_time.task_runner")
 #: ``airflow`` sub-commands whose process forks the task processes
 FORKING = (("scheduler",), ("celery", "worker"))
