@@ -61,9 +61,14 @@ def main() -> None:
     ap.add_argument("--preload", action=argparse.BooleanOptionalAction, default=True,
                     help="import the data stack before the task processes fork (pipelines.airflow_preload)")
     ap.add_argument("--scenarios", type=int, default=len(SCENARIOS), choices=range(1, len(SCENARIOS) + 1))
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="work in this (new) directory and keep it: Airflow's task logs are under airflow/logs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        if args.keep:
+            args.keep.mkdir(parents=True)
+            tmp = args.keep
         root = tmp / "data"
         data_root(root, args.traces, args.requests, SCENARIOS[:args.scenarios])
         shutil.copytree(root, tmp / "serial")
