@@ -16,6 +16,7 @@ task after start-up waited ~35 s for the API server, once (a long-running schedu
 once, not per run). ``--preload`` (default): ``pipelines.airflow_preload`` in the scheduler.
 
     .venv/bin/python benchmarks/orchestration.py               # 4 traces x 3 scenarios
+    .venv/bin/python benchmarks/orchestration.py --task-requests 0   # ... a replay task per pair
     .venv/bin/python benchmarks/orchestration.py --executor celery --traces 2 --requests 20000
 """
 
@@ -61,6 +62,9 @@ def main() -> None:
     ap.add_argument("--preload", action=argparse.BooleanOptionalAction, default=True,
                     help="import the data stack before the task processes fork (pipelines.airflow_preload)")
     ap.add_argument("--scenarios", type=int, default=len(SCENARIOS), choices=range(1, len(SCENARIOS) + 1))
+    ap.add_argument("--task-requests", type=int, default=None,
+                    help="replay.toml task_requests: requests of the pairs one replay task runs (0: a task per "
+                         "pair; default: tiercast's, 4 M)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="work in this (new) directory and keep it: Airflow's task logs are under airflow/logs")
     args = ap.parse_args()
@@ -71,6 +75,9 @@ def main() -> None:
             tmp = args.keep
         root = tmp / "data"
         data_root(root, args.traces, args.requests, SCENARIOS[:args.scenarios])
+        if args.task_requests is not None:
+            with open(root / "replay.toml", "a") as f:
+                f.write(f"task_requests = {args.task_requests}\n")
         shutil.copytree(root, tmp / "serial")
         t = time.perf_counter()
         rows = serial(tmp / "serial")
@@ -96,7 +103,8 @@ def main() -> None:
         task_s = {f"{x[0]}[{x[1]}]": round(_s(x[3], x[4]), 1) for x in tis if x[3] and x[4]}
         airflow_s = _s(start, end)
         print(json.dumps({
-            "executor": args.executor, "preload": args.preload, "pairs": len(replays), "state": state, "same_results": query(root, WHATIF).rows() == rows,
+            "executor": args.executor, "preload": args.preload, "pairs": len(rows), "replay_tasks": len(replays),
+            "state": state, "same_results": query(root, WHATIF).rows() == rows,
             "direct_s": round(direct_s, 1), "airflow_run_s": round(airflow_s, 1),
             "overhead_x": round(airflow_s / direct_s, 2), "airflow_start_s": round(started_s, 1),
             "warmup_run_s": warmup_s,

@@ -6,8 +6,10 @@ wiring of ``pipelines.orchestrate``:
 - ``plan`` reads ``<data root>/replay.toml`` (``scenarios``, ``traces`` globs over trace id or
   source file name, ``formats``; run params override), checks every scenario loads before
   anything is mapped (a misspelled one fails at once, no retries), and lists the (trace,
-  scenario) pairs not yet run by this model version (none configured: vnx1-flare and vnx2-mcx);
-- ``replay`` is mapped over the pairs (idempotent: a finished run is found by its run id);
+  scenario) pairs not yet run by this model version (none configured: vnx1-flare and vnx2-mcx),
+  in batches: the pairs of one trace up to ``task_requests`` requests (default 4 M) per task,
+  since a task costs Airflow ~0.3-0.5 s to start and report;
+- ``replay`` is mapped over the batches (idempotent: a finished run is found by its run id);
 - ``skew`` is mapped over the volumes of the matching traces that ``volumes`` lists (per-volume
   work: a multi-volume trace spreads over workers) when ``replay.toml`` asks for
   ``skew_slice_bytes``;
@@ -49,16 +51,18 @@ from pipelines.airflow_support import (
 )
 def tiercast_replay():
     @task(retries=0)
-    def plan() -> list[dict]:
-        from pipelines.orchestrate import PLAN_INPUTS, replay_config, replay_plan
+    def plan() -> list[list[dict]]:
+        from pipelines.orchestrate import PLAN_INPUTS, replay_batches, replay_config, replay_plan
 
         p = get_current_context()["params"]
         with input_errors_fail(), task_root(PLAN_INPUTS) as root:
             config = replay_config(root, p["scenarios"], p["traces"])
             pairs, done, left = replay_plan(root, config)
-        print(f"scenarios {list(config.scenarios)}: {len(pairs)} pair(s) to replay, {done} already run by this "
-              f"model version, {left} left for the next run")
-        return pairs
+        batches = replay_batches(pairs, config.task_requests)
+        print(f"scenarios {list(config.scenarios)}: {len(pairs)} pair(s) to replay in {len(batches)} task(s) "
+              f"(task_requests {config.task_requests:,}), {done} already run by this model version, "
+              f"{left} left for the next run")
+        return batches
 
     @task(retries=0)
     def volumes() -> list[dict]:
@@ -71,11 +75,11 @@ def tiercast_replay():
         return items
 
     @task
-    def replay(pair: dict) -> dict:
-        from pipelines.orchestrate import replay_inputs, replay_pair
+    def replay(batch: list[dict]) -> list[dict]:
+        from pipelines.orchestrate import replay_batch, replay_inputs
 
-        with input_errors_fail(), task_root(replay_inputs(pair)) as root:
-            return replay_pair(root, pair)
+        with input_errors_fail(), task_root(replay_inputs(batch)) as root:
+            return replay_batch(root, batch)
 
     @task
     def skew(item: dict) -> dict:
@@ -92,7 +96,7 @@ def tiercast_replay():
         with task_root(LOAD_INPUTS) as root:
             merged = merge_skew(root, list(counted or []))
             report = load_warehouse(root)
-        new = sorted({r["trace_id"] for r in replayed or [] if r and not r.get("already_done")})
+        new = sorted({r["trace_id"] for batch in replayed or [] for r in batch or [] if r and not r.get("already_done")})
         print(f"skew of {len(merged)} trace(s) merged; loaded {report.loaded or 'nothing new'}, "
               f"removed {report.removed or 'nothing'} in {report.seconds:.2f} s")
         if report.loaded or report.removed:
@@ -101,11 +105,12 @@ def tiercast_replay():
         return {"loaded": report.loaded, "removed": report.removed, "traces_with_new_runs": new, "skew": merged}
 
     @task(trigger_rule="all_done", retries=0)
-    def summary(pairs: list[dict] | None, loaded: dict | None) -> dict:
-        return finish({"pairs": len(pairs or []), "load": loaded})
+    def summary(batches: list[list[dict]] | None, loaded: dict | None) -> dict:
+        return finish({"pairs": sum(len(b) for b in batches or []), "replay_tasks": len(batches or []),
+                       "load": loaded})
 
-    pairs = plan()
-    summary(pairs, load(replay.expand(pair=pairs), skew.expand(item=volumes())))
+    batches = plan()
+    summary(batches, load(replay.expand(batch=batches), skew.expand(item=volumes())))
 
 
 tiercast_replay()

@@ -40,6 +40,12 @@ DONE_SUFFIX = ".done"
 #: at most this many files per ingest run, and (trace, scenario) pairs per replay run: below
 #: Airflow's max_map_length (1024); the rest waits for the next run
 MAX_BATCH = 500
+#: a mapped replay task runs consecutive pairs of one trace while their requests add up to at most
+#: this (``replay.toml`` ``task_requests``; 0: one task per pair). A task costs Airflow ~0.3-0.5 s
+#: to start and report on its own (fork, three execution-API calls, XCom) and two run at once on
+#: two cores; measured (benchmarks/orchestration.py, 4 traces x 3 scenarios, parallelism 2), one
+#: task per 1 M-request pair made the run 1.53-1.59x the direct calls (README, Orchestration overhead)
+DEFAULT_TASK_REQUESTS = 4_000_000
 #: names in the landing folder that are never data (temporary copies, markers, hidden files)
 SKIP_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".filepart", DONE_SUFFIX)
 
@@ -240,9 +246,10 @@ class ReplayConfig:
     traces: tuple[str, ...]  # globs over trace id and source file name
     formats: tuple[str, ...]  # empty: any
     skew_slice_bytes: tuple[int, ...] = ()  # I/O skew at these slice sizes, mapped over volumes; empty: none
+    task_requests: int = DEFAULT_TASK_REQUESTS  # requests of the pairs one replay task runs (replay_batches)
 
 
-CONFIG_KEYS = {"scenarios", "traces", "formats", "skew_slice_bytes"}
+CONFIG_KEYS = {"scenarios", "traces", "formats", "skew_slice_bytes", "task_requests"}
 
 
 def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[str] | None = None) -> ReplayConfig:
@@ -271,10 +278,13 @@ def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[s
     slices = doc.get("skew_slice_bytes") or []
     if not isinstance(slices, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in slices):
         bad.append(f"skew_slice_bytes: expected a list of positive integers (bytes), got {slices!r}")
+    task_requests = doc.get("task_requests", DEFAULT_TASK_REQUESTS)
+    if not isinstance(task_requests, int) or isinstance(task_requests, bool) or task_requests < 0:
+        bad.append(f"task_requests: expected an integer >= 0 (0: one replay task per pair), got {task_requests!r}")
     if bad:
         raise InputError("replay configuration refused before any replay: " + "; ".join(bad))
     globs = tuple(traces or doc.get("traces") or ("*",))
-    return ReplayConfig(names, globs, tuple(doc.get("formats") or ()), tuple(slices))
+    return ReplayConfig(names, globs, tuple(doc.get("formats") or ()), tuple(slices), task_requests)
 
 
 def _matching_traces(root: Path, config: ReplayConfig) -> list:
@@ -292,7 +302,8 @@ def _matching_traces(root: Path, config: ReplayConfig) -> list:
 
 def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tuple[list[dict], int, int]:
     """(pairs to run, pairs already run by this model version, pairs left for a later run):
-    every trace that matches the config, times every scenario."""
+    every trace that matches the config, times every scenario; a pair carries its trace's
+    request count (:func:`replay_batches`)."""
     from pipelines.replay import run_id, run_paths
     from replay.scenario import load as load_scenario
 
@@ -303,8 +314,28 @@ def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tup
             if run_paths(root, run_id(t.trace_id, sc, t.data_version))["summary_json"].is_file():
                 done += 1
             else:
-                todo.append({"trace_id": t.trace_id, "scenario": name})
+                todo.append({"trace_id": t.trace_id, "scenario": name,
+                             "requests": int(t.manifest.get("rows_accepted") or 0)})
     return todo[:limit], done, max(0, len(todo) - limit)
+
+
+def replay_batches(pairs: list[dict], task_requests: int = DEFAULT_TASK_REQUESTS) -> list[list[dict]]:
+    """``pairs`` in the order given, cut into the batches the replay tasks map over: consecutive
+    pairs of one trace while their requests add up to at most ``task_requests`` (a pair larger
+    than that, or ``task_requests`` 0, is a batch alone). Per trace, not across traces: a
+    trace's scenarios read the same page stream, and the batches of equal traces stay equal,
+    which keeps the workers evenly busy."""
+    batches: list[list[dict]] = []
+    total = 0
+    for pair in pairs:
+        last = batches[-1] if batches else None
+        if task_requests and last and last[0]["trace_id"] == pair["trace_id"] and total + pair.get("requests", 0) <= task_requests:
+            last.append(pair)
+            total += pair.get("requests", 0)
+        else:
+            batches.append([pair])
+            total = pair.get("requests", 0)
+    return batches
 
 
 # --- per-volume work: I/O skew mapped over the volumes of a trace ------------------------------
@@ -391,6 +422,21 @@ def replay_pair(root: Path, pair: dict) -> dict:
     return step(pair["trace_id"], scenario_ref(root, pair["scenario"]), root)
 
 
+def replay_batch(root: Path, batch: list[dict]) -> list[dict]:
+    """Each pair of a batch (:func:`replay_batches`), one after another. An input error of one
+    pair does not keep the others from running: the errors are raised together at the end
+    (idempotent: a retry finds the finished pairs done)."""
+    out, errors = [], []
+    for pair in batch:
+        try:
+            out.append(replay_pair(root, pair))
+        except InputError as e:
+            errors.append(f"{pair['trace_id']} x {pair['scenario']}: {e}")
+    if errors:
+        raise InputError("; ".join(errors))
+    return out
+
+
 # --- summaries -------------------------------------------------------------------------------
 
 
@@ -432,6 +478,6 @@ def validate_inputs(ingested: list[dict]) -> list[str]:
             for p in (f"{'traces' if r['kind'] == 'trace' else 'measured'}/{r['id']}/", r["archived_as"])]
 
 
-def replay_inputs(pair: dict) -> list[str]:
-    """The pair's trace (with its page streams), scenario files, and finished runs (idempotence)."""
-    return [f"traces/{pair['trace_id']}/", "scenarios/", "results/array_runs/*/summary.json"]
+def replay_inputs(batch: list[dict]) -> list[str]:
+    """The batch's traces (with their page streams), scenario files, and finished runs (idempotence)."""
+    return [*dict.fromkeys(f"traces/{p['trace_id']}/" for p in batch), "scenarios/", "results/array_runs/*/summary.json"]

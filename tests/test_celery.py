@@ -60,7 +60,8 @@ def test_dags_on_celery_workers_with_redis_equal_an_in_process_run(tmp_path):
     expected = in_process(tmp_path / "serial", sources)
     root = tmp_path / "data"
     (root / "landing").mkdir(parents=True)
-    (root / "replay.toml").write_text(f"scenarios = {SCENARIOS!r}\n".replace("'", '"'))
+    # one task per (trace, scenario) pair here (task_requests 0): 4 replays for the two workers
+    (root / "replay.toml").write_text(f"scenarios = {SCENARIOS!r}\ntask_requests = 0\n".replace("'", '"'))
     for src in sources:
         shutil.copy(src, root / "landing" / src.name)
     with CeleryCluster(tmp_path / "airflow", root, workers=2,

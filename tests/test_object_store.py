@@ -72,7 +72,7 @@ def dag_steps_on_the_store(url: str, sources) -> None:
         pairs, _, _ = replay_plan(local, replay_config(local))
     assert len(pairs) == 4
     for pair in pairs:
-        with object_store.staged(url, replay_inputs(pair)) as local:
+        with object_store.staged(url, replay_inputs([pair])) as local:
             replay_pair(local, pair)
     with object_store.staged(url, LOAD_INPUTS) as local:
         load(local)
