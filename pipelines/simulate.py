@@ -271,9 +271,7 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
         agg = CacheIntervals(interval) if interval is not None else None
         done = 0
         for chunk in chunks:
-            outcomes = model.replay(state, chunk)
-            if agg is not None:
-                agg.add_outcomes(chunk, outcomes)
+            model.replay_into(state, chunk, agg)
             done += chunk.n_requests
             if progress:
                 progress(done, chunks.total)

@@ -224,6 +224,33 @@ def test_cache_intervals_equal_the_polars_group_by():
     assert r["requests"].sum() == 5000 and r["pages"].sum() == model.counters(state)["pages"]
 
 
+@pytest.mark.parametrize("one_page", [True, False])
+def test_replay_into_intervals_equals_replay_then_add_outcomes(one_page):
+    """The fused pass (totals and window sums from the hit flags, one-page requests) against the
+    per-request outcomes path; multi-page chunks take the latter inside replay_into too."""
+    df = _requests(3, 6000).drop("latency_ns", "src_line")
+    if one_page:  # aligned 4 KiB requests (trims kept, flushes of size 0 dropped: they touch no page)
+        df = df.filter(pl.col("size") > 0).with_columns(offset=pl.col("offset") // PAGE * PAGE,
+                                                         size=pl.lit(PAGE, pl.Int32))
+    model = cache_model("lru", 300 * PAGE, PAGE)
+    fused_state, ref_state = model.new_state(), model.new_state()
+    builder = ChunkBuilder(PAGE)
+    fused, ref = CacheIntervals("5s"), CacheIntervals("5s")
+    taken = []
+    for a in range(0, df.height, 1300):
+        chunk = builder.build(df.slice(a, 1300))
+        taken.append(CacheIntervals("5s").add_hits(chunk, model.page_hits(model.new_state(), chunk),
+                                                   np.zeros(11, dtype=np.int64)))
+        model.replay_into(fused_state, chunk, fused)
+        ref.add_outcomes(chunk, model.replay(ref_state, chunk))
+    assert taken == [one_page] * len(taken)
+    assert model.counters(fused_state) == model.counters(ref_state)
+    assert fused.result().equals(ref.result())
+    c = model.counters(fused_state)
+    assert c["requests"] == df.height and c["skipped_requests"] == df.filter(pl.col("op").is_in(["trim", "flush"])).height
+    assert 0 < c["full_hit_requests"] and (c["full_hit_requests"] == c["hits"]) == one_page
+
+
 def test_traces_du_shows_the_page_streams(mixed):
     d, trace = mixed
     sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from replay.jit import njit
 from replay.model import Chunk, Model, Outcomes
 from replay.pages import check_page_size
 from schemas.trace import OP_READ, OP_WRITE
+
+if TYPE_CHECKING:
+    from replay.intervals import CacheIntervals
 
 MAX_IDS = (1 << 31) - 2  # id-indexed link arrays are int32 (half the memory traffic of int64)
 
@@ -187,7 +190,19 @@ class CacheModel(Model):
 
     def replay(self, state: CacheState, chunk: Chunk) -> Outcomes:
         """Per-request ``hit`` (every page hit), ``pages``, ``hit_pages``, ``hit_bytes``."""
+        return self._outcomes(state, chunk, self.page_hits(state, chunk))
+
+    def replay_into(self, state: CacheState, chunk: Chunk, intervals: CacheIntervals | None) -> None:
+        """:meth:`replay` with the outcomes summed into ``intervals`` (when given) and not
+        returned: for one-page requests in one compiled pass from the hit flags, with no
+        per-request arrays (``CacheIntervals.add_hits``)."""
         hit = self.page_hits(state, chunk)
+        if intervals is None:
+            self._outcomes(state, chunk, hit)
+        elif not intervals.add_hits(chunk, hit, state.totals):
+            intervals.add_outcomes(chunk, self._outcomes(state, chunk, hit))
+
+    def _outcomes(self, state: CacheState, chunk: Chunk, hit: np.ndarray) -> Outcomes:
         n = chunk.n_requests
         pages = np.zeros(n, dtype=np.int32)
         hit_pages = np.zeros(n, dtype=np.int32)
