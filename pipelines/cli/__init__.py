@@ -44,6 +44,16 @@ def __getattr__(name: str):
 
 
 def main() -> None:
+    from pipelines.cli import startup_gc
+
+    startup_gc.pause()
+    try:
+        _run()
+    finally:
+        startup_gc.before_exit()
+
+
+def _run() -> None:
     import sys
 
     from pipelines.cli import interrupt
