@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from replay.jit import njit
+from replay.kernels.base import add_totals
 from replay.model import Chunk
 from schemas.trace import OP_READ, OP_WRITE
 from schemas.units import parse_duration_ns
@@ -232,17 +233,8 @@ def _tally_windows(ts_ns, op, size_bytes, page_req, page_bytes, hit, interval_ns
         write_bytes += sz * wr
         rhits += h * rd
         whits += h * wr
-    totals[0] += n
-    totals[1] += skipped
-    totals[2] += pages
-    totals[3] += hits
-    totals[4] += nbytes
-    totals[5] += hbytes
-    totals[6] += rpages
-    totals[7] += rhits
-    totals[8] += wpages
-    totals[9] += whits
-    totals[10] += hits  # full-hit requests: a one-page request is a full hit when its page is
+    # full-hit requests (the last sum): a one-page request is a full hit when its page is
+    add_totals(totals, n, skipped, pages, hits, nbytes, hbytes, rpages, rhits, wpages, whits, hits)
     return True
 
 

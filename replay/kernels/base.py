@@ -121,6 +121,12 @@ def _tally(page_req, page_bytes, page_hit, op, n_pages_req, hit_pages, hit_bytes
                 skipped += 1
             elif n_pages_req[r] > 0 and hit_pages[r] == n_pages_req[r]:
                 full += 1
+    add_totals(totals, n_req, skipped, pages, hits, nbytes, hbytes, rpages, rhits, wpages, whits, full)
+
+
+@njit
+def add_totals(totals, n_req, skipped, pages, hits, nbytes, hbytes, rpages, rhits, wpages, whits, full):
+    """Add one chunk's sums to ``totals`` (in the order of :data:`TOTALS`)."""
     totals[0] += n_req
     totals[1] += skipped
     totals[2] += pages
