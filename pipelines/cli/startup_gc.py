@@ -12,7 +12,9 @@ the end of the process; with the collector paused during start-up and the start-
 timer), with everything created until then frozen, so a long command (a replay of hours, a report
 drawing many charts) collects cycles as usual from then on. :func:`before_exit` freezes again so
 the collection during interpreter shutdown has nothing to scan (what is still alive then is freed
-by the OS with the process; open files are closed by their ``with`` blocks, not by finalizers).
+by the OS with the process; open files are closed by their ``with`` blocks, not by finalizers);
+except when DuckDB is loaded: its nanobind bindings report every object of theirs still alive at
+shutdown as a leak on stderr, so then everything is unfrozen and collected as Python would.
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ def resume() -> None:
         gc.enable()
 
 
+#: extension modules that count their live objects when the interpreter shuts down and print
+#: "leaked instances" for any still alive (nanobind: DuckDB 2.0's ``_duckdb``); with them loaded
+#: the shutdown collection must see everything, frozen or not
+LEAK_CHECKED_MODULES = ("_duckdb",)
+
+
 def before_exit() -> None:
-    """The process is about to end: nothing left for the shutdown collection to scan."""
-    gc.freeze()
+    """The process is about to end: nothing left for the shutdown collection to scan, unless a
+    module of :data:`LEAK_CHECKED_MODULES` is loaded (then everything is unfrozen instead)."""
+    import sys
+
+    if any(m in sys.modules for m in LEAK_CHECKED_MODULES):
+        gc.unfreeze()
+    else:
+        gc.freeze()
