@@ -52,10 +52,12 @@ from traces.source import prefetch
 REPLAY_COLUMNS = ["ts_ns", "volume", "op", "offset", "size"]
 DEFAULT_BATCH_ROWS = 1 << 21
 #: requests per chunk of simulate and mrc: small enough that the few chunks in flight (read,
-#: prepared, replayed) stay well below the kernel state (10 M requests: peak RSS 0.27 GB from a page
-#: stream, 0.37 GB on the first run, vs 0.43 / 0.58 GB at 1 M), large enough that the per-chunk
-#: Python work stays negligible
-CACHE_BATCH_ROWS = 1 << 18
+#: prepared, replayed) stay well below the kernel state, large enough that the per-chunk Python
+#: work stays negligible. 10 M requests, LRU, whole process: 128 k -> first run 365-395 MiB peak
+#: RSS (below libCacheSim's 402-435), 1.39 / 1.77 s best (Zipf / uniform); 256 k -> 399-431 MiB,
+#: 1.33 / 1.76 s; repeat runs (page stream) alike at both; 1 M: 0.43 / 0.58 GB; 64 k: 371 MiB
+#: but +0.2-0.3 s
+CACHE_BATCH_ROWS = 1 << 17
 Progress = Callable[[int, int], None]  # (rows done, rows total)
 T = TypeVar("T")
 
