@@ -13,7 +13,16 @@ from pipelines.catalog import find_trace
 from pipelines.ingest import ingest_file
 from replay.ids import IdMap
 from replay.kernels import cache_model
-from replay.mrc import EVEN_SHARE, MRC_SCHEMA, AveragedShards, Shards, StackDistances, default_sizes
+from replay.mrc import (
+    EVEN_SHARE,
+    MRC_SCHEMA,
+    AveragedShards,
+    Shards,
+    StackDistances,
+    _mix,
+    candidates,
+    default_sizes,
+)
 from replay.pages import ChunkBuilder
 from traces import synth
 
@@ -202,3 +211,19 @@ def test_averaged_shards_are_disjoint_samples_of_one_hash():
     hr = avg.hit_ratios(caps)[0]
     assert np.allclose(hr, np.mean([p.hit_ratios(caps)[0] for p in avg.parts], axis=0))
     assert np.abs(hr - _exact(keys, caps)).mean() < 0.01
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 4099])
+def test_candidates_are_the_accesses_hashed_below_the_threshold_in_order(n):
+    """The sampler's mask-per-64-accesses pass keeps exactly what a per-access test would, in
+    trace order, whole groups and the tail alike; the total counts every access's bytes."""
+    rng = np.random.default_rng(n)
+    keys = rng.integers(0, 5000, n).astype(np.int64)
+    nbytes = rng.integers(1, 9000, n).astype(np.int64)
+    threshold = int(0.3 * 2**63)
+    hashes = np.array([_mix(int(k)) for k in keys], dtype=np.int64)
+    keep = hashes < threshold
+    got_keys, got_hashes, got_bytes, total = candidates(keys, nbytes, threshold)
+    assert np.array_equal(got_keys, keys[keep]) and np.array_equal(got_hashes, hashes[keep])
+    assert np.array_equal(got_bytes, nbytes[keep]) and total == int(nbytes.sum())
+    assert n < 64 or 0.1 < keep.mean() < 0.6  # the threshold keeps some and drops some
