@@ -73,6 +73,7 @@ from replay.events import (
     N_REC,
     REC_COLUMNS,
     RECORD_KINDS,
+    columns,
     new_events,
 )
 from replay.ids import IdMap
@@ -113,6 +114,10 @@ AHEAD_FAR = 32
 AHEAD_NEAR = 16
 #: ... and the SSD slots' LRU neighbours (found through the slots) AHEAD_NEIGHBOURS early.
 AHEAD_NEIGHBOURS = 8
+#: The record buffer doubles (from 64 k rows) each time the kernel stops to empty it in the middle
+#: of a chunk, up to this many rows (24 MiB): then a chunk's records are usually copied out once,
+#: when drained, instead of once per 64 k records.
+REC_ROWS_MAX = 1 << 18
 
 
 class Params(NamedTuple):
@@ -563,7 +568,10 @@ class ArrayModel(Model):
                 elif nxt == i and state.events[0]["rec_n"] == 0:  # one request may need more room than the buffer
                     state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
                 i = nxt
-                self._stash_records(state)
+                if i < n and state.events[0]["rec_n"]:  # the kernel stopped to make room
+                    self._stash_records(state)
+                    if state.rec.shape[0] < REC_ROWS_MAX:
+                        state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
         rows = list(enumerate(OUTCOMES))
         if ssd_on and not flash_on:
             rows += list(enumerate(SSD_OUTCOMES, N_O))
@@ -574,20 +582,23 @@ class ArrayModel(Model):
         return {name: out[k] for k, name in rows}
 
     def _stash_records(self, state: ArrayState) -> None:
+        """Move the record buffer's rows out, as columns (N_REC x rows: the transposing copy
+        ``drain_records`` would make anyway), and empty the buffer."""
         r = int(state.events[0]["rec_n"])
         if r:
-            state.records.append(state.rec[:r].copy())
+            state.records.append(columns(state.rec, r))
             state.events[0]["rec_n"] = 0
 
     def drain_records(self, state: ArrayState) -> dict[str, np.ndarray]:
-        """Flush and forced-flush records produced since the last drain (columns REC_COLUMNS)."""
+        """Flush and forced-flush records produced since the last drain (columns REC_COLUMNS).
+        Each record is copied once, into columns (it was copied out of the buffer, concatenated,
+        then transposed: 3 passes over ~100 B per request of a flush-heavy replay)."""
         self._stash_records(state)
-        if state.records:
-            block = np.concatenate(state.records)
+        blocks, state.records = state.records, []
+        if not blocks:
+            cols = np.zeros((N_REC, 0), dtype=np.int64)
         else:
-            block = np.zeros((0, N_REC), dtype=np.int64)
-        state.records = []
-        cols = np.ascontiguousarray(block.T)  # one pass over the rows, not one per column
+            cols = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
         return {name: cols[k] for k, name in enumerate(REC_COLUMNS)}
 
     def counters(self, state: ArrayState) -> dict[str, int | float]:

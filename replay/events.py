@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replay.jit import kernel
+from replay.jit import kernel, njit
 
 INF = np.int64(1 << 62)
 
@@ -37,6 +37,22 @@ def new_events() -> np.ndarray:
     ev = np.zeros(1, EVENTS)
     ev["next_ev"] = 0
     return ev
+
+
+@njit
+def _transpose(rec, r, out):
+    for i in range(r):
+        for k in range(rec.shape[1]):
+            out[k, i] = rec[i, k]
+
+
+def columns(rec: np.ndarray, r: int) -> np.ndarray:
+    """The first ``r`` rows of the record buffer as N_REC contiguous columns (a new array). One
+    compiled pass over the rows; numpy's transposing copy walks them once per column (2.7x the
+    time: 8.7 vs 3.3 ms per 262 k rows)."""
+    out = np.empty((rec.shape[1], r), dtype=np.int64)
+    _transpose(rec, r, out)
+    return out
 
 
 @kernel
