@@ -219,6 +219,35 @@ def test_records_kept_in_order_when_the_buffer_fills_mid_chunk():
     assert st.records == [] and m.drain_records(st)["ts_ns"].shape[0] == 0
 
 
+def test_outcome_arrays_are_reused_only_once_the_caller_let_them_go():
+    """``ArrayModel`` hands a replay's outcome buffer to the next replay of the same size only
+    when nothing holds it (``sys.getrefcount``): outcomes a caller keeps are never overwritten."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    rows = list(zip(np.cumsum(rng.exponential(300_000, n)).astype(np.int64).tolist(), ["app"] * n,
+                    rng.choice(["read", "write"], n).tolist(), (rng.integers(0, 4000, n) * 4096).tolist(),
+                    [8192] * n, strict=True))
+    df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
+    sc = loads(two_groups("mcx"), "s.toml")
+    m = ArrayModel(sc)
+    st = m.new_state()
+    b = ChunkBuilder(sc.dram.page_bytes)
+    chunks = [b.build(df.slice(i, 1000)) for i in range(0, n, 1000)]
+    st.volume_names = list(b.volumes)
+    kept = m.replay(st, chunks[0])
+    kept_copy = {k: v.copy() for k, v in kept.items()}
+    second = m.replay(st, chunks[1])
+    assert not np.shares_memory(kept["done_ns"], second["done_ns"])
+    assert all(np.array_equal(kept[k], kept_copy[k]) for k in kept)  # untouched by the second replay
+    addr = second["arrival_ns"].ctypes.data
+    del second
+    third = m.replay(st, chunks[2])
+    assert third["arrival_ns"].ctypes.data == addr  # the released buffer, reused
+    assert all(np.array_equal(kept[k], kept_copy[k]) for k in kept)
+    clone = pickle.loads(pickle.dumps(m))  # spare buffers are not part of the model
+    assert clone._spares == {} and clone.kernel_params.dram == m.kernel_params.dram
+
+
 def test_state_is_picklable_and_forks():
     rows, _ = flood_and_app(300)
     sc = loads(two_groups("flare"), "p.toml")
