@@ -108,13 +108,11 @@ SNAP_OUTCOMES = ("snapshot_first_writes",)
 
 
 #: Memory prefetch distances (requests ahead, ``replay.prefetch``): a later request's cache units
-#: and SSD cache chunks are loaded AHEAD_FAR requests early, their LRU neighbours and SSD slots
-#: (found through those records) AHEAD_NEAR requests early. Tuned on benchmarks/array.py (16 / 8
-#: gained 15-24 %, 32 / 16 19-25 %).
+#: and SSD cache chunks are loaded AHEAD_FAR requests early, their LRU neighbours and the chunks' LRU
+#: neighbours and dirty bits (found through those records) AHEAD_NEAR requests early. Tuned on
+#: benchmarks/array.py (16 / 8 gained 15-24 %, 32 / 16 19-25 %; 48 / 24 and 24 / 12 less).
 AHEAD_FAR = 32
 AHEAD_NEAR = 16
-#: ... and the SSD slots' LRU neighbours (found through the slots) AHEAD_NEIGHBOURS early.
-AHEAD_NEIGHBOURS = 8
 #: The record buffer doubles (from 64 k rows) each time the kernel stops to empty it in the middle
 #: of a chunk, up to this many rows (24 MiB): then a chunk's records are usually copied out once,
 #: when drained, instead of once per 64 k records.
@@ -220,9 +218,6 @@ def run_requests(params, state, req, shift, start, out, tmp):
             q = i + AHEAD_NEAR
             dc.prefetch_neighbours(ds, req.unit, req.pstart[q], req.pstart[q + 1])
             ssd.prefetch_slots(sp, ss, req.unit, req.pstart[q], req.pstart[q + 1])
-        if i + AHEAD_NEIGHBOURS < n:
-            q = i + AHEAD_NEIGHBOURS
-            ssd.prefetch_slot_neighbours(sp, ss, req.unit, req.pstart[q], req.pstart[q + 1])
         if tp.on:
             # FAST VP: relocation pieces due, then (between kernel calls) the ranking
             if ev.now >= tcr.next_move_ns:

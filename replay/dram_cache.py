@@ -212,12 +212,14 @@ class DramState(NamedTuple):
 
 
 def check_placement_fits(sc) -> None:
-    """UNIT keeps placement in int16 fields: a scenario beyond that is refused, not truncated."""
+    """UNIT (and the SSD cache's CHUNK) keep placement in int16 fields: a scenario beyond that is
+    refused, not truncated."""
     groups = be.raid_groups(sc)
     unit = sc.dram.flush_unit_bytes
     drives = sum(g.width for g in groups)
     stripe = max(g.stripe_element_bytes * g.data_drives // unit for g in groups)
-    for what, n in (("RAID groups", len(groups)), ("drives", drives), ("flush units in one stripe", stripe)):
+    for what, n in (("RAID groups", len(groups)), ("pools", len(sc.pools)), ("drives", drives),
+                    ("flush units in one stripe", stripe)):
         if n > PLACE_MAX:
             raise ValueError(f"scenario {sc.name!r}: {n:,} {what}; the array model handles at most {PLACE_MAX:,}")
 

@@ -4,7 +4,7 @@ and the writes that reach it; a read miss on a block whose read count has reache
 either (doc). The I/O-type presets (Database, File System, Web Service) that set block size,
 sub-block size and both thresholds are ``replay.scenario.QCACHE_IO_TYPES``.
 
-The block's counters (``reads``, ``writes`` of ``replay.ssd_cache.CHUNK``) belong to this
+The block's counters (``accesses`` = reads, ``writes`` of ``replay.ssd_cache.CHUNK``) belong to this
 policy; the cache machinery (slots, sub-blocks, LRU, copies) is ``replay.ssd_cache``.
 """
 
@@ -19,5 +19,5 @@ def count(ch, write, por, pow_):
     if write:
         ch.writes += 1
         return pow_ > 0 and ch.writes >= pow_
-    ch.reads += 1
-    return por > 0 and ch.reads >= por
+    ch.accesses += 1  # the read count (CHUNK shares the field with FAST Cache's access count)
+    return por > 0 and ch.accesses >= por

@@ -9,8 +9,9 @@ call here passes straight through to ``replay.backend``.
 Structure. The cache tracks *chunks* (FAST Cache: 64 KB; QCache: blocks of 1/2/4 MB made of
 sub-blocks of 8/16/64 KB) of the volumes. Every chunk the trace touches has a record
 (``SsdState.chunks``: its place, its admission counters, its slot or -1); a chunk that is cached
-holds a *slot* of the SSD capacity (``SsdState.slots``: LRU links, dirty list links, the time its
-copy is ready; ``SsdState.dirty``: its dirty sub-block bits). What makes a chunk cached is the
+holds a *slot* of the SSD capacity (its number places the copy on the SSDs) and, in the same
+record, its LRU and dirty-list links and the time its copy is ready (``SsdState.dirty``, by slot:
+its dirty sub-block bits). What makes a chunk cached is the
 admission policy (:mod:`replay.fast_cache`: N accesses, optionally within a window;
 :mod:`replay.qcache`: populate-on-read / populate-on-write thresholds). Eviction is LRU.
 
@@ -48,31 +49,26 @@ from replay.jit import kernel, step
 from replay.layout import aligned_records
 from replay.prefetch import prefetch
 
-I4, I8, U8 = np.int32, np.int64, np.uint64
+I2, I4, I8, U8 = np.int16, np.int32, np.int64, np.uint64
 
 POLICY_FAST_CACHE, POLICY_QCACHE = 1, 2
 
-#: A chunk the trace touched (``SsdState.chunks``): where it lives and its admission counters.
-#: The fields a lookup reads come first; the record is padded to 64 bytes in an array aligned to
-#: 64 (``replay.layout``), so one prefetch loads all of it (at 44 bytes, packed, half the lookups
-#: also waited for a second line).
-CHUNK = np.dtype({"names": ["slot", "accesses", "first_ns", "reads", "writes", "vol", "pool", "base", "no"],
-                  "formats": [I4, I4, I8, I4, I4, I4, I4, I4, I8],
-                  "offsets": [0, 4, 8, 16, 20, 24, 28, 32, 40], "itemsize": 64})
-# slot: SSD slot holding it (-1: not cached); accesses since first_ns: FAST Cache's counters
-# (replay.fast_cache); reads, writes: QCache's (replay.qcache); vol, pool, base: the volume and
-# its placement (replay.backend); no: chunk number in the volume
-
-#: A slot of SSD capacity (``SsdState.slots``), with its links in the LRU (head: most recent) and
-#: in the dirty list (dirty longest first). 32 bytes in an array aligned to 64: a hit or a flush
-#: loads one cache line per slot (with the links in four arrays of their own it loaded five).
-SLOT = np.dtype([
-    ("chunk", I4),
-    ("dirty_subs", I4),
-    ("ready_ns", I8),  # its copy is on the SSDs from then on
-    ("lru_prev", I4), ("lru_next", I4),
-    ("dirty_prev", I4), ("dirty_next", I4),
-])
+#: A chunk the trace touched (``SsdState.chunks``): where it lives, its admission counters and,
+#: while it is cached, its cache entry: the SSD slot it holds, the time its copy is ready, its
+#: dirty sub-blocks, and its links in the LRU (head: most recent) and in the dirty list (dirty
+#: longest first), as chunk ids. One 64-byte record in an array aligned to 64
+#: (``replay.layout``): a lookup, a hit and a list update load one line per chunk. (The entry had
+#: a SLOT record of its own, found through the chunk: one more line, and one more dependent load,
+#: per SSD hit or flush hit.)
+CHUNK = np.dtype({"names": ["slot", "accesses", "first_ns", "writes", "vol", "pool", "base", "dirty_subs", "no",
+                            "ready_ns", "lru_prev", "lru_next", "dirty_prev", "dirty_next"],
+                  "formats": [I4, I4, I8, I4, I4, I2, I2, I4, I8, I8, I4, I4, I4, I4],
+                  "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32, 40, 48, 52, 56, 60], "itemsize": 64})
+# slot: SSD slot held (-1: not cached; its number places the copy on the SSDs, ``ssd_drive``);
+# accesses since first_ns: FAST Cache's counters (replay.fast_cache); accesses and writes:
+# QCache's read and write counters (replay.qcache); vol, pool, base: the volume and its
+# placement (replay.backend; int16 like UNIT's, ``dram_cache.check_placement_fits``); no: chunk
+# number in the volume
 HEAD, TAIL = 0, 1  # ends of a list (``SsdState.lru_ends``, ``dirty_ends``)
 
 #: Cache-wide state and counters (one record, ``SsdState.c``).
@@ -119,9 +115,8 @@ class SsdParams(NamedTuple):
 
 class SsdState(NamedTuple):
     chunks: np.ndarray  # CHUNK [n_chunks] (grows)
-    slots: np.ndarray  # SLOT [slots]
-    lru_ends: np.ndarray  # int64 [2]: head, tail of the slots' LRU
-    dirty_ends: np.ndarray  # int64 [2]: head, tail of the dirty slots
+    lru_ends: np.ndarray  # int64 [2]: head, tail of the cached chunks' LRU
+    dirty_ends: np.ndarray  # int64 [2]: head, tail of the dirty chunks
     dirty: np.ndarray  # uint64 [slots, words]: dirty sub-block bits
     fills: np.ndarray  # int64 heap of promotion completion times
     cleans: np.ndarray  # int64 heap of proactive cleaning completion times
@@ -161,20 +156,18 @@ def params(sc, backend_groups: list) -> SsdParams:
 
 def new_chunks(n: int) -> np.ndarray:
     ch = aligned_records(n, CHUNK)
-    ch["slot"] = -1
+    for f in ("slot", "lru_prev", "lru_next", "dirty_prev", "dirty_next"):
+        ch[f] = -1
     return ch
 
 
 def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
     n = max(1, sp.slots)
-    slots = aligned_records(n, SLOT)
-    for f in ("chunk", "lru_prev", "lru_next", "dirty_prev", "dirty_next"):
-        slots[f] = -1
     c = np.zeros(1, SSD)
     for f in ("t50_ns", "t90_ns"):
         c[f] = -1
     clean_out = sc.ssd.clean_outstanding if sc.ssd else 1
-    return SsdState(chunks=new_chunks(0), slots=slots, lru_ends=np.full(2, -1, dtype=np.int64),
+    return SsdState(chunks=new_chunks(0), lru_ends=np.full(2, -1, dtype=np.int64),
                     dirty_ends=np.full(2, -1, dtype=np.int64),
                     dirty=np.zeros((n, (sp.subs + 63) // 64), dtype=np.uint64),
                     fills=np.zeros(max(1, sp.fills), dtype=np.int64),
@@ -183,11 +176,11 @@ def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
                     tmp=np.zeros(be.N_UP, dtype=np.int64), acc=np.zeros(n_drives, dtype=np.int64), c=c)
 
 
-# ---- the slots' lists (links are SLOT fields; numba cannot take a field name as a parameter,
-# so each list has its own two functions) -------------------------------------------------------
+# ---- the cached chunks' lists (links are CHUNK fields; numba cannot take a field name as a
+# parameter, so each list has its own two functions) ----------------------------------------------
 @kernel
 def lru_unlink(ss, s):
-    sl = ss.slots
+    sl = ss.chunks
     p = sl[s].lru_prev
     n = sl[s].lru_next
     if p >= 0:
@@ -204,7 +197,7 @@ def lru_unlink(ss, s):
 
 @kernel
 def lru_push_front(ss, s):
-    sl = ss.slots
+    sl = ss.chunks
     h = ss.lru_ends[HEAD]
     sl[s].lru_prev = -1
     sl[s].lru_next = h
@@ -217,7 +210,7 @@ def lru_push_front(ss, s):
 
 @kernel
 def dirty_unlink(ss, s):
-    sl = ss.slots
+    sl = ss.chunks
     p = sl[s].dirty_prev
     n = sl[s].dirty_next
     if p >= 0:
@@ -234,7 +227,7 @@ def dirty_unlink(ss, s):
 
 @kernel
 def dirty_push_back(ss, s):
-    sl = ss.slots
+    sl = ss.chunks
     t = ss.dirty_ends[TAIL]
     sl[s].dirty_next = -1
     sl[s].dirty_prev = t
@@ -247,7 +240,7 @@ def dirty_push_back(ss, s):
 
 @kernel
 def touch(ss, s):
-    """Slot s was used: most recent in the LRU."""
+    """Cached chunk s was used: most recent in the LRU."""
     if ss.lru_ends[HEAD] != s:
         lru_unlink(ss, s)
         lru_push_front(ss, s)
@@ -328,12 +321,12 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
 
 
 @kernel
-def clean_slot(sp, ss, bp, bs, s, t):
-    """Copy slot s's dirty sub-blocks back to the HDDs (each run: an SSD read, then a write per
-    unit it covers, read-modify-write on RAID 5/6); returns the last write's completion."""
+def clean_chunk(sp, ss, bp, bs, k, t):
+    """Copy cached chunk k's dirty sub-blocks back to the HDDs (each run: an SSD read, then a
+    write per unit it covers, read-modify-write on RAID 5/6); returns the last write's completion."""
     c = ss.c[0]
-    sl = ss.slots[s]
-    ch = ss.chunks[sl.chunk]
+    ch = ss.chunks[k]
+    s = ch.slot
     done = t
     b = 0
     while b < sp.subs:
@@ -349,10 +342,10 @@ def clean_slot(sp, ss, bp, bs, s, t):
             off1 = (b + n) * sp.sub
             u0 = off0 // sp.unit
             u1 = (off1 + sp.unit - 1) // sp.unit
-            for k in range(u0, u1):
-                be.place_unit(ch.no * sp.units_per_chunk + k, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, ss.tmp)
-                lo = max(off0, k * sp.unit)
-                hi = min(off1, (k + 1) * sp.unit)
+            for j in range(u0, u1):
+                be.place_unit(ch.no * sp.units_per_chunk + j, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, ss.tmp)
+                lo = max(off0, j * sp.unit)
+                hi = min(off1, (j + 1) * sp.unit)
                 tmp = ss.tmp
                 r = tmp[be.UP_RG]
                 dn, _, ios = be.write_unit(bp, bs, tmp[be.UP_DATA], tmp[be.UP_P1], tmp[be.UP_P2], dr,
@@ -364,8 +357,8 @@ def clean_slot(sp, ss, bp, bs, s, t):
             b += 1
     for w in range(ss.dirty.shape[1]):
         ss.dirty[s, w] = np.uint64(0)
-    sl.dirty_subs = 0
-    dirty_unlink(ss, s)
+    ch.dirty_subs = 0
+    dirty_unlink(ss, k)
     c.dirty_slots -= 1
     c.cleaned_slots += 1
     return done
@@ -373,7 +366,7 @@ def clean_slot(sp, ss, bp, bs, s, t):
 
 @kernel
 def alloc(sp, ss, bp, bs, t):
-    """A slot for a new chunk: the next never-used one, else the LRU victim (cleaned first when
+    """A slot for a new chunk: the next never-used one, else the LRU victim's (cleaned first when
     dirty). Returns (slot, time the slot is free)."""
     c = ss.c[0]
     if c.used < sp.slots:
@@ -384,13 +377,14 @@ def alloc(sp, ss, bp, bs, t):
         if c.t90_ns < 0 and 10 * c.used >= 9 * sp.slots:
             c.t90_ns = t
         return s, t
-    s = ss.lru_ends[TAIL]
-    lru_unlink(ss, s)
+    v = ss.lru_ends[TAIL]
+    lru_unlink(ss, v)
     free = t
-    if ss.slots[s].dirty_subs > 0:
-        free = clean_slot(sp, ss, bp, bs, s, t)
+    if ss.chunks[v].dirty_subs > 0:
+        free = clean_chunk(sp, ss, bp, bs, v, t)
         c.dirty_evictions += 1
-    ss.chunks[ss.slots[s].chunk].slot = -1
+    s = np.int64(ss.chunks[v].slot)
+    ss.chunks[v].slot = -1
     c.evictions += 1
     return s, free
 
@@ -411,15 +405,12 @@ def promote(sp, ss, bp, bs, ev, rec, k, t):
     c.fill_read_ios += rios
     c.fill_read_bytes += sp.chunk
     c.fill_write_ios += wios
-    sl = ss.slots[s]
-    sl.chunk = k
-    sl.ready_ns = dw
-    sl.dirty_subs = 0
+    ch.ready_ns = dw
+    ch.dirty_subs = 0
     ch.slot = s
     ch.accesses = 0
-    ch.reads = 0
     ch.writes = 0
-    lru_push_front(ss, s)
+    lru_push_front(ss, k)
     c.promotions += 1
     record(ev, rec, t, K_PROMOTE, -1, 0, sp.chunk, rios + wios, 0, c.used, dw - t, ch.vol)
     if n < sp.fills:
@@ -464,13 +455,16 @@ def prefetch_chunk(sp, ss, u):
 
 @kernel
 def prefetch_slot(sp, ss, u):
-    """Memory: the slot (with its list links) and dirty bits of DRAM unit u's chunk if cached
-    (its chunk record should be loaded by now)."""
+    """Memory: the LRU neighbours and dirty bits of DRAM unit u's chunk if cached (its chunk
+    record, with the links, should be loaded by now)."""
     if sp.on:
-        s = ss.chunks[chunk_of(sp, ss, u)].slot
-        if s >= 0:
-            prefetch(ss.slots, s)
-            prefetch(ss.dirty, s)
+        ch = ss.chunks[chunk_of(sp, ss, u)]
+        if ch.slot >= 0:
+            prefetch(ss.dirty, ch.slot)
+            if ch.lru_prev >= 0:
+                prefetch(ss.chunks, ch.lru_prev)
+            if ch.lru_next >= 0:
+                prefetch(ss.chunks, ch.lru_next)
 
 
 @step
@@ -490,21 +484,6 @@ def prefetch_slots(sp, ss, punit, p0, p1):
 
 
 @step
-def prefetch_slot_neighbours(sp, ss, punit, p0, p1):
-    """Memory: the LRU neighbours of the slots of pages p0..p1 (a hit unlinks the slot from
-    between them); chunks and slots should be loaded by now."""
-    if sp.on:
-        sl = ss.slots
-        for j in range(p0, p1):
-            s = ss.chunks[chunk_of(sp, ss, punit[j])].slot
-            if s >= 0:
-                if sl[s].lru_prev >= 0:
-                    prefetch(sl, sl[s].lru_prev)
-                if sl[s].lru_next >= 0:
-                    prefetch(sl, sl[s].lru_next)
-
-
-@step
 def idle(sp, ss, bp, bs, t):
     """A host request arrives at t: first let VNX2's proactive cleaner use the idle time before
     it (dirty slots oldest first, ``clean_outstanding`` copies in flight)."""
@@ -519,8 +498,7 @@ def idle(sp, ss, bp, bs, t):
                 tau = ss.cleans[0]
                 if tau >= t:
                     break
-            s = ss.dirty_ends[HEAD]
-            done = clean_slot(sp, ss, bp, bs, s, tau)
+            done = clean_chunk(sp, ss, bp, bs, ss.dirty_ends[HEAD], tau)
             c.idle_cleaned_slots += 1
             if n < ss.cleans.shape[0]:
                 c.cleans_n = qk.heap_push(ss.cleans, n, done)
@@ -550,8 +528,8 @@ def read(sp, ss, bp, bs, ev, rec, u, r, d, p1, b0, nbytes, t):
     k = chunk_of(sp, ss, u)
     slot = ss.chunks[k].slot
     sub = first_sub(sp, ss, u) + ((b0 * sp.page) >> sp.sub_shift)
-    if slot >= 0 and ss.slots[slot].ready_ns <= t:
-        touch(ss, slot)
+    if slot >= 0 and ss.chunks[k].ready_ns <= t:
+        touch(ss, k)
         c.read_hits += 1
         c.hit_read_ios += 1
         dn, s = ssd_read(sp, bp, bs, slot, sub, nbytes, t, qk.HOST_READ)
@@ -577,16 +555,16 @@ def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch
     if slot >= 0:
         c.write_hits += 1
         c.through_hits += through
-        touch(ss, slot)
+        touch(ss, k)
         s0 = first_sub(sp, ss, u)
         sub0 = s0 + ((b0 * sp.page) >> sp.sub_shift)
         sub1 = s0 + ((b0 * sp.page + nbytes - 1) >> sp.sub_shift)
         done, ios = ssd_write(sp, bp, bs, slot, sub0, nbytes, tau)
         c.write_ios += ios
         if sp.write_back:
-            sl = ss.slots[slot]
+            sl = ss.chunks[k]
             if sl.dirty_subs == 0:
-                dirty_push_back(ss, slot)
+                dirty_push_back(ss, k)
                 c.dirty_slots += 1
             for b in range(sub0, sub1 + 1):
                 bit = np.uint64(1) << np.uint64(b & 63)

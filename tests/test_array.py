@@ -280,12 +280,12 @@ def test_raise_outstanding_mid_run_like_an_iometer_ramp():
 
 
 def test_tables_are_cache_line_records():
-    """Units (64 B), SSD chunks (64 B) and slots (32 B) start on a 64-byte boundary, so a record
-    never straddles two cache lines, and empty records hold the documented defaults."""
+    """Units (64 B) and SSD chunks with their cache entries (64 B) start on a 64-byte boundary,
+    so a record never straddles two cache lines, and empty records hold the documented defaults."""
     from replay import dram_cache as dc
     from replay import ssd_cache as ssd
 
-    assert (dc.UNIT.itemsize, ssd.CHUNK.itemsize, ssd.SLOT.itemsize) == (64, 64, 32)
+    assert (dc.UNIT.itemsize, ssd.CHUNK.itemsize) == (64, 64)
     units = dc.grow(dc.new_units(3), 1000, dc.new_units)
     chunks = ssd.new_chunks(1000)
     for a in (units, chunks):
@@ -293,6 +293,8 @@ def test_tables_are_cache_line_records():
     assert (units["lp"] == -1).all() and (units["part"] == -1).all() and (units["sfirst"] == -1).all()
     assert (units["flags"] == 0).all() and (units["valid"] == 0).all() and (units["since"] == 0).all()
     assert (chunks["slot"] == -1).all() and (chunks["accesses"] == 0).all()
+    for link in ("lru_prev", "lru_next", "dirty_prev", "dirty_next"):
+        assert (chunks[link] == -1).all()
 
 
 def test_split_units_matches_numpy_with_empty_requests():

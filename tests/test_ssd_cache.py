@@ -318,8 +318,9 @@ def test_presets_with_ssd_caches():
                                  QC + 'mode = "read_write"\npopulate_on_read = 2\npopulate_on_write = 1\n'
                                  'capacity_bytes = "12MiB"\n'])
 def test_cache_state_stays_consistent(ssd):
-    """After a random mixed trace: chunk -> slot and slot -> chunk agree, the LRU holds every used
-    slot once, the dirty list exactly the slots with dirty sub-blocks, counted in dirty_subs."""
+    """After a random mixed trace: the cached chunks hold distinct slots 0..used-1, the LRU holds
+    every cached chunk once (linked both ways), the dirty list exactly the chunks with dirty
+    sub-blocks, counted in dirty_subs and in their slot's dirty bits."""
     rng = np.random.default_rng(5)
     n = 4000
     rows = list(zip(np.cumsum(rng.exponential(2_000_000, n)).astype(np.int64).tolist(),
@@ -328,11 +329,11 @@ def test_cache_state_stays_consistent(ssd):
     sc = loads(scenario(ssd, drives=4).replace('cache_bytes = "64MiB"', 'cache_bytes = "2MiB"'), "inv.toml")
     m, st, _, _ = replay_rows(sc, rows)
     ss, c = st.ssd, m.counters(st)
+    ch = ss.chunks[: st.chunk_ids.n_ids]
     used = c["ssd_used"]
     assert c["ssd_evictions"] > 0 and used == m.kernel_params.ssd.slots  # full, and evicting
-    cached = np.flatnonzero(ss.chunks["slot"] >= 0)
-    assert cached.size == used and sorted(ss.chunks["slot"][cached].tolist()) == list(range(used))
-    assert (ss.slots["chunk"][ss.chunks["slot"][cached]] == cached).all()
+    cached = np.flatnonzero(ch["slot"] >= 0)
+    assert cached.size == used and sorted(ch["slot"][cached].tolist()) == list(range(used))
 
     def walk(nxt, head):
         out, i = [], head
@@ -341,8 +342,10 @@ def test_cache_state_stays_consistent(ssd):
             i = nxt[i]
         return out
 
-    assert sorted(walk(ss.slots["lru_next"], ss.lru_ends[0])) == list(range(used))
-    dirty = walk(ss.slots["dirty_next"], ss.dirty_ends[0])
-    assert sorted(dirty) == np.flatnonzero(ss.slots["dirty_subs"][:used] > 0).tolist() and len(dirty) == c["ssd_dirty_slots"]
-    bits = [sum(bin(int(w)).count("1") for w in ss.dirty[s]) for s in range(used)]
-    assert bits == ss.slots["dirty_subs"][:used].tolist()
+    lru = walk(ch["lru_next"], ss.lru_ends[0])
+    assert sorted(lru) == cached.tolist() and walk(ch["lru_prev"], ss.lru_ends[1]) == lru[::-1]
+    dirty = walk(ch["dirty_next"], ss.dirty_ends[0])
+    assert sorted(dirty) == np.flatnonzero(ch["dirty_subs"] > 0).tolist() and len(dirty) == c["ssd_dirty_slots"]
+    assert set(dirty) <= set(cached.tolist())
+    bits = [sum(bin(int(w)).count("1") for w in ss.dirty[ch["slot"][k]]) for k in cached]
+    assert bits == ch["dirty_subs"][cached].tolist()
