@@ -571,6 +571,7 @@ def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], sce
         state.volume_names = volumes()
         out = model.replay(state, chunk)
         aggs.add(chunk, out, model.drain_records(state))
+        del out  # let the model reuse the outcome buffer (ArrayModel._spare) unless aggs kept it
         done += chunk.n_requests
         if progress:
             progress(done, total or done)
