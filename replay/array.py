@@ -217,7 +217,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         if i + AHEAD_NEAR < n:
             q = i + AHEAD_NEAR
             dc.prefetch_neighbours(ds, req.unit, req.pstart[q], req.pstart[q + 1])
-            ssd.prefetch_slots(sp, ss, req.unit, req.pstart[q], req.pstart[q + 1])
+            ssd.prefetch_entries(sp, ss, req.unit, req.pstart[q], req.pstart[q + 1])
         if tp.on:
             # FAST VP: relocation pieces due, then (between kernel calls) the ranking
             if ev.now >= tcr.next_move_ns:

@@ -807,7 +807,7 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
     ppu = dp.ppu
     page = dp.page
     mask = x.dirty
-    ssd.prefetch_slot(sp, ss, u)
+    ssd.prefetch_entry(sp, ss, u)
     _prefetch_successor(sp, ss, un, x.fn if kind == K_FLUSH else ds.vlinks[u].vn)
     batch = 1.0
     if dp.order_addr:

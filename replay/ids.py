@@ -47,7 +47,7 @@ def _assign(table, keys, out, start, count, limit, shift):
     mask = (table.shape[0] >> 1) - 1
     n = keys.shape[0]
     for i in range(start, n):
-        if i + AHEAD < n and keys[i + AHEAD] >= 0:
+        if i + AHEAD < n:  # (a negative key is refused below; its prefetch is harmless)
             prefetch(table, 2 * slot(keys[i + AHEAD], shift, mask))
         k = keys[i]
         if k < 0:

@@ -233,7 +233,7 @@ def _tally_windows(ts_ns, op, size_bytes, page_req, page_bytes, hit, interval_ns
         write_bytes += sz * wr
         rhits += h * rd
         whits += h * wr
-    # full-hit requests (the last sum): a one-page request is a full hit when its page is
+    # the last sum, full-hit requests: a one-page request is a full hit exactly when its page hits
     add_totals(totals, n, skipped, pages, hits, nbytes, hbytes, rpages, rhits, wpages, whits, hits)
     return True
 

@@ -454,7 +454,7 @@ def prefetch_chunk(sp, ss, u):
 
 
 @kernel
-def prefetch_slot(sp, ss, u):
+def prefetch_entry(sp, ss, u):
     """Memory: the LRU neighbours and dirty bits of DRAM unit u's chunk if cached (its chunk
     record, with the links, should be loaded by now)."""
     if sp.on:
@@ -476,11 +476,11 @@ def prefetch_chunks(sp, ss, punit, p0, p1):
 
 
 @step
-def prefetch_slots(sp, ss, punit, p0, p1):
-    """:func:`prefetch_slot` for the units of pages p0..p1."""
+def prefetch_entries(sp, ss, punit, p0, p1):
+    """:func:`prefetch_entry` for the units of pages p0..p1."""
     if sp.on:
         for j in range(p0, p1):
-            prefetch_slot(sp, ss, punit[j])
+            prefetch_entry(sp, ss, punit[j])
 
 
 @step
