@@ -300,7 +300,7 @@ def compare_measured(data_dir: str | Path, run_ref: str, capture_ref: str, devic
                 "jobs": fv["jobs"],
             }
     notes = []
-    if run.get("replay_mode") == "open":
+    if run.get("mode") == "open":
         notes.append("open loop: the model issues at the trace's times, so its IOPS follow the measured I/O by "
                      "construction (the IOPS comparison checks the alignment, latency checks the model)")
     fio_id = cap.get("datasets", {}).get("fio")
@@ -309,7 +309,7 @@ def compare_measured(data_dir: str | Path, run_ref: str, capture_ref: str, devic
         "run_id": rid, "capture_id": cap["capture_id"], "measured_dataset_id": iostat.dataset_id,
         "fio_dataset_id": fio_id, "trace_id": run["trace_id"], "scenario": run.get("scenario"),
         "model_version": run.get("model_version"), "compare_version": model_version(COMPARE_MODEL),
-        "replay_mode": run.get("replay_mode"), "outstanding": run.get("outstanding"), "min_coverage": min_coverage,
+        "mode": run.get("mode"), "outstanding": run.get("outstanding"), "min_coverage": min_coverage,
         "device_map": vmap,
         "alignment": {**asdict(al), "trace_start": _iso(al.trace_start_ns), "fio_job_start": _iso(al.fio_job_start_ns),
                       "iostat_interval_s": sec, "model_span_s": (int(run.get("last_done_ns") or 0)
@@ -344,7 +344,7 @@ def comparison_frames(r: dict) -> dict[str, pl.DataFrame]:
     metric (``model_vs_measured_summary``)."""
     cid = {"comparison_id": r["comparison_id"]}
     head = {**cid, **{k: r[k] for k in ("run_id", "capture_id", "measured_dataset_id", "fio_dataset_id", "trace_id",
-                                        "scenario", "replay_mode", "model_version", "compare_version")},
+                                        "scenario", "mode", "model_version", "compare_version")},
             "min_coverage": float(r["min_coverage"]), "interval_s": float(r["alignment"]["iostat_interval_s"]),
             "trace_start": datetime.fromisoformat(r["alignment"]["trace_start"]), "compared_at": datetime.now(tz=UTC)}
     floats = [*(c for m in METRICS for c in (f"model_{m}", f"measured_{m}", f"{m}_error_pct")), "measured_util_pct"]

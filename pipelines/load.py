@@ -54,8 +54,8 @@ __all__ = ["db_path", "load", "query", "result_datasets", "LoadReport"]
 HOLD_S = 0.5
 GAP_S = 0.05
 #: summary columns that go to ``runs``, not ``run_summary``
-RUN_COLUMNS = ("trace_id", "scenario", "scenario_hash", "model_version", "tiercast_version", "started_at",
-               "finished_at", "wall_seconds", "results_dir", "already_done", "not_yet_modelled")
+RUN_COLUMNS = ("trace_id", "scenario", "scenario_hash", "model_version", "tiercast_version", "mode", "outstanding",
+               "started_at", "finished_at", "wall_seconds", "results_dir", "already_done", "not_yet_modelled")
 #: per-run result directories (``results/array_<name>/<run_id>.parquet``) and their tables; any
 #: other such directory (tiering, snapshots, ...) loads into a table named ``<name>``, typed from
 #: its Parquet schema
@@ -270,9 +270,11 @@ def _run_units(root: Path) -> Iterator[Unit]:
                 if _table_columns(con, table):
                     con.execute(f"DELETE FROM {identifier(table)} WHERE run_id = $1", [rid])
             wall = run.get("wall_seconds")
-            con.execute("INSERT INTO runs VALUES ($1, $2, $3, $4, $5, $6, 'complete', $7, $8, $9, $10, $11, $12)",
+            con.execute("INSERT INTO runs (run_id, trace_id, scenario, scenario_hash, model_version, tiercast_version, "
+                        "mode, outstanding, status, started_at, finished_at, wall_seconds, requests, requests_per_s, "
+                        "path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'complete', $9, $10, $11, $12, $13, $14)",
                         [rid, s["trace_id"], s["scenario"], s["scenario_hash"], s["model_version"],
-                         s.get("tiercast_version"), _ts(run.get("started_at")),
+                         s.get("tiercast_version"), s.get("mode"), s.get("outstanding"), _ts(run.get("started_at")),
                          _ts(run.get("finished_at")) or _mtime_ts(summary_json), wall, s.get("requests"),
                          s["requests"] / wall if wall else None, _rel(root, d)])
             insert_parquet(con, "run_summary", summary, {"run_id": rid}, skip=RUN_COLUMNS)

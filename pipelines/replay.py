@@ -70,6 +70,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines import physics
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
@@ -90,8 +91,10 @@ _LOG_BASE = math.log(LAT_BASE)
 K_STALL = RECORD_KINDS.index("forced_flush")
 K_PROMOTE = RECORD_KINDS.index("ssd_promotion")
 K_RELOCATE = RECORD_KINDS.index("relocation")
+K_THROTTLE = RECORD_KINDS.index("throttle")
+K_FULL_WAIT = RECORD_KINDS.index("cache_full_wait")
 #: record kinds that are not flushes (flush tables and back-end write counts leave them out)
-NOT_FLUSHES = [K_STALL, K_PROMOTE, K_RELOCATE]
+NOT_FLUSHES = [K_STALL, K_PROMOTE, K_RELOCATE, K_THROTTLE, K_FULL_WAIT]
 
 
 def array_model_version() -> str:
@@ -152,6 +155,14 @@ _FLUSH_SUMS = {
     "age_sum_ns": pl.col("value_ns").sum(),
 }
 _STALL_SUMS = {"forced_flushes": pl.len().cast(pl.Int64), "forced_flush_stall_ns": pl.col("value_ns").sum()}
+#: MCx, per RAID group: throttled adaptation ticks and their weakest trigger (throttle records,
+#: ``replay.events``), and writes that waited for room in a pool 100 % dirty (cache-full waits)
+_THROTTLE_SUMS = {"throttle_ticks": pl.col("pages").sum()}
+_THROTTLE_MINS = {"throttle_past_age_min_ns": pl.col("value_ns").min(),
+                  "throttle_window_full_min_ns": pl.col("busy_ns").min(),
+                  "throttle_drain_min_ns": pl.col("bytes").min(),
+                  "throttle_admit_min_pages_per_s": pl.col("ios").min()}
+_FULL_WAIT_SUMS = {"cache_full_waits": pl.len().cast(pl.Int64), "cache_full_wait_ns": pl.col("value_ns").sum()}
 #: With an SSD cache: reads reaching it and writes the DRAM cache wrote through (per request) ...
 _SSD_REQ_SUMS = {name: pl.col(name).sum() for name in ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits",
                                                        "ssd_through_misses")}
@@ -209,6 +220,7 @@ class _Aggregates:
     tiering: bool = False  # FAST VP: keep the relocation records
     snapshot_every_ns: int = 0  # snapshots: per snapshot interval first writes (0: none)
     flash_free_full: int = 0  # all-flash: the space GC can free (0: not an all-flash array)
+    mcx: bool = False  # MCx: throttle and cache-full wait records per RAID group
     req: IntervalAggregator = field(init=False)
     promo: IntervalAggregator | None = field(init=False, default=None)
     ssd_fine: IntervalAggregator | None = field(init=False, default=None)
@@ -240,6 +252,9 @@ class _Aggregates:
                                         ratios={},
                                         maxes={"rg_dirty_flush_max": pl.col("rg_dirty_pages").max()})
         self.stalls = IntervalAggregator(n, sums=_STALL_SUMS, ratios={})
+        self.throttles = IntervalAggregator(n, by=["rg"], sums=_THROTTLE_SUMS, ratios={},
+                                            mins=_THROTTLE_MINS) if self.mcx else None
+        self.full_waits = IntervalAggregator(n, by=["rg"], sums=_FULL_WAIT_SUMS, ratios={}) if self.mcx else None
         self.moves = tier_tables.TierRecords() if self.tiering else None
         self.snap = IntervalAggregator(self.snapshot_every_ns, sums={
             "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
@@ -257,6 +272,10 @@ class _Aggregates:
                      "stall_sum_ns": 0, "stalled_requests": 0, "throttle_sum_ns": 0, "throttled_requests": 0,
                      "backend_ios": 0}
         self._pending_write_ios: list[tuple[np.ndarray, np.ndarray]] = []
+        self.stall_spans: list[tuple[int, int]] = []  # forced flushes: (start, end) ns
+        self.ts_resolution_ns = 0  # the step every timestamp difference is a multiple of (0: one instant)
+        self.ts_at_one_instant_max = 0  # the most requests sharing one timestamp
+        self._ts_last: tuple[int, int] | None = None  # the last timestamp and its requests so far
 
     def _fit(self, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         """Auto interval: grow it (merging what was summed) before a chunk runs past
@@ -268,7 +287,8 @@ class _Aggregates:
         if n == self.interval_ns:
             return
         self.interval_ns = n
-        for agg in (self.req, self.promo, self.hist, self.flush, self.stalls, self.flash):
+        for agg in (self.req, self.promo, self.hist, self.flush, self.stalls, self.flash, self.throttles,
+                    self.full_waits):
             if agg is not None:
                 agg.coarsen(n)
         for agg in (self.ssd_fine, self.ssd_fine_flush):
@@ -278,6 +298,7 @@ class _Aggregates:
     def add(self, chunk: Chunk, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         if self.auto:
             self._fit(out, records)
+        self._note_timestamps(chunk.ts_ns)
         frame = outcome_frame(chunk, out).with_columns(
             ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
@@ -295,7 +316,13 @@ class _Aggregates:
         if rec.height:
             flushes = rec.filter(~pl.col("kind").is_in(NOT_FLUSHES)).sort("ts_ns")
             self.flush.add(flushes)
-            self.stalls.add(rec.filter(pl.col("kind") == K_STALL).sort("ts_ns"))
+            stalls = rec.filter(pl.col("kind") == K_STALL).sort("ts_ns")
+            self.stalls.add(stalls)
+            self.stall_spans += zip(stalls["ts_ns"].to_list(), (stalls["ts_ns"] + stalls["value_ns"]).to_list(),
+                                    strict=True)
+            if self.throttles is not None:
+                self.throttles.add(rec.filter(pl.col("kind") == K_THROTTLE))
+                self.full_waits.add(rec.filter(pl.col("kind") == K_FULL_WAIT))
             if self.promo is not None:
                 self.promo.add(rec.filter(pl.col("kind") == K_PROMOTE).sort("ts_ns"))
                 self.ssd_fine_flush.add(flushes)
@@ -331,6 +358,24 @@ class _Aggregates:
         if top > self.lat_hist.size:
             self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
         self.lat_hist += np.bincount(b, minlength=self.lat_hist.size)
+
+    def _note_timestamps(self, ts: np.ndarray) -> None:
+        """The trace's clock (in time order): the resolution its timestamps share (the gcd of their
+        differences) and the most requests at one instant, across chunks."""
+        if ts.size == 0:
+            return
+        d = np.diff(ts)
+        step = d[d > 0]
+        if self._ts_last is not None and ts[0] > self._ts_last[0]:
+            step = np.append(step, ts[0] - self._ts_last[0])
+        if step.size:
+            self.ts_resolution_ns = int(np.gcd.reduce(np.append(step, self.ts_resolution_ns)))
+        starts = np.flatnonzero(np.concatenate(([1], d)))
+        runs = np.diff(np.append(starts, ts.size))
+        if self._ts_last is not None and ts[0] == self._ts_last[0]:
+            runs[0] += self._ts_last[1]
+        self.ts_at_one_instant_max = max(self.ts_at_one_instant_max, int(runs.max()))
+        self._ts_last = (int(ts[-1]), int(runs[-1]))
 
     def _split_at_cliff(self, chunk: Chunk, out: dict[str, np.ndarray]) -> None:
         """All-flash, over all requests (the warm-up included: the cliff may come during it): the
@@ -482,6 +527,22 @@ def _flash_intervals(aggs: _Aggregates) -> pl.DataFrame:
     )
 
 
+def _with_throttles(rg: pl.DataFrame, aggs: _Aggregates) -> pl.DataFrame:
+    """MCx: per (interval, RAID group) the throttled ticks and their weakest trigger (ms; the
+    admitted rate in pages/s), and the cache-full waits: what explains each throttled request."""
+    keys = ["interval_start_ns", "rg"]
+    thr = aggs.throttles.result().join(aggs.full_waits.result(), on=keys, how="full", coalesce=True)
+    thr = thr.cast({"rg": rg.schema["rg"]}).select(
+        *keys, pl.col("throttle_ticks").fill_null(0),
+        *((pl.col(f"{k}_ns") / 1e6).alias(f"{k}_ms") for k in ("throttle_past_age_min", "throttle_window_full_min",
+                                                               "throttle_drain_min")),
+        pl.col("throttle_admit_min_pages_per_s"), pl.col("cache_full_waits").fill_null(0),
+        (pl.col("cache_full_wait_ns").fill_null(0) / 1e6).alias("cache_full_wait_sum_ms"))
+    out = rg.join(thr, on=keys, how="full", coalesce=True)
+    num = [c for c, t in out.schema.items() if t.is_integer() and c not in keys and c not in thr.columns]
+    return out.with_columns(pl.col(num).fill_null(0), pl.col("throttle_ticks", "cache_full_waits").fill_null(0))
+
+
 def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[str], trace_id: str, rid: str,
                      hist: pl.DataFrame):
     sc = model.scenario
@@ -500,6 +561,8 @@ def _interval_tables(aggs: _Aggregates, model: ArrayModel, volume_names: list[st
         vol = vol.join(fl, on="interval_start_ns", how="left")
         rg = rg.join(fl, on="interval_start_ns", how="left")
     widths = {i: r.width for i, r in enumerate(sc.raid_groups)}
+    if aggs.throttles is not None:
+        rg = _with_throttles(rg, aggs)
     rg = (rg.filter(pl.col("rg") >= 0)
           .with_columns(
               rg_dirty_pct_max=pl.max_horizontal("rg_dirty_max", "rg_dirty_flush_max") / cache_pages * 100,
@@ -565,7 +628,7 @@ def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], sce
     fp = model.kernel_params.flash
     aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots, model.tiering.on,
                        model.kernel_params.snap.every if model.kernel_params.snap.on else 0,
-                       int(round(fp.free_full)) if fp.on else 0)
+                       int(round(fp.free_full)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
     done = 0
     for chunk in chunks:
         state.volume_names = volumes()
@@ -598,6 +661,7 @@ def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], sce
                        snapshot_retained_max=timeline.retained_max,
                        snapshot_bytes_end=int(timeline.snapshot_blocks[-1]) * timeline.block_bytes
                        if len(timeline.blocks) else 0)
+    summary["warnings"] = physics.check(scenario, summary, vol, rg, aggs.interval_ns, aggs.stall_spans)
     return ReplayResult(summary, vol, rg, tables)
 
 
@@ -655,9 +719,11 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "tiercast_version": package_version(),
         "model_version": array_model_version(),
         "dram_mode": "none" if sc.flash else sc.dram.mode,  # all-flash: no cache
-        "replay_mode": sc.replay.mode,
+        "mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
         "warmup_requests": aggs.warmup_requests,
+        "ts_resolution_ns": aggs.ts_resolution_ns,
+        "requests_at_one_instant_max": aggs.ts_at_one_instant_max,
         "requests": c["requests"],
         "measured_requests": n,
         "measured_seconds": span_s,
@@ -774,11 +840,34 @@ def _run_record(scenario: Scenario, started_s: float, finished_s: float) -> dict
             "scenario_toml": text, "scenario_source": str(src) if src else None}
 
 
+def trace_is_timed(trace: TraceRef) -> bool:
+    """Whether the trace's requests carry more than one timestamp (manifest, per volume)."""
+    vols = [v for v in (trace.manifest.get("volumes") or {}).values() if v.get("first_ts_ns") is not None]
+    if not vols:
+        return True  # a manifest without per-volume times: trust the trace
+    return max(v["last_ts_ns"] for v in vols) > min(v["first_ts_ns"] for v in vols)
+
+
+def resolve_mode(scenario: Scenario, trace: TraceRef) -> tuple[Scenario, list[dict]]:
+    """The replay mode a run of ``trace`` uses: the scenario's (open, the presets' default: the
+    trace's own timing; closed at ``outstanding``), except that a trace without timestamps cannot
+    be replayed in its own time and goes closed loop at the scenario's ``outstanding``, with a
+    caveat saying so."""
+    if scenario.replay.mode == "open" and not trace_is_timed(trace):
+        n = scenario.replay.outstanding
+        return scenario.with_replay(mode="closed"), [physics.finding(
+            "untimed_trace", physics.CAVEAT, f"the trace has no timestamps: replayed closed loop at {n} outstanding "
+                                             "(--outstanding N to choose)")]
+    return scenario, []
+
+
 def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, *,
                  batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None,
                  force: bool = False) -> dict:
-    """Replay an ingested trace through ``scenario``, write the outputs (unless ``data_dir`` is
-    None) and return the run summary. A finished run with the same run id is returned as is."""
+    """Replay an ingested trace through ``scenario`` (its mode resolved by :func:`resolve_mode`),
+    write the outputs (unless ``data_dir`` is None) and return the run summary. A finished run
+    with the same run id is returned as is."""
+    scenario, notes = resolve_mode(scenario, trace)
     rid = run_id(trace.trace_id, scenario, trace.data_version)
     paths = run_paths(data_dir, rid) if data_dir is not None else None
     if paths and not force and paths["summary_json"].is_file():
@@ -791,6 +880,7 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         chunks, lambda: chunks.volumes, scenario, trace.trace_id, total=chunks.total, progress=progress,
         data_version=trace.data_version), batch_rows)
     summary = res.summary
+    summary["warnings"] = notes + summary["warnings"]
     if paths:
         # intervals first, summary last: a summary on disk means the run is complete
         write_parquet(res.volume_intervals, paths["volume_intervals"])
@@ -799,7 +889,7 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
             write_parquet(table, paths[name])
         paths["run"].parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(paths["run"], _run_record(scenario, started, time.time()))
-        write_parquet(pl.DataFrame([summary]), paths["summary"])
+        write_parquet(pl.DataFrame([summary], schema_overrides={"warnings": physics.WARNINGS_DTYPE}), paths["summary"])
         summary["results_dir"] = str(paths["summary"].parent)
         write_json_atomic(paths["summary_json"], summary)
     summary["already_done"] = False
@@ -812,7 +902,8 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
                  progress: Progress | None = None, data_version: str = "") -> list[dict]:
     """Closed-loop replays at each outstanding-I/O count: the trace supplies the address/op
     sequence, the model the timing. Returns one row per count: outstanding, iops, mb_per_s,
-    latency_mean_ms, latency_p95_ms (and more), measured after the warm-up."""
+    latency_mean_ms, latency_p95_ms (and more), measured after the warm-up, and each point's physics
+    checks (``warnings``)."""
     if not outstanding or not all(1 <= n <= MAX_OUTSTANDING for n in outstanding):
         raise ValueError(f"outstanding I/O counts must be from 1 to {MAX_OUTSTANDING}, got {outstanding}")
     if max_requests is not None and max_requests < 1:
@@ -841,6 +932,7 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
             "forced_flush_count": s["forced_flush_count"], "backend_ios_per_request": s["backend_ios_per_request"],
             "backend_iops_per_drive": s["backend_iops_per_drive"], "simulated_seconds": s["simulated_seconds"],
             "measured_requests": s["measured_requests"], "run_id": s["run_id"], "model_version": s["model_version"],
+            "warnings": s["warnings"],
         })
     return rows
 
@@ -859,8 +951,8 @@ def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario
     for r in rows:
         r["sweep_id"] = sid
     if data_dir is not None and rows:
-        df = pl.DataFrame(rows).with_columns(pl.lit(trace.trace_id).alias("trace_id"),
-                                             pl.lit(scenario.name).alias("scenario"))
+        df = pl.DataFrame(rows, schema_overrides={"warnings": physics.WARNINGS_DTYPE}).with_columns(
+            pl.lit(trace.trace_id).alias("trace_id"), pl.lit(scenario.name).alias("scenario"))
         write_parquet(df, sweep_path(data_dir, sid))
     return rows
 

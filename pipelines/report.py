@@ -717,7 +717,7 @@ CHARTS: tuple[Callable[[Warehouse, Selection], Chart | None], ...] = (
     _model_vs_measured)
 
 #: the run table at the top: columns shown when present
-RUN_COLUMNS = ("scenario", "trace_id", "run_id", "model_version", "replay_mode", "outstanding", "measured_requests",
+RUN_COLUMNS = ("scenario", "trace_id", "run_id", "model_version", "mode", "outstanding", "measured_requests",
                "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms", "latency_p99_ms", "read_hit_ratio",
                "write_hit_ratio", "ssd_hit_ratio_last10pct", "flush_mb_per_s", "forced_flush_count",
                "throttle_delay_sum_ms", "dram_cache_bytes", "ssd_cache_bytes")
@@ -836,6 +836,23 @@ def _runs_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
     return ('<section id="runs"><h2>Scenarios side by side</h2>' + _table(df, "runs", out_dir) + "</section>")
 
 
+def _checks_section(sel: Selection, out_dir: Path) -> str:
+    """Every run's physics-check findings (``pipelines.physics``): model errors first."""
+    if not sel.runs.height or "warnings" not in sel.runs.columns:
+        return ""
+    df = (sel.runs.select(pl.col("run_id").replace_strict(sel.labels).alias("scenario"), "run_id", "warnings")
+          .explode("warnings").drop_nulls("warnings").unnest("warnings")
+          .sort(pl.col("severity") != "model_error", "scenario"))
+    if df.is_empty():
+        return ('<section id="checks"><h2>Physics checks</h2><p class="caption">Every run passed every check '
+                "(utilisation vs latency, throttle and stall triggers, Little's law, mass balance) with no caveat."
+                "</p></section>")
+    errors = df.filter(pl.col("severity") == "model_error").height
+    return ('<section id="checks"><h2>Physics checks</h2><p class="caption">'
+            f"{errors} model error(s), {df.height - errors} caveat(s) on the runs above.</p>"
+            + _table(df, "checks", out_dir, bad=None) + "</section>")
+
+
 def _traces_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
     if not wh.has("traces"):
         return ""
@@ -889,7 +906,7 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
             head.append(f'<p class="intro">{html.escape(intro)}</p>')
         nav = "".join(f'<a href="#{c.name}">{html.escape(c.title)}</a>' for c in charts)
         body = [*head, f"<nav>{nav}</nav>" if charts else "", _intro_tables(figures, findings, tables),
-                _runs_section(wh, sel, tables), _traces_section(wh, sel, tables),
+                _runs_section(wh, sel, tables), _checks_section(sel, tables), _traces_section(wh, sel, tables),
                 *(_section(c, tables) for c in charts)]
         if not charts:
             body.append("<p>Nothing to chart yet: replay a trace (<code>tiercast replay</code>), compute its "

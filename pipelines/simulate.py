@@ -364,7 +364,8 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
     cache_sizes = list(sizes) if sizes is not None else default_sizes(footprint, page_size, n_sizes)
     caps = np.asarray(cache_sizes, dtype=np.int64) // page_size
     hr, bhr = estimator.hit_ratios(caps)
-    rows = curve_frame(trace.trace_id, page_size, cache_sizes, hr, bhr, name, sample_rate, model_version(CACHE_MODEL))
+    rows = curve_frame(trace.trace_id, page_size, cache_sizes, hr, bhr, name, sample_rate, model_version(CACHE_MODEL),
+                       footprint)
     if data_dir is not None:
         _write_atomic(rows, mrc_path(data_dir, trace.trace_id, name, page_size, sample_rate))
     return rows

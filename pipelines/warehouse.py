@@ -32,7 +32,7 @@ from pipelines.sql import identifier, path_list
 
 DB_NAME = "tiercast.duckdb"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "warehouse.sql"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the lines of ``schemas/warehouse.sql`` after which schema 2's and schema 3's additions begin
 SCHEMA_2_MARKER = "-- schema 2: seed experiments"
 SCHEMA_3_MARKER = "-- schema 3: skew curves and model vs measured"
@@ -141,6 +141,9 @@ MIGRATIONS = {
         "seed_findings and a seed_figures view over them", _v1_to_v2),
     2: ("skew results keyed on (trace, data version, slice size, code version) with their curve (skew_curve); "
         "measured_comparisons, model_vs_measured and model_vs_measured_summary", _v2_to_v3),
+    3: ("runs carry their replay mode (open or closed, outstanding) and run_summary the physics checks' "
+        "warnings: derived tables dropped, schema 4 created; the load that follows refills it",
+        lambda con: (_drop_everything(con), _create(con, "replay mode in runs, warnings in run_summary"))),
 }
 
 

@@ -8,18 +8,22 @@ replayed again.
 **Sizing** orders the variants (the product of the ``--vary`` lists) by cost: each list is given
 cheapest first, and a variant's cost is the sum of its values' positions (ties: the earlier
 list's position first). It replays them in that order and stops at the first that meets every
-target: that one is the cheapest. Before replaying a variant, the trace's exact LRU hit-ratio
-curve prunes it when it cannot do better than a variant that already failed:
+target: that one is the cheapest. All variants run in one replay mode (:func:`one_mode`).
 
-- the variants that differ only in cache capacity (``CAPACITY_KEYS``) form one family;
-- the curve gives the hit ratio at each variant's capacity of the caches whose size is varied
-  (the SSD cache's, at its chunk size; the DRAM cache's, at its page size; their sum when both
-  vary), 0 for a cache switched off;
-- a variant whose curve hit ratio is at most ``min_gain`` above that of a cheaper failed member
-  of its family is predicted to fail and skipped: more capacity that holds no more of the
-  working set does not change what reaches the back end. Above the trace's footprint this is
-  exact (nothing is ever evicted: the runs are the same); on a flat stretch of the curve below
-  it, it is an approximation, and ``prune=False`` replays everything.
+A variant is skipped without a replay only when its run is provably the same as that of a
+cheaper variant that failed: the two differ in nothing but the SSD cache's ``capacity_bytes``,
+and both caches hold every chunk the trace touches (the exact LRU curve at the SSD cache's own
+chunk size gives the footprint), so nothing is ever evicted and the same chunks take the same
+slots: same I/O, same times, same answer for every target that is not about the cache's fill.
+Nothing else is pruned: a larger DRAM cache, more drives or a larger SSD cache below the
+footprint can change the answer either way (more SSD capacity can mean more promotions loading
+the drives), and a hit-ratio curve cannot see an admission rule (FAST Cache promotes a chunk
+after 3 hits, QCache on its populate threshold) or the DRAM cache in front. ``size`` and
+``size --exhaustive`` therefore choose the same variant (a property test checks it).
+
+The curve still informs: each variant with an SSD cache shows the LRU hit ratio at its capacity
+(all accesses, every miss admitted, at the cache's chunk size), and a replay whose SSD hit ratio
+differs from it by more than ``CURVE_MISS`` gets a caveat saying why.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines import physics
 from pipelines.catalog import TraceRef
-from pipelines.replay import replay_trace, run_paths
+from pipelines.replay import replay_trace, resolve_mode, run_paths
 from replay.scenario import Scenario, load
 from schemas.units import parse_size
 
@@ -45,8 +50,10 @@ TARGET_ALIASES = {
     "p99_ms": "latency_p99_ms", "max_ms": "latency_max_ms",
 }
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
-#: scenario keys that change only how much the caches hold (a family for curve pruning)
-CAPACITY_KEYS = frozenset({"dram.cache_bytes", "ssd_cache.capacity_bytes", "ssd_cache.drives", "ssd_cache.enabled"})
+#: the one key whose variants can be provably identical (an SSD cache above the trace's footprint)
+SSD_CAPACITY_KEY = "ssd_cache.capacity_bytes"
+#: a replay's SSD hit ratio this far from the curve's prediction gets a caveat
+CURVE_MISS = 0.1
 #: a variant's response time has warmed up from the first interval whose mean is within this
 #: share of the mean over the run's last tenth
 WARM_TOLERANCE = 0.10
@@ -118,6 +125,23 @@ def warmup_s(intervals: pl.DataFrame) -> float | None:
     return float(ok["interval_start_ns"][0] / 1e9) if ok.height else None
 
 
+def one_mode(trace: TraceRef, scenarios: Sequence[Scenario], outstanding: int | None = None) -> list[Scenario]:
+    """The scenarios with one replay mode for all, so that their runs can stand side by side:
+    closed loop at ``outstanding`` when it is given, else each scenario's mode resolved for the
+    trace (``pipelines.replay.resolve_mode``: the trace's own timing); a ValueError when they then
+    disagree (a scenario file asking for another mode)."""
+    if outstanding is not None:
+        return [sc.with_replay(mode="closed", outstanding=int(outstanding)) for sc in scenarios]
+    out = [resolve_mode(sc, trace)[0] for sc in scenarios]
+    modes = {(sc.replay.mode, sc.replay.outstanding if sc.replay.mode == "closed" else None) for sc in out}
+    if len(modes) > 1:
+        said = "; ".join(f"{sc.name}: {sc.replay.mode}" + (f" {sc.replay.outstanding}" if sc.replay.mode == "closed"
+                                                            else "") for sc in out)
+        raise ValueError(f"the scenarios ask for different replay modes ({said}): runs of different modes are not "
+                         "comparable; pass --outstanding N (closed loop for all) or --set replay.mode=open")
+    return out
+
+
 def _pct_change(v: float | None, base: float | None) -> float | None:
     return None if v is None or not base else 100.0 * (v - base) / base
 
@@ -125,7 +149,8 @@ def _pct_change(v: float | None, base: float | None) -> float | None:
 def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
     tiers = {t["tier"]: t["request_share"] for t in json.loads(s["tiers"])} if s.get("tiers") else None
     return {
-        "scenario": label, "run_id": s["run_id"], "reused": bool(s.get("already_done")),
+        "scenario": label, "mode": s["mode"], "outstanding": s["outstanding"], "run_id": s["run_id"],
+        "reused": bool(s.get("already_done")),
         "requests": s["requests"], "iops": s["iops"], "mb_per_s": s["mb_per_s"],
         "latency_mean_ms": s["latency_mean_ms"], "latency_p95_ms": s["latency_p95_ms"],
         "latency_p99_ms": s["latency_p99_ms"],
@@ -134,7 +159,7 @@ def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
         "tier_request_share": tiers,
         "flush_mb_per_s": s["flush_mb_per_s"], "forced_flush_count": s["forced_flush_count"],
         "forced_flush_stall_ms": s["forced_flush_stall_ms"], "throttle_delay_sum_ms": s["throttle_delay_sum_ms"],
-        "warmup_s": warmup_s(intervals),
+        "warmup_s": warmup_s(intervals), "warnings": s.get("warnings") or [],
     }
 
 
@@ -148,7 +173,7 @@ def _replay(trace: TraceRef, data_dir: Path, sc: Scenario, label: str,
 
 def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario],
             progress: Callable[[str], Callable | None] | None = None, measured: Sequence[str] | None = None,
-            warn: Callable[[str], None] | None = None) -> list[dict]:
+            warn: Callable[[str], None] | None = None, outstanding: int | None = None) -> list[dict]:
     """One row per scenario (``_row``; runs already made are reused), plus the change of IOPS,
     mean and p95 response time against the first scenario (``*_change_pct``), and each run
     against the captures that measured this trace (``model_vs_measured``: MAPE and bias per
@@ -161,6 +186,7 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
         raise ValueError(f"scenario {dup[0]!r} given twice: compare each configuration once")
+    scenarios = one_mode(trace, scenarios, outstanding)
     rows = [_replay(trace, Path(data_dir), sc, sc.name, progress)[0] for sc in scenarios]
     base = rows[0]
     for r in rows:
@@ -225,14 +251,23 @@ def _label(values: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
+def capacity_free(metric: str) -> bool:
+    """Whether a target metric is the same for two runs that differ only in an SSD cache's size
+    above the footprint (everything but the cache's fill and size)."""
+    return not (metric.startswith("ssd_") and any(w in metric for w in ("fill", "slots", "capacity", "pct",
+                                                                          "time_to", "cache_bytes")))
+
+
 @dataclass
 class Variant:
     values: dict[str, str]
     cost: tuple[int, ...]
     scenario: Scenario
-    family: tuple[tuple[str, str], ...]  # the non-capacity values
-    capacity_bytes: int = 0
-    curve_hit_ratio: float | None = None
+    family: tuple[tuple[str, str], ...]  # every value but the SSD cache's capacity
+    ssd_bytes: int = 0  # its SSD cache's capacity (0: none)
+    ssd_chunk_bytes: int = 0
+    curve_hit_ratio: float | None = None  # LRU hit ratio at ssd_bytes, ssd_chunk_bytes pages
+    footprint_bytes: int | None = None  # the trace's footprint at ssd_chunk_bytes
     row: dict | None = None
     meets: bool | None = None
     skipped: str | None = None  # why it was not replayed
@@ -242,13 +277,9 @@ class Variant:
     def label(self) -> str:
         return _label(self.values)
 
-
-def varied_capacity_bytes(sc: Scenario, keys: Sequence[str]) -> int:
-    """The capacity of the caches whose size ``keys`` vary: the SSD cache (0 when off) and/or the
-    DRAM cache."""
-    ssd = any(k.startswith("ssd_cache.") for k in keys if k in CAPACITY_KEYS)
-    cap = (sc.ssd.usable_bytes(sc.drive_classes) if sc.ssd else 0) if ssd else 0
-    return cap + (sc.dram.cache_bytes if "dram.cache_bytes" in keys else 0)
+    @property
+    def above_footprint(self) -> bool:
+        return bool(self.ssd_bytes) and self.footprint_bytes is not None and self.ssd_bytes >= self.footprint_bytes
 
 
 def variants(base: str, vary: Sequence[tuple[str, list[str]]], overrides: Sequence[str] = ()) -> list[Variant]:
@@ -259,25 +290,19 @@ def variants(base: str, vary: Sequence[tuple[str, list[str]]], overrides: Sequen
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
         raise ValueError(f"--vary {dup[0]!r} given twice")
+    mode = [k for k in keys if k.startswith("replay.")]
+    if mode:
+        raise ValueError(f"--vary {mode[0]!r}: every variant replays in one mode (use --outstanding N for closed loop)")
     out = []
     for idx in itertools.product(*(range(len(v)) for _, v in vary)):
         values = {k: vals[i] for (k, vals), i in zip(vary, idx, strict=True)}
         sets = [*overrides, *(o for k, v in values.items() for o in _overrides(k, v))]
         sc = load(base, sets)
+        ssd = sc.ssd
         out.append(Variant(values, (sum(idx), *idx), sc.relabel(f"{sc.name} [{_label(values)}]"),
-                           tuple((k, v) for k, v in values.items() if k not in CAPACITY_KEYS),
-                           varied_capacity_bytes(sc, keys)))
+                           tuple((k, v) for k, v in values.items() if k != SSD_CAPACITY_KEY),
+                           ssd.usable_bytes(sc.drive_classes) if ssd else 0, ssd.chunk_bytes if ssd else 0))
     return sorted(out, key=lambda v: v.cost)
-
-
-def curve_page_bytes(vs: Sequence[Variant]) -> int:
-    """The SSD cache's chunk when its size varies, else the DRAM page."""
-    if not any(k.startswith("ssd_cache.") for k in vs[0].values if k in CAPACITY_KEYS):
-        return vs[0].scenario.dram.page_bytes
-    for v in vs:
-        if v.scenario.ssd:
-            return v.scenario.ssd.chunk_bytes
-    return vs[0].scenario.dram.page_bytes
 
 
 @dataclass
@@ -285,75 +310,114 @@ class SizeResult:
     targets: list[str]
     chosen: Variant | None
     variants: list[Variant]
-    curve_page_bytes: int | None
+    mode: dict = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         c = {"variants": len(self.variants), "replayed": sum(v.row is not None for v in self.variants),
-             "replayed_now": sum(v.row is not None and not v.row["reused"] for v in self.variants), "pruned_by_curve": 0, "not_needed": 0}
+             "replayed_now": sum(v.row is not None and not v.row["reused"] for v in self.variants),
+             "identical_skipped": 0, "not_needed": 0}
         for v in self.variants:
-            if v.skipped == "curve":
-                c["pruned_by_curve"] += 1
+            if v.skipped == "identical":
+                c["identical_skipped"] += 1
             elif v.skipped == "cheaper variant met the targets":
                 c["not_needed"] += 1
-        c["saved"] = c["pruned_by_curve"] + c["not_needed"]
+        c["saved"] = c["identical_skipped"] + c["not_needed"]
         return c
 
     def as_dict(self) -> dict:
         return {
-            "targets": self.targets, "chosen": self.chosen.label if self.chosen else None,
+            "targets": self.targets, **self.mode, "chosen": self.chosen.label if self.chosen else None,
             "chosen_scenario": self.chosen.scenario.name if self.chosen else None,
-            "chosen_run_id": self.chosen.row["run_id"] if self.chosen else None,
-            "curve_page_bytes": self.curve_page_bytes, **self.counts(),
-            "variants": [{"variant": v.label, **v.values, "cost_rank": k, "varied_capacity_bytes": v.capacity_bytes,
-                          "curve_hit_ratio": v.curve_hit_ratio, "meets": v.meets, "skipped": v.skipped,
+            "chosen_run_id": self.chosen.row["run_id"] if self.chosen else None, **self.counts(),
+            "variants": [{"variant": v.label, **v.values, "cost_rank": k, "ssd_cache_bytes": v.ssd_bytes,
+                          "curve_page_bytes": v.ssd_chunk_bytes or None, "curve_hit_ratio": v.curve_hit_ratio,
+                          "footprint_bytes": v.footprint_bytes, "meets": v.meets, "skipped": v.skipped,
                           "notes": v.notes, **(v.row or {})} for k, v in enumerate(self.variants)],
         }
 
 
+def _curves(trace: TraceRef, d: Path, vs: Sequence[Variant],
+            curve: Callable[[int, list[int]], tuple[list[float], int]] | None) -> None:
+    """Each SSD-cached variant's curve hit ratio and the trace's footprint, at its chunk size."""
+    if curve is None:
+        from pipelines.simulate import mrc
+
+        def curve(p: int, c: list[int]) -> tuple[list[float], int]:
+            rows = mrc(trace, d, page_size=p, sizes=c)
+            return rows["hit_ratio"].to_list(), int(rows["footprint_bytes"][0])
+
+    for chunk in sorted({v.ssd_chunk_bytes for v in vs if v.ssd_bytes}):
+        members = [v for v in vs if v.ssd_bytes and v.ssd_chunk_bytes == chunk]
+        caps = sorted({max(v.ssd_bytes, chunk) for v in members})
+        hits, footprint = curve(chunk, caps)
+        hr = dict(zip(caps, hits, strict=True))
+        for v in members:
+            v.curve_hit_ratio = hr[max(v.ssd_bytes, chunk)]
+            v.footprint_bytes = footprint
+
+
+def _twin(v: Variant, failed: Sequence[Variant]) -> Variant | None:
+    """A cheaper failed variant whose run is provably the same as ``v``'s (module docstring)."""
+    if not v.above_footprint:
+        return None
+    return next((u for u in failed if u.family == v.family and u.above_footprint
+                 and u.ssd_chunk_bytes == v.ssd_chunk_bytes), None)
+
+
+def _curve_note(v: Variant, summary: dict) -> str | None:
+    got = summary.get("ssd_hit_ratio")
+    if v.curve_hit_ratio is None or got is None or abs(got - v.curve_hit_ratio) <= CURVE_MISS:
+        return None
+    sc = v.scenario.ssd
+    rule = (f"FAST Cache promotes a chunk after {sc.promote_after_hits} accesses" if sc.kind == "fastcache"
+            else f"QCache populates a block on its populate-on-read threshold {sc.populate_on_read}")
+    return (f"the LRU curve at {v.ssd_chunk_bytes >> 10} KiB chunks predicted an SSD hit ratio of "
+            f"{v.curve_hit_ratio:.2f}; the replay gave {got:.2f}: the curve admits every miss and sees every "
+            f"access, while {rule} and the DRAM cache in front takes its hits")
+
+
 def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[str, list[str]]],
-         targets: Sequence[Target], overrides: Sequence[str] = (), prune: bool = True, min_gain: float = 0.005,
+         targets: Sequence[Target], overrides: Sequence[str] = (), prune: bool = True,
          exhaustive: bool = False, progress: Callable[[str], Callable | None] | None = None,
-         curve: Callable[[int, list[int]], list[float]] | None = None) -> SizeResult:
+         curve: Callable[[int, list[int]], tuple[list[float], int]] | None = None,
+         outstanding: int | None = None) -> SizeResult:
     """The cheapest variant meeting every target (module docstring). ``exhaustive``: replay every
-    variant (for checking the pruned search). ``curve(page_bytes, capacities)``: hit ratios
-    (default: the exact LRU curve of the trace, ``pipelines.simulate.mrc``)."""
+    variant (for checking the search); ``prune=False``: skip no identical twin. ``curve(page_bytes,
+    capacities)``: (hit ratios, footprint bytes) (default: the exact LRU curve of the trace,
+    ``pipelines.simulate.mrc``)."""
     if not targets:
         raise ValueError("size needs at least one --target such as p95_ms<=5")
     d = Path(data_dir)
     vs = variants(base, vary, overrides)
-    page = None
-    if prune and not exhaustive and len(vs) > 1 and CAPACITY_KEYS & set(vs[0].values):
-        page = curve_page_bytes(vs)
-        caps = sorted({v.capacity_bytes for v in vs if v.capacity_bytes >= page})
-        if curve is None:
-            from pipelines.simulate import mrc
-
-            def curve(p: int, c: list[int]) -> list[float]:
-                return mrc(trace, d, page_size=p, sizes=c)["hit_ratio"].to_list()
-
-        hr = dict(zip(caps, curve(page, caps), strict=True)) if caps else {}
-        for v in vs:
-            v.curve_hit_ratio = hr.get(v.capacity_bytes, 0.0)  # less than a page: holds nothing
-    failed: dict[tuple, list[float]] = {}
+    for v, sc in zip(vs, one_mode(trace, [v.scenario for v in vs], outstanding), strict=True):
+        v.scenario = sc
+    _curves(trace, d, vs, curve)
+    twins_ok = prune and not exhaustive and all(capacity_free(t.metric) for t in targets)
+    failed: list[Variant] = []
     chosen = None
     for v in vs:
         if chosen is not None and not exhaustive:
             v.skipped = "cheaper variant met the targets"
             continue
-        if v.curve_hit_ratio is not None:
-            worse = [h for h in failed.get(v.family, []) if v.curve_hit_ratio <= h + min_gain]
-            if worse:
-                v.skipped = "curve"
-                v.meets = False
-                v.notes.append(f"LRU hit ratio {v.curve_hit_ratio:.4f} at {v.capacity_bytes:,} B is within "
-                               f"{min_gain} of a cheaper variant that failed ({max(worse):.4f})")
-                continue
+        twin = _twin(v, failed) if twins_ok else None
+        if twin is not None:
+            v.skipped = "identical"
+            v.meets = False
+            v.notes.append(f"same run as {twin.label}, which failed: both SSD caches hold the trace's whole "
+                           f"footprint ({v.footprint_bytes:,} B at {v.ssd_chunk_bytes >> 10} KiB chunks)")
+            continue
         v.row, summary = _replay(trace, d, v.scenario, v.scenario.name, progress)
         metrics = {**summary, **v.row}  # targets may name any summary key
         _check_metrics(targets, metrics)
         v.meets = all(t.met(metrics) for t in targets)
+        note = _curve_note(v, summary)
+        if note:
+            v.notes.append(note)
+            v.row["warnings"] = [*v.row["warnings"], physics.finding("size_curve", physics.CAVEAT, note)]
         if v.meets:
             chosen = chosen or v
-        elif v.curve_hit_ratio is not None:
-            failed.setdefault(v.family, []).append(v.curve_hit_ratio)
-    return SizeResult([t.text for t in targets], chosen, vs, page)
+        else:
+            failed.append(v)
+    sc = vs[0].scenario.replay
+    mode = {"mode": sc.mode, "outstanding": sc.outstanding if sc.mode == "closed" else None}
+    return SizeResult([t.text for t in targets], chosen, vs, mode)

@@ -205,10 +205,13 @@ def run_requests(params, state, req, shift, start, out, tmp):
     cache = ds.c[0]
     n = req.ts.shape[0]
     cap_rec = rec.shape[0]
+    n_rg = ds.groups.shape[0]
     for i in range(start, n):
         p0 = req.pstart[i]
         p1 = req.pstart[i + 1]
-        if ev.rec_n + 2 * cache.dirty_units + (p1 - p0) + 64 > cap_rec:
+        # room for this request's records: flushes (and a cache-full wait each), promotions, one
+        # throttle record per RAID group
+        if ev.rec_n + 3 * cache.dirty_units + n_rg + (p1 - p0) + 64 > cap_rec:
             return i
         if i + AHEAD_FAR < n:
             q = i + AHEAD_FAR
@@ -366,7 +369,8 @@ COUNTERS = {
     "requests": ("host", "requests"), "reads": ("host", "reads"), "writes": ("host", "writes"),
     "other_requests": ("host", "other"), "read_pages": ("dram", "read_pages"),
     "read_hit_pages": ("dram", "read_hits"), "write_pages": ("dram", "write_pages"),
-    "write_hit_pages": ("dram", "write_hits"), "read_bytes": ("host", "read_bytes"),
+    "write_hit_pages": ("dram", "write_hits"), "write_through_pages": ("dram", "through_pages"),
+    "trimmed_dirty_pages": ("dram", "trimmed_dirty"), "read_bytes": ("host", "read_bytes"),
     "write_bytes": ("host", "write_bytes"), "trimmed_pages": ("dram", "trimmed_pages"),
     "forced_flush_count": ("dram", "forced_n"), "forced_flush_stall_ns": ("dram", "forced_stall_ns"),
     "stall_delay_sum_ns": ("host", "stall_ns"), "stalled_requests": ("host", "stalled_requests"),

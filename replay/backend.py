@@ -263,7 +263,8 @@ def write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch):
 
 @kernel
 def write_stripe(bp, bs, r, tau, batch):
-    """A full-stripe write on RAID group r: one element on every drive, no reads; (done, busy, ios)."""
+    """A full-stripe write on RAID group r: one element on every drive, no reads; (done, busy, ios).
+    ``batch``: as ``replay.queueing.drive_submit`` (``SEQUENTIAL``: the stripe after the previous one)."""
     elem = bp.rgi[r, RG_ELEM]
     d0 = bp.rgi[r, RG_DRIVE0]
     width = bp.rgi[r, RG_WIDTH]

@@ -45,19 +45,26 @@ volume get the small share); by Little's law the age at which its incoming pages
 pages fall below ``min_free_pct`` of the pool A* shrinks in proportion. A_g moves a fraction
 ``age_smoothing`` of the way to A* per adaptation (geometrically), within [``min_age_ms``,
 ``max_age_ms``] (published: 10 ms..120 s, starting at 2 s). A dirty unit younger than A_g stays;
-at A_g it is flushed; when the pages already older than A_g would take longer than
-``throttle_drain_ms`` (2 s) to drain at the flush rate F_g (the group is flushing at its
-maximum, ``flush_queue_depth`` writes per drive in flight, and still falling behind), the group
-is **throttled**: new dirty pages of that group only are admitted at ``r x F_g`` pages/s (a
-token bucket; the host write ack waits). The ratio follows the published curve, 8x
-(``throttle_ratio_max``) -> 1x -> 0.5x (``throttle_ratio_min``), as a function of the group's
-dirty pages relative to its share: ``r = 8 ** (1 - D/S)`` up to the share, then falling to 0.5x
-at ``(1 + throttle_overshoot_pct) x S``. The published tuning drives the same curve by drain
-time over the oldest page's age; with oldest-first flushing that ratio equals incoming/flushed
-in a steady state, so a curve reaching 0.5x at 1 has no steady state with incoming = flush rate
-and makes the cache fill and drain in cycles of minutes; the share keeps the curve and levels
-off, as seed 002 describes ("throttling continues until the incoming write workload matches the
-capability of the underlying RAID group"). Other RAID groups keep their cache room. MCx flushes
+at A_g it is flushed. A group is **throttled** only when three things hold at an adaptation tick
+(seed 002: pages older than the pre-cleaning age "and the RAID group is already at its max flush
+rate"; MCx buffers "short bursts" and "levels off" leaving "ample room in the cache"):
+
+* it has pages past A_g;
+* it flushes at its maximum rate: its flush window (``flush_queue_depth`` writes per drive in flight)
+  was full at least ``throttle_saturation_pct`` of the last tick; the pages/s flushed in such ticks
+  (averaged over ``rate_window_ms``) are its maximum flush rate F_max;
+* its dirty pages would take longer than ``throttle_drain_ms`` (2 s) to drain at F_max, and they fill
+  its room: ``throttle_room_pct`` of the pool over the active groups (or its dirty share S, if
+  coalescing writes make S larger). A burst that fits the room is buffered, not throttled.
+
+Throttled, new dirty pages of that group only are admitted at ``r x F_max`` pages/s (a token bucket;
+the host write ack waits), ``r = 1`` at the room and falling to ``throttle_ratio_min`` (0.5x) at
+``(1 + throttle_overshoot_pct)`` times it: the incoming writes are held to what the group absorbs
+("throttling continues until the incoming write workload matches the capability of the
+underlying RAID group", seed 002), and the group's dirty pages level off at its room. Other RAID
+groups keep their cache room. Every throttled tick leaves its trigger (how far the oldest page was
+past A_g, how long the flush window was full, the drain time, the admitted rate) in a throttle
+record (``replay.events``), so the per-interval output explains every throttle. MCx flushes
 in address order (``flush_order = "address"``): the aged units of a group are swept in LBA
 order, which turns random writes into short seeks (seed 002: coalescing "to turn random I/O into
 sequential I/O"); the service time uses the number of due units per drive as the sweep length
@@ -79,8 +86,10 @@ from replay.events import (
     INF,
     K_FLUSH,
     K_FULL_STRIPE,
+    K_FULL_WAIT,
     K_IDLE_FLUSH,
     K_STALL,
+    K_THROTTLE,
     REC_SSD_HITS,
     REC_SSD_MISSES,
     record,
@@ -131,12 +140,19 @@ GROUP = np.dtype([(n, I8) for n in (
     "clock",  # the flusher's clock
     "admit",  # throttle token bucket: next admission time
     "new_dirty", "page_writes", "flushed_pages",  # since the last adaptation
+    "sat_ns",  # time the flush window was full, not yet counted in an adaptation tick
     "throttled",
     "flush_ops", "flush_pages", "backend_ios",
+    "seq_vol", "seq_next",  # the stripe after the last full stripe written (volume, first unit)
+    "thr_n", "thr_last",  # throttled ticks since the last throttle record, the latest of them
+    "thr_excess_ns", "thr_sat_ns", "thr_drain_ns",  # ... their weakest trigger (replay.events: throttle row)
 )] + [(n, F8) for n in (
     "rate_in", "rate_writes", "rate_flush",  # I_g, W_g, F_g (pages/s, averaged)
+    "rate_max",  # pages/s flushed while the flush window was full (the group's maximum flush rate)
+    "sat",  # share of the last adaptation interval the flush window was full
     "age",  # pre-cleaning age (ns)
     "rate",  # admitted pages/s when throttled
+    "thr_rate",  # lowest admitted rate since the last throttle record
 )])
 
 #: A host volume (``DramState.vols``): placement and idle flushing (FLARE).
@@ -163,6 +179,7 @@ CACHE = np.dtype([(n, I8) for n in (
     "idle_clock", "iwin_n",  # FLARE idle flusher
     "vh", "vt",  # volumes with dirty units, least recently active at the tail
     "read_pages", "read_hits", "write_pages", "write_hits", "trimmed_pages",
+    "trimmed_dirty", "through_pages",  # dirty pages a trim discarded; page writes the cache could not hold
     "forced_n", "forced_stall_ns", "full_waits", "full_stripes",
     "flush_ops", "idle_flush_ops", "flush_pages", "flush_bytes",
 )])
@@ -194,10 +211,11 @@ class DramParams(NamedTuple):
     min_free: float
     smooth: float
     thr_drain: float
-    rmax: float
     over: float
     rmin: float
     tick_s: float
+    sat_min: float  # share of a tick the flush window must be full for the group to count as saturated
+    room: float  # share of the pool the active groups' dirty pages may fill before throttling
 
 
 class DramState(NamedTuple):
@@ -241,16 +259,17 @@ def params(sc, page_bits: int) -> DramParams:
         rate_alpha=float(rate_alpha(m.adapt_interval_ms, m.rate_window_ms)),
         dirty_target=float(m.dirty_target_pct / 100.0), dirty_max=float(m.dirty_max_pct / 100.0),
         min_free=float(m.min_free_pct / 100.0), smooth=float(m.age_smoothing),
-        thr_drain=float(m.throttle_drain_ms * 1e6), rmax=float(m.throttle_ratio_max),
+        thr_drain=float(m.throttle_drain_ms * 1e6),
         over=float(m.throttle_overshoot_pct / 100.0), rmin=float(m.throttle_ratio_min),
-        tick_s=float(m.adapt_interval_ms / 1e3),
+        tick_s=float(m.adapt_interval_ms / 1e3), sat_min=float(m.throttle_saturation_pct / 100.0),
+        room=float(m.throttle_room_pct / 100.0),
     )
 
 
 def new_state(sc, dp: DramParams, n_rg: int, max_width: int) -> DramState:
     d = sc.dram
     groups = np.zeros(n_rg, GROUP)
-    groups["fifo_head"] = groups["fifo_tail"] = groups["front"] = -1
+    groups["fifo_head"] = groups["fifo_tail"] = groups["front"] = groups["seq_vol"] = -1
     groups["age"] = d.mcx.initial_age_ms * 1e6
     parts = np.zeros(2, PART)
     parts["head"] = parts["tail"] = -1
@@ -651,6 +670,7 @@ def drop_pages(dp, ds, u, bits):
     if nd > 0:
         x.dirty = x.dirty & ~dbits
         ds.c[0].dirty -= nd
+        ds.c[0].trimmed_dirty += nd
         ds.groups[r].dirty_pages -= nd
         if x.dirty == 0:
             _leave_dirty_lists(dp, ds, u, r)
@@ -667,13 +687,11 @@ def drop_pages(dp, ds, u, bits):
 
 # ---- MCx control law ----------------------------------------------------------------------
 @kernel
-def throttle_ratio(u, rmax, overshoot, rmin):
-    """Allowed incoming:flushed page ratio for a group holding ``u`` times its dirty share:
-    ``rmax`` at 0, 1x at its share, ``rmin`` from ``1 + overshoot`` on (log-linear between)."""
-    if u <= 0.0:
-        return rmax
+def throttle_ratio(u, overshoot, rmin):
+    """Allowed incoming:flushed page ratio for a throttled group holding ``u`` times its room:
+    1x at its room, ``rmin`` from ``1 + overshoot`` on (log-linear between)."""
     if u <= 1.0:
-        return rmax ** (1.0 - u)
+        return 1.0
     if u < 1.0 + overshoot:
         return rmin ** ((u - 1.0) / overshoot)
     return rmin
@@ -704,6 +722,7 @@ def mcx_adapt(dp, ds, now, t_limit):
     n_rg = groups.shape[0]
     dt = dp.tick_s
     a = dp.rate_alpha
+    tick = dp.tick
     n_act = 0
     quiet = c.dirty == 0
     for r in range(n_rg):
@@ -711,6 +730,14 @@ def mcx_adapt(dp, ds, now, t_limit):
         g.rate_in += a * (g.new_dirty / dt - g.rate_in)
         g.rate_writes += a * (g.page_writes / dt - g.rate_writes)
         g.rate_flush += a * (g.flushed_pages / dt - g.rate_flush)
+        # saturation: the share of this tick the flush window was full (a full period that runs past
+        # the tick is carried into the next); the flush rate of saturated ticks is the group's maximum
+        sat_ns = g.sat_ns if g.sat_ns < tick else tick
+        g.sat_ns -= sat_ns
+        g.sat = sat_ns / tick
+        if g.sat >= dp.sat_min and g.flushed_pages > 0:
+            peak = g.flushed_pages / dt / g.sat
+            g.rate_max = peak if g.rate_max <= 0.0 else g.rate_max + a * (peak - g.rate_max)
         g.new_dirty = 0
         g.page_writes = 0
         g.flushed_pages = 0
@@ -745,24 +772,25 @@ def mcx_adapt(dp, ds, now, t_limit):
         age = age * (target / age) ** dp.smooth
         g.age = min(max(age, amin), amax)
         update_due(ds, r, now)
+        # throttle only what seed 002 describes: dirty pages past the pre-cleaning age AND the group
+        # already flushing at its maximum rate (window full) AND those pages needing more than
+        # ``throttle_drain_ms`` at that rate; new dirty pages are then admitted at ratio x that rate
         throttle = False
-        if h >= 0 and g.due > 0:
-            fl = g.rate_flush
-            if fl >= 1.0:
-                # drain time of the pages already past the pre-cleaning age at the flush rate
-                due_pages = g.due * g.dirty_pages / max(g.dirty_units, 1)
-                drain_ns = due_pages / fl * 1e9
-                if drain_ns > dp.thr_drain:
-                    ratio = throttle_ratio(g.dirty_pages / share, dp.rmax, dp.over, dp.rmin)
-                    g.rate = ratio * fl
-                    throttle = True
+        if h >= 0 and g.due > 0 and g.sat >= dp.sat_min and g.rate_max > 0.0:
+            drain_ns = dpg / g.rate_max * 1e9
+            room = max(dp.room * cap / max(n_act, 1), share)  # coalescing writes may hold more
+            if drain_ns > dp.thr_drain and dpg >= room:
+                oldest = now - ds.units[h].since
+                ratio = throttle_ratio(dpg / room, dp.over, dp.rmin)
+                g.rate = ratio * g.rate_max
+                throttle = True
+                _note_throttle(g, now, oldest - np.int64(g.age), np.int64(g.sat * tick), np.int64(drain_ns))
         if throttle:
             if not g.throttled:
                 g.admit = now
             g.throttled = 1
         else:
             g.throttled = 0
-    tick = dp.tick
     nxt = now + tick
     if quiet and t_limit > nxt:  # nothing to adapt to: jump to the tick before t_limit
         nxt = now + ((t_limit - now) // tick) * tick
@@ -771,7 +799,37 @@ def mcx_adapt(dp, ds, now, t_limit):
             g.rate_in = 0.0
             g.rate_writes = 0.0
             g.rate_flush = 0.0
+            g.sat_ns = 0
     c.next_tick = nxt
+
+
+@kernel
+def _note_throttle(g, now, excess, sat_ns, drain_ns):
+    """Keep what triggered this throttled tick (the weakest trigger since the last record)."""
+    if g.thr_n == 0:
+        g.thr_excess_ns = excess
+        g.thr_sat_ns = sat_ns
+        g.thr_drain_ns = drain_ns
+        g.thr_rate = g.rate
+    else:
+        g.thr_excess_ns = min(g.thr_excess_ns, excess)
+        g.thr_sat_ns = min(g.thr_sat_ns, sat_ns)
+        g.thr_drain_ns = min(g.thr_drain_ns, drain_ns)
+        g.thr_rate = min(g.thr_rate, g.rate)
+    g.thr_n += 1
+    g.thr_last = now
+
+
+@kernel
+def record_throttles(ds, ev, rec):
+    """One throttle record per RAID group throttled since the last call (``replay.events``)."""
+    groups = ds.groups
+    for r in range(groups.shape[0]):
+        g = groups[r]
+        if g.thr_n > 0:
+            record(ev, rec, g.thr_last, K_THROTTLE, r, g.thr_n, g.thr_drain_ns, np.int64(g.thr_rate + 0.5),
+                   g.thr_sat_ns, g.dirty_pages, g.thr_excess_ns, -1)
+            g.thr_n = 0
 
 
 @kernel
@@ -836,6 +894,10 @@ def flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, tau, kind):
                 ok = False
                 break
         if ok:
+            if x.vol == g.seq_vol and first == g.seq_next:  # a sequential stream: the drives stay in place
+                batch = qk.SEQUENTIAL
+            g.seq_vol = x.vol
+            g.seq_next = first + nsu
             done, busy, ios = be.write_stripe(bp, bs, r, tau, batch)
             for k in range(nsu):
                 w = probe(utab, vkey | (first + k), shift)
@@ -964,6 +1026,8 @@ def advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, t_limit, until):
             who = -3
         if best >= INF or (until == 0 and best > t_limit):
             ev.next_ev = best if until == 0 else ev.now
+            if dp.mode == MODE_MCX:
+                record_throttles(ds, ev, rec)
             return last_done
         ev.now = best
         if who == -3:
@@ -983,7 +1047,10 @@ def advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, t_limit, until):
             u = ds.groups[who].fifo_head
             done = flush(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, u, best, K_FLUSH)
             _window_add(dp, ds, bp, who, done)
-            ds.groups[who].clock = best
+            g = ds.groups[who]
+            g.clock = best
+            if g.win_n >= dp.fdepth * bp.rgi[who, be.RG_WIDTH] and ds.win[who, 0] > best:
+                g.sat_ns += ds.win[who, 0] - best  # full until its earliest write completes
         last_done = done
         if dp.mode == MODE_FLARE and c.dirty <= dp.lwm:
             c.watermark = 0
@@ -1167,6 +1234,7 @@ def write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0, p1, punit, pbit, 
                 end = advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, INF, 2)
                 c.emergency = 0
                 c.full_waits += 1
+                record(ev, rec, t_w, K_FULL_WAIT, r, 0, 0, 0, 0, c.dirty, max(end - t_w, 0), v)
                 if end > t_w:
                     thr += end - t_w
                     t_w = end
@@ -1175,6 +1243,7 @@ def write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0, p1, punit, pbit, 
                 break
         if through:  # the cache cannot hold the page: write it through to the drives
             through = False
+            c.through_pages += 1
             if x.valid == 0:
                 x.part = -1
             elif x.dirty == 0:

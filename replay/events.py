@@ -11,6 +11,15 @@ SSD writes), ``rg_dirty_pages`` = SSD slots in use after it, ``value_ns`` = the 
 A FAST VP relocation's row (``replay.tiering``): its start, ``rg`` = the target group,
 ``rg_dirty_pages`` = the source group, ``pages`` = the slice number in ``volume``, ``bytes`` = the
 slice, ``ios`` / ``busy_ns`` of the copy, ``value_ns`` = its duration.
+An MCx throttle row (``replay.dram_cache``; one per RAID group and catch-up of background work in
+which the group was throttled, so at most one per group and host request): ``ts_ns`` = its last
+throttled adaptation tick, ``pages`` = throttled ticks, and the weakest trigger over those ticks:
+``value_ns`` = the least amount by which the oldest dirty page was past the pre-cleaning age,
+``busy_ns`` = the least time the flush window was full in a tick (the group at its maximum flush
+rate), ``bytes`` = the shortest drain time (ns) of the group's dirty pages at that rate, ``ios`` =
+the lowest admitted rate (new dirty pages per second), ``rg_dirty_pages`` = the group's dirty
+pages. A cache-full wait row (MCx pool all dirty: a write waits for the next flush): ``value_ns`` =
+the wait, ``rg_dirty_pages`` = dirty pages of the whole cache.
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ REC_SSD_HITS, REC_SSD_MISSES = 10, 11  # flushes with an SSD cache: runs written
 N_REC = 12
 REC_COLUMNS = ("ts_ns", "kind", "rg", "pages", "bytes", "ios", "busy_ns", "rg_dirty_pages", "value_ns", "volume",
                "ssd_hits", "ssd_misses")
-K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, K_PROMOTE, K_RELOCATE = 0, 1, 2, 3, 4, 5
-RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush", "ssd_promotion", "relocation")
+K_FLUSH, K_FULL_STRIPE, K_IDLE_FLUSH, K_STALL, K_PROMOTE, K_RELOCATE, K_THROTTLE, K_FULL_WAIT = range(8)
+RECORD_KINDS = ("flush", "full_stripe", "idle_flush", "forced_flush", "ssd_promotion", "relocation", "throttle",
+                "cache_full_wait")
 
 
 def new_events() -> np.ndarray:

@@ -77,12 +77,12 @@ class IntervalAggregator:
 
     ``interval`` is a duration ('60s', '5min', or ns as int); ``by`` optional key columns;
     ``sums`` additive aggregations (name -> Polars expression over the frames added); ``ratios``
-    name -> (numerator column, denominator column); ``maxes`` per-interval maxima (name ->
-    expression), merged across chunks with max."""
+    name -> (numerator column, denominator column); ``maxes`` / ``mins`` per-interval maxima /
+    minima (name -> expression), merged across chunks with max / min."""
 
     def __init__(self, interval: str | int = "60s", by: Sequence[str] = (),
                  sums: Mapping[str, pl.Expr] | None = None, ratios: Mapping[str, tuple[str, str]] | None = None,
-                 maxes: Mapping[str, pl.Expr] | None = None):
+                 maxes: Mapping[str, pl.Expr] | None = None, mins: Mapping[str, pl.Expr] | None = None):
         self.interval_ns = parse_duration_ns(interval) if isinstance(interval, str) else int(interval)
         if self.interval_ns <= 0:
             raise ValueError(f"interval must be positive, got {interval!r}")
@@ -90,6 +90,7 @@ class IntervalAggregator:
         self.sums = dict(CACHE_SUMS if sums is None else sums)
         self.ratios = dict(CACHE_RATIOS if ratios is None else ratios)
         self.maxes = dict(maxes or {})  # per-interval maxima: merged with max instead of sum
+        self.mins = dict(mins or {})
         for name, (num, den) in self.ratios.items():
             for c in (num, den):
                 if c not in self.sums:
@@ -107,7 +108,7 @@ class IntervalAggregator:
         part = (
             frame.with_columns(interval_start_ns=(pl.col("ts_ns").cast(pl.Int64) // n) * n)
             .group_by(["interval_start_ns", *self.by])
-            .agg(**self.sums, **self.maxes)
+            .agg(**self.sums, **self.maxes, **self.mins)
         )
         self._parts.append(part)
         if len(self._parts) >= 64:  # keep the list short on long traces
@@ -116,7 +117,8 @@ class IntervalAggregator:
     def _merge(self, parts: list[pl.DataFrame]) -> pl.DataFrame:
         keys = ["interval_start_ns", *self.by]
         return (pl.concat(parts).group_by(keys, maintain_order=True)
-                .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes)).sort(keys))
+                .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes),
+                     *(pl.col(c).min() for c in self.mins)).sort(keys))
 
     def coarsen(self, interval_ns: int) -> None:
         """Re-cut what was summed so far into ``interval_ns`` windows (a multiple of the current
@@ -135,7 +137,7 @@ class IntervalAggregator:
         """One row per (interval, keys): interval_start_ns, keys, the sums, the ratios."""
         if not self._parts:
             schema = {"interval_start_ns": pl.Int64, **{k: pl.Int64 for k in self.by},
-                      **{c: pl.Int64 for c in self.sums}, **{c: pl.Int64 for c in self.maxes},
+                      **{c: pl.Int64 for c in self.sums}, **{c: pl.Int64 for c in (*self.maxes, *self.mins)},
                       **{r: pl.Float64 for r in self.ratios}}
             return pl.DataFrame(schema=schema)
         merged = self._merge(self._parts)

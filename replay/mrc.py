@@ -48,7 +48,8 @@ MIN_POSITIONS = 1 << 16
 DISTANCE_COUNTS = np.dtype([("accesses", np.int64), ("bytes", np.int64)])
 
 MRC_SCHEMA = {"trace_id": pl.String, "page_size": pl.Int64, "cache_bytes": pl.Int64, "hit_ratio": pl.Float64,
-              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64, "model_version": pl.String}
+              "byte_hit_ratio": pl.Float64, "method": pl.String, "sample_rate": pl.Float64, "model_version": pl.String,
+              "footprint_bytes": pl.Int64}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -592,9 +593,10 @@ def default_sizes(footprint_pages: int, page_size: int, n: int = 20) -> list[int
 
 
 def curve_frame(trace_id: str, page_size: int, cache_bytes, hit_ratio, byte_hit_ratio, method: str,
-                sample_rate: float, model_version: str) -> pl.DataFrame:
+                sample_rate: float, model_version: str, footprint_pages: int) -> pl.DataFrame:
     """Result rows: trace_id, page_size, cache_bytes, hit_ratio, byte_hit_ratio, method, sample_rate,
-    model_version (``replay.version``)."""
+    model_version (``replay.version``), footprint_bytes (distinct pages x page size: a cache this
+    large never evicts; estimated by SHARDS)."""
     n = len(cache_bytes)
     return pl.DataFrame({
         "trace_id": [trace_id] * n, "page_size": [page_size] * n,
@@ -602,4 +604,5 @@ def curve_frame(trace_id: str, page_size: int, cache_bytes, hit_ratio, byte_hit_
         "hit_ratio": np.asarray(hit_ratio, dtype=np.float64),
         "byte_hit_ratio": np.asarray(byte_hit_ratio, dtype=np.float64),
         "method": [method] * n, "sample_rate": [float(sample_rate)] * n, "model_version": [model_version] * n,
+        "footprint_bytes": [int(footprint_pages) * page_size] * n,
     }, schema=MRC_SCHEMA)

@@ -85,11 +85,19 @@ def queue_gain(dstat, d, q):
     return dstat[d, DS_GAIN + k]
 
 
+#: ``batch`` of an operation that continues the drive's previous background write (the next stripe
+#: of a sequential stream): the head is already there, so it costs its transfer only.
+SEQUENTIAL = -1.0
+
+
 @kernel
 def positioning_ns(dstat, d, batch):
     """Seek + rotation at queue depth 1. ``batch`` > 1: an address-sorted sweep over that many
     requests per drive, whose seeks are short (distance = span / batch): seek(x) = t_min +
-    k * sqrt(x) with k fitted so that uniform random pairs average the data-sheet seek."""
+    k * sqrt(x) with k fitted so that uniform random pairs average the data-sheet seek.
+    ``SEQUENTIAL``: no positioning."""
+    if batch < 0.0:
+        return 0.0
     if batch <= 1.0:
         return dstat[d, DS_POS_RAND]
     seek = dstat[d, DS_TMIN] + dstat[d, DS_SEEK_K] * math.sqrt(dstat[d, DS_SPAN] / batch)
@@ -115,8 +123,8 @@ def drive_submit(dstat, ddyn, dflt, d, t, nops, nbytes, batch, kind):
     share = dflt[d, DF_FG_SHARE]
     dflt[d, DF_FG_SHARE] = share + FG_SHARE_WEIGHT * ((1.0 if fg else 0.0) - share)
     pos = positioning_ns(dstat, d, batch)
-    if batch > 1.0 and share > 0.0:
-        # host reads served between sweep writes (reads per background op) move the head away
+    if (batch > 1.0 or batch < 0.0) and share > 0.0:
+        # host reads served between sweep or stream writes (reads per background op) move the head away
         p_break = share / (1.0 - share) if share < 0.5 else 1.0
         pos = p_break * dstat[d, DS_POS_RAND] + (1.0 - p_break) * pos
     one = pos / g + nbytes * dstat[d, DS_XFER]

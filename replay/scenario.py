@@ -304,9 +304,16 @@ class Mcx:
     min_free_pct: float = 10.0  # est: below this many free pages every age shrinks
     age_smoothing: float = 0.5  # est: fraction of the way to the target age per adaptation
     throttle_drain_ms: float = 2000.0  # doc: no throttling while a group's drain time < 2 s
-    throttle_ratio_max: float = 8.0  # doc: incoming:flushed ratio 8x ...
-    throttle_ratio_min: float = 0.5  # doc: ... through 1x down to 0.5x
+    # doc: the incoming:flushed ratio falls "from 8x ... through 1x down to 0.5x"; a group is throttled
+    # only once it fills its room, where the ratio is 1x, so the 8x end is never reached
+    throttle_ratio_min: float = 0.5
     throttle_overshoot_pct: float = 25.0  # est: 0.5x once a group holds 125 % of its dirty share
+    # est: a group flushes "at its maximum flush rate" (seed 002: the condition for throttling) when its
+    # flush window (flush_queue_depth x width writes in flight) was full this share of an adaptation interval
+    throttle_saturation_pct: float = 90.0
+    # est: a group is throttled only once its dirty pages fill its room, this share of the pool over the
+    # active groups: MCx buffers bursts and "levels off", leaving "ample room in the cache" (seed 002)
+    throttle_room_pct: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -636,7 +643,7 @@ class Scenario:
             "cache_bytes": self.dram.cache_bytes,
             "raid_groups": [f"{rg.name}: RAID {rg.level} x{rg.width} {rg.drive_class}" for rg in self.raid_groups],
             "drives": drives,
-            "replay_mode": self.replay.mode,
+            "mode": self.replay.mode,
             "outstanding": self.replay.outstanding,
             "features": self.features(),
             "ssd_cache_bytes": self.ssd.usable_bytes(self.drive_classes) if self.ssd else 0,
@@ -758,11 +765,14 @@ def _parse_dram(w: _Where, t: dict) -> Dram:
         age_smoothing=_get(w, ms, mt, "age_smoothing", "float", m0.age_smoothing, minimum=0, maximum=1,
                            strict_min=True),
         throttle_drain_ms=_get(w, ms, mt, "throttle_drain_ms", "float", m0.throttle_drain_ms, minimum=0),
-        throttle_ratio_max=_get(w, ms, mt, "throttle_ratio_max", "float", m0.throttle_ratio_max, minimum=1),
         throttle_ratio_min=_get(w, ms, mt, "throttle_ratio_min", "float", m0.throttle_ratio_min, minimum=0,
                                 maximum=1, strict_min=True),
         throttle_overshoot_pct=_get(w, ms, mt, "throttle_overshoot_pct", "float", m0.throttle_overshoot_pct,
                                     minimum=0, strict_min=True),
+        throttle_saturation_pct=_get(w, ms, mt, "throttle_saturation_pct", "float", m0.throttle_saturation_pct,
+                                     minimum=0, maximum=100, strict_min=True),
+        throttle_room_pct=_get(w, ms, mt, "throttle_room_pct", "float", m0.throttle_room_pct, minimum=0,
+                               maximum=100, strict_min=True),
     )
     if mcx.dirty_max_pct < mcx.dirty_target_pct:
         raise w.error(ms, "dirty_max_pct", f"must be >= dirty_target_pct ({mcx.dirty_target_pct}), "

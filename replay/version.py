@@ -29,7 +29,7 @@ ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ss
                "replay.events", "replay.flash", "replay.prefetch",
                "replay.queueing", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.jit",
-               "pipelines.replay", *SCHEMA_MODULES)
+               "pipelines.replay", "pipelines.physics", "pipelines.tiering", *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)
 #: what ``tiercast skew``'s result depends on (the counting and the curve), and what a model vs

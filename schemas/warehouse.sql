@@ -99,6 +99,8 @@ CREATE TABLE runs (
     scenario_hash VARCHAR NOT NULL,
     model_version VARCHAR NOT NULL,
     tiercast_version VARCHAR,
+    mode VARCHAR,  -- open: the trace's own timing; closed: `outstanding` I/Os in flight
+    outstanding BIGINT,
     status VARCHAR NOT NULL,
     started_at TIMESTAMP,
     finished_at TIMESTAMP,
@@ -111,8 +113,6 @@ CREATE TABLE runs (
 CREATE TABLE run_summary (
     run_id VARCHAR PRIMARY KEY,
     dram_mode VARCHAR,
-    replay_mode VARCHAR,
-    outstanding BIGINT,
     warmup_requests BIGINT,
     measured_requests BIGINT,
     measured_seconds DOUBLE,
@@ -133,7 +133,9 @@ CREATE TABLE run_summary (
     throttled_requests BIGINT,
     backend_ios_per_request DOUBLE,
     backend_iops_per_drive DOUBLE,
-    raid_groups JSON
+    raid_groups JSON,
+    -- physics checks (pipelines/physics.py): model errors and caveats on the answer
+    warnings STRUCT("check" VARCHAR, severity VARCHAR, message VARCHAR)[]
 );
 
 CREATE TABLE interval_metrics (
@@ -203,6 +205,7 @@ CREATE TABLE mrc (
     hit_ratio DOUBLE,
     byte_hit_ratio DOUBLE,
     model_version VARCHAR,
+    footprint_bytes BIGINT,  -- distinct pages x page size (SHARDS: estimated)
     source_file VARCHAR NOT NULL
 );
 
@@ -239,7 +242,7 @@ QUALIFY row_number() OVER (PARTITION BY r.trace_id, r.scenario
 
 -- scenarios side by side on each trace (latest runs), with each metric against the trace's best
 CREATE VIEW whatif AS
-SELECT trace_id, scenario, run_id, model_version, finished_at, iops, mb_per_s, latency_mean_ms,
+SELECT trace_id, scenario, mode, outstanding, run_id, model_version, finished_at, iops, mb_per_s, latency_mean_ms,
        latency_p95_ms, latency_p99_ms, read_hit_ratio, write_hit_ratio, forced_flush_count,
        throttle_delay_sum_ms, backend_ios_per_request,
        iops / nullif(max(iops) OVER (PARTITION BY trace_id), 0) AS iops_vs_best,
@@ -319,7 +322,7 @@ CREATE TABLE measured_comparisons (
     fio_dataset_id VARCHAR,
     trace_id VARCHAR NOT NULL,
     scenario VARCHAR,
-    replay_mode VARCHAR,
+    mode VARCHAR,
     model_version VARCHAR,
     compare_version VARCHAR NOT NULL,
     min_coverage DOUBLE NOT NULL,

@@ -48,11 +48,14 @@ def test_seed000_planning_iops():
 
 def test_seed000_backend_ios_per_host_io_sanity():
     """Sanity check (holds for any correct RAID 5 accounting, not a seed figure): back-end I/Os per
-    host I/O = 0.67 x read misses + 4 x 0.33 x writes not coalesced, a little less where two dirty
-    pages of a 64 KB unit are adjacent and go to disk in one read-modify-write (at most 5 %)."""
+    host I/O = 0.67 x read misses + 4 x 0.33 x writes not coalesced, less where dirty pages of a
+    64 KB unit are adjacent and go to disk in one read-modify-write: with MCx holding up to its
+    throttle room (30 % of the pool) dirty, 3.45 back-end writes per flushed page instead of 4 were
+    measured at 12 outstanding (0.90 of the formula), so at most 15 % less; a lost parity write
+    would give about half."""
     for n, r in seed000_curve().items():
         expect = 0.67 * (1 - r["read_hit_ratio"]) + 4 * 0.33 * (1 - r["write_hit_ratio"])
-        assert 0.95 * expect <= r["backend_ios_per_request"] <= expect, (n, r["backend_ios_per_request"], expect)
+        assert 0.85 * expect <= r["backend_ios_per_request"] <= expect, (n, r["backend_ios_per_request"], expect)
 
 
 def test_seed000_deep_queues_peak():
@@ -116,3 +119,22 @@ def test_seed003_qcache_write_plateau():
     2 x 143,898 / 8 SSDs); tolerance 15 %."""
     r = seed003_qcache("write")
     assert abs(r["plateau_iops"] / 143_898 - 1) <= 0.15, r["plateau_iops"]
+
+
+def test_every_seed_run_passes_the_physics_checks():
+    """The seed programs (closed loop at the articles' depths) on their presets: no model error
+    from ``pipelines/physics.py`` on any (utilisation vs latency, throttle and stall triggers,
+    Little's law, mass balance). Seed 002's MCx run throttles, and its throttle is explained."""
+    from pipelines.physics import model_errors
+    from pipelines.seed_figures import seed003_cached, seed004
+
+    runs = {f"seed000 at {n}": r for n, r in seed000_curve().items()}
+    runs["seed000 2 GB"] = seed000_2gb()
+    for p in ("vnx1-flare", "vnx2-mcx"):
+        runs[f"seed002 {p}"] = seed002_cached(p)[1]
+    for k in ("read", "write"):
+        runs[f"seed003 {k}"] = seed003_cached(k)[1]
+    runs["seed004 row"] = seed004("row")["summary"]
+    assert {k: model_errors(r["warnings"]) for k, r in runs.items() if model_errors(r["warnings"])} == {}
+    assert all(r.get("mode", "closed") == "closed" for r in runs.values())
+    assert runs["seed002 vnx2-mcx"]["throttled_requests"] > 0

@@ -116,7 +116,7 @@ def make_run(data_dir: Path, trace_id: str, run_id: str = RUN_ID) -> None:
     vol.write_parquet(p["volume_intervals"])
     p["summary_json"].parent.mkdir(parents=True)
     write_json_atomic(p["summary_json"], {
-        "run_id": run_id, "trace_id": trace_id, "scenario": "hand", "replay_mode": "closed", "outstanding": 4,
+        "run_id": run_id, "trace_id": trace_id, "scenario": "hand", "mode": "closed", "outstanding": 4,
         "first_arrival_ns": 0, "last_done_ns": 4 * 10**9, "iops": 2500.0, "mb_per_s": 10.24,
         "latency_mean_ms": 2.5})
 
@@ -295,7 +295,7 @@ def make_loadable(data_dir: Path, trace_id: str) -> None:
         p["volume_intervals"])
     s = json.loads(p["summary_json"].read_text())
     write_json_atomic(p["summary_json"], {**s, "scenario_hash": "0" * 16, "model_version": "hand", "requests": 10_000})
-    pl.DataFrame([{k: s[k] for k in ("run_id", "replay_mode", "outstanding", "iops", "mb_per_s", "latency_mean_ms")}]
+    pl.DataFrame([{k: s[k] for k in ("run_id", "mode", "outstanding", "iops", "mb_per_s", "latency_mean_ms")}]
                  ).write_parquet(p["summary"])
 
 

@@ -177,13 +177,14 @@ def test_schema_1_file_migrates_to_the_seed_tables(tmp_path):
     con.execute("CREATE VIEW seed_figures AS SELECT * FROM seed_figure_refs")
     con.execute("INSERT INTO schema_version VALUES (1, now(), 'created')")
     done = migrate(con)
-    assert SCHEMA_VERSION == 3 and done == [
+    assert SCHEMA_VERSION == 4 and done == [
         "schema 1 -> 2: seed_figure_refs and its seed_figures view replaced by the seed experiments' "
-        "seed_figure_results, seed_findings and a seed_figures view over them", f"schema 2 -> 3: {MIGRATIONS[2][0]}"]
+        "seed_figure_results, seed_findings and a seed_figures view over them", f"schema 2 -> 3: {MIGRATIONS[2][0]}",
+        f"schema 3 -> 4: {MIGRATIONS[3][0]}"]
     names = {n for (n,) in con.execute("select table_name from information_schema.tables").fetchall()}
     assert {"seed_figure_results", "seed_findings", "seed_figures", "skew_curve", "measured_comparisons",
             "model_vs_measured", "model_vs_measured_summary"} <= names
     assert "seed_figure_refs" not in names
-    assert con.execute("select max(version) from schema_version").fetchall() == [(3,)]
+    assert con.execute("select max(version) from schema_version").fetchall() == [(4,)]
     con.close()
     load(tmp_path)  # and the loader takes it from there

@@ -305,7 +305,7 @@ def test_tiercast_replay_and_sweep_with_the_preset(tmp_path):
     for line in ("writes that waited for GC", "flash time to cliff", "write MiB/s pre / post cliff",
                  "flash GC-bound write MiB/s            600 (WA 2.36)"):
         assert line in r.output, r.output
-    assert "dirty pages" not in r.output and "(none, closed 256 outstanding)" in r.output
+    assert "dirty pages" not in r.output and "(none)  mode closed, 256 outstanding" in r.output
     iv = pl.read_parquet(next((tmp_path / "results" / "array_rg_intervals").glob("*.parquet")))
     assert {"flash_free_bytes", "flash_free_pct", "flash_gc_bytes", "flash_write_amplification",
             "flash_host_write_mib_per_s"} <= set(iv.columns)

@@ -33,8 +33,8 @@ DELIBERATE = {
     ("vnx5400", "drive_classes.sas10k.capacity_bytes"): "informational: 900 GB (seed 000)",
     ("xs5224d", "drive_classes.nlsas7k.capacity_bytes"): "informational: 500 GB (seed 003)",
     ("xs5224d", "pools.pool1.span_fraction"): "2 x 45 GB on 16 x 500 GB (seed 003)",
-    # how the seeds drove them: closed loop, their outstanding I/Os
-    **{(p, "replay.mode"): "closed loop like IOMeter" for p in ("vnx1-flare", "vnx2-mcx", "vnx5400", "xs5224d")},
+    # how the seeds drove them when closed loop (replayed with --outstanding or replay.mode = "closed";
+    # every preset replays a trace in its own time by default)
     ("vnx5400", "replay.outstanding"): "4 workers x 3 (seed 000)",
     ("xs5224d", "replay.outstanding"): "QD 128 (seed 003)",
     # SSD caches (the dataclass defaults are a VNX1 FAST Cache)
@@ -55,7 +55,6 @@ DELIBERATE = {
     ("xs5224d-qcache-rw", "ssd_cache.populate_on_write"): "seed 003's write test",
     # the all-flash array (seed 001): four controllers, fio's group-1 write-cliff run
     ("violin6232", "controller.overhead_us"): "four controllers reaching ~300k IOPS (seed 001)",
-    ("violin6232", "replay.mode"): "closed loop like fio",
     ("violin6232", "replay.outstanding"): "fio numjobs 64 x iodepth 64 (seed 001 group 1)",
 }
 #: Presets that are another preset with one mechanism switched on: they differ from the defaults

@@ -247,13 +247,33 @@ def test_a_schema_2_file_is_upgraded_and_its_skew_loaded_again_with_the_curve(da
     con.execute("UPDATE schema_version SET version = 2")
     con.close()
     report = load(root)
-    assert report.migrations == [f"schema 2 -> 3: {MIGRATIONS[2][0]}"] and report.loaded == {"skew": 1}
-    assert rows(root, "select max(version) from schema_version") == [(3,)]
+    assert report.migrations == [f"schema 2 -> 3: {MIGRATIONS[2][0]}", f"schema 3 -> 4: {MIGRATIONS[3][0]}"]
+    # schema 4 rebuilt the derived tables: every unit is loaded again
+    assert report.loaded["skew"] == 1 and report.loaded["run"] == len(ids["runs"])
+    assert rows(root, "select max(version) from schema_version") == [(4,)]
     [(key, version)] = rows(root, "select skew_key, model_version from skew")
     curve = pl.read_parquet(next((root / "results" / "skew_curve").rglob("*.parquet")))
     assert key == curve["skew_key"][0] and version == model_version(SKEW_MODEL)
     assert rows(root, "select count(*), max(io_share) from skew_curve") == [(curve.height, 1.0)]
     assert rows(root, "select count(*) from measured_comparisons") == [(0,)]
+
+
+def test_a_schema_3_file_is_rebuilt_with_the_replay_mode_and_the_checks(data):
+    """Schema 4 puts each run's replay mode in ``runs`` and its physics checks in
+    ``run_summary.warnings`` (a typed list, not JSON text): a schema 3 file is rebuilt and refilled."""
+    root, ids = data
+    load(root)
+    con = duckdb.connect(str(db_path(root)))
+    con.execute("ALTER TABLE runs DROP COLUMN mode")
+    con.execute("UPDATE schema_version SET version = 3")
+    con.close()
+    report = load(root)
+    assert report.migrations == [f"schema 3 -> 4: {MIGRATIONS[3][0]}"] and report.loaded["run"] == len(ids["runs"])
+    got = rows(root, "select r.scenario, r.mode, r.outstanding, typeof(s.warnings), len(s.warnings) from runs r "
+                     "join run_summary s using (run_id) order by r.scenario")
+    assert [g[:3] for g in got] == [("vnx1-flare", "open", None), ("vnx2-mcx", "open", None)]
+    assert {g[3] for g in got} == {'STRUCT("check" VARCHAR, severity VARCHAR, message VARCHAR)[]'}
+    assert rows(root, "select mode, outstanding from whatif order by scenario") == [("open", None), ("open", None)]
 
 
 def test_sql_never_loads_and_says_when_the_data_is_newer(data, tmp_path):

@@ -72,6 +72,21 @@ console = _Console("stderr_console")  # messages
 out = _Console("stdout_console")  # results
 
 
+def mode_text(run: Mapping) -> str:
+    """How a run issued its requests: ``open (trace timing)`` or ``closed, 12 outstanding``."""
+    if run.get("mode") == "closed":
+        return f"closed, {run.get('outstanding')} outstanding"
+    return "open (trace timing)"
+
+
+def print_findings(findings, label: str = "") -> None:
+    """A run's physics checks (``pipelines.physics``) on stderr, one line each."""
+    for f in findings or ():
+        kind = "model error" if f["severity"] == "model_error" else "caveat"
+        console.print(f"[{'red' if kind == 'model error' else 'yellow'}]{kind}[/]{' ' + label if label else ''}: "
+                      f"{f['check']}: {f['message']}", markup=True, highlight=False)
+
+
 def table(*columns, **kw):
     """A rich ``Table`` (rich is imported when a table is shown, not when a command module is)."""
     from rich.table import Table

@@ -37,7 +37,7 @@ def compare_measured(
         print_json(r)
         return
     a = r["alignment"]
-    out.print(f"run {r['run_id']} ({r['scenario']}, {r['replay_mode']}"
+    out.print(f"run {r['run_id']} ({r['scenario']}, {r['mode']}"
               f"{' ' + str(r['outstanding']) + ' outstanding' if r['outstanding'] else ''}) vs capture "
               f"{r['capture_id']}")
     out.print(f"trace starts {a['trace_start']} ({a['anchor']}), iostat reports at "

@@ -17,7 +17,9 @@ from pipelines.cli.common import (
     app,
     console,
     data_dir_of,
+    mode_text,
     out,
+    print_findings,
     print_json,
     progress_bar,
     table,
@@ -93,8 +95,9 @@ def replay(
     scenario: ScenarioOpt,
     overrides: SetOpt = None,
     outstanding: Annotated[int | None, typer.Option(
-        help=f"Closed loop with this many I/Os in flight, 1 to {MAX_OUTSTANDING} (default: the scenario's "
-             "replay mode).", callback=bounded(1, MAX_OUTSTANDING, integer=True))] = None,
+        help=f"Closed loop with this many I/Os in flight, 1 to {MAX_OUTSTANDING} (default: the trace's own "
+             "timing, open loop; a trace without timestamps goes closed loop at the scenario's outstanding).",
+        callback=bounded(1, MAX_OUTSTANDING, integer=True))] = None,
     force: Annotated[bool, typer.Option(help="Replay again even if this run exists.")] = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
@@ -117,9 +120,9 @@ def replay(
     if as_json:
         print_json(s)
         return
-    out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']}, "
-              f"{s['replay_mode']}{' ' + str(s['outstanding']) + ' outstanding' if s['outstanding'] else ''})"
-              f"  model {s['model_version']}{'  [already done]' if s.get('already_done') else ''}")
+    out.print(f"run {s['run_id']}  trace {s['trace_id']}  scenario {s['scenario']} ({s['dram_mode']})"
+              f"  mode {mode_text(s)}  model {s['model_version']}{'  [already done]' if s.get('already_done') else ''}")
+    print_findings(s.get("warnings"))
     if overrides:
         out.print(f"scenario {sc.source}")
     rows = [
@@ -239,9 +242,11 @@ def sweep(
         print_json({"sweep_id": rows[0]["sweep_id"], "results_path": str(path),
                     "model_version": rows[0]["model_version"], "scenario_source": sc.source,
                     "rows": [{k: r[k] for k in ("outstanding", "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms",
-                                                "latency_p99_ms", "read_hit_ratio", "write_hit_ratio")}
+                                                "latency_p99_ms", "read_hit_ratio", "write_hit_ratio", "warnings")}
                              for r in rows]})
         return
+    for r in rows:
+        print_findings(r["warnings"], f"at {r['outstanding']} outstanding")
     t = table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
     for c in ("outstanding", "IOPS", "MB/s", "mean ms", "p95 ms", "p99 ms", "read hit", "write hit"):
         t.add_column(c, justify="right")
@@ -273,7 +278,7 @@ def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  #
     for r in rows:
         t.add_row(r["name"], format_bytes(r["cache_bytes"]), r["dram_mode"], "\n".join(r["raid_groups"]),
                   *([", ".join(map(str, r.get("features") or [])) or "-"] if features else []),
-                  f"{r['replay_mode']} {r['outstanding'] if r['replay_mode'] == 'closed' else ''}".strip(),
+                  f"{r['mode']} {r['outstanding'] if r['mode'] == 'closed' else ''}".strip(),
                   r["hash"], r["description"] + (f" (not yet modelled: {', '.join(r['not_yet_modelled'])})"
                                                  if r["not_yet_modelled"] else ""))
     out.print(t)

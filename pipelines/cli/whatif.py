@@ -9,22 +9,29 @@ from typing import Annotated
 
 import typer
 
+from pipelines.choices import MAX_OUTSTANDING
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
     app,
     check_output,
     data_dir_of,
+    mode_text,
     out,
+    print_findings,
     print_json,
     progress_bar,
     table,
 )
-from pipelines.cli.replay import SetOpt
+from pipelines.cli.replay import SetOpt, bounded
 
 OutOpt = Annotated[Path | None, typer.Option("--out", help="HTML report to write (default: reports/<command>-<trace "
                                                            "id prefix>.html).")]
 NoReportOpt = Annotated[bool, typer.Option("--no-report", help="Do not write the HTML report.")]
+OutstandingOpt = Annotated[int | None, typer.Option(
+    help=f"Replay every scenario closed loop with this many I/Os in flight, 1 to {MAX_OUTSTANDING} (default: the "
+         "trace's own timing, open loop; runs of different modes are never put side by side).",
+    callback=bounded(1, MAX_OUTSTANDING, integer=True))]
 
 
 def _f(v, fmt: str = ",.2f") -> str:
@@ -66,6 +73,7 @@ def compare(
     measured: Annotated[list[str] | None, typer.Option(
         "--measured", metavar="CAPTURE", help="A capture (tiercast captures) to compare every run with, model vs "
         "measured (repeatable). Default: every capture that recorded this trace itself.")] = None,
+    outstanding: OutstandingOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
     data_dir: DataDirOpt = None,
@@ -90,7 +98,8 @@ def compare(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rows = whatif.compare(trace, d, scs, progress=make, measured=measured, warn=notes.append)
+            rows = whatif.compare(trace, d, scs, progress=make, measured=measured, warn=notes.append,
+                                  outstanding=outstanding)
             skews = whatif.trace_skews(trace, d, scs)
     finally:
         close()
@@ -103,6 +112,9 @@ def compare(
             sys.stderr.write(f"note: {n}\n")
         print_json(rows)
         return
+    out.print(f"trace {trace.trace_id}, mode {mode_text(rows[0])}")
+    for r in rows:
+        print_findings(r["warnings"], r["scenario"])
     t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
               "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "run")
     for r in rows:
@@ -138,16 +150,17 @@ def size(
     target: Annotated[list[str], typer.Option(
         "--target", help="What the configuration must meet, e.g. 'p95_ms<=5', 'iops>=20000' (repeatable: all).")],
     overrides: SetOpt = None,
-    prune: Annotated[bool, typer.Option(help="Skip variants the trace's LRU hit-ratio curve says cannot do "
-                                              "better than a cheaper one that failed.")] = True,
+    prune: Annotated[bool, typer.Option(help="Skip a variant whose run is provably the same as a cheaper one that "
+                                              "failed (only an SSD cache larger than the trace's footprint).")] = True,
     exhaustive: Annotated[bool, typer.Option(help="Replay every variant (to check the search).")] = False,
+    outstanding: OutstandingOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The cheapest configuration that meets every target: variants replayed cheapest first until
-    one meets them, skipping those the exact hit-ratio curve rules out."""
+    one meets them, skipping only those whose run would be the same as a cheaper one that failed."""
     import warnings
 
     from pipelines import whatif
@@ -164,7 +177,7 @@ def size(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = whatif.size(trace, d, base, varies, targets, overrides or (), prune=prune, exhaustive=exhaustive,
-                              progress=make)
+                              progress=make, outstanding=outstanding)
     finally:
         close()
     run_ids = [v.row["run_id"] for v in res.variants if v.row]
@@ -174,18 +187,27 @@ def size(
     if as_json:
         print_json(doc)
         return
-    t = table("variant", "LRU hit ratio", "meets", "IOPS", "mean ms", "p95 ms", "p99 ms", "replayed")
+    out.print(f"trace {trace.trace_id}, mode {mode_text(res.mode)}")
+    chunks = sorted({v.ssd_chunk_bytes for v in res.variants if v.ssd_bytes})
+    curve = f"LRU hit @{'/'.join(f'{c >> 10}K' for c in chunks)}" if chunks else "LRU hit"
+    t = table("variant", curve, "meets", "IOPS", "mean ms", "p95 ms", "p99 ms", "replayed")
     for v in res.variants:
         r = v.row or {}
-        meets = {True: "yes", False: "no", None: "-"}[v.meets] + (" (curve)" if v.skipped == "curve" else "")
+        meets = {True: "yes", False: "no", None: "-"}[v.meets] + (" (same run)" if v.skipped == "identical" else "")
         t.add_row(v.label, _f(v.curve_hit_ratio, ".4f"), meets,
                   _f(r.get("iops"), ",.0f"), _f(r.get("latency_mean_ms")), _f(r.get("latency_p95_ms")),
                   _f(r.get("latency_p99_ms")),
                   ("reused" if r.get("reused") else "yes") if v.row else f"no: {v.skipped}")
     out.print(t)
+    if chunks:
+        out.print(f"{curve}: the trace's exact LRU hit ratio at each SSD cache's capacity, in its own chunks, every "
+                  "miss admitted (an estimate: the replay applies the cache's admission rule behind the DRAM cache)")
+    for v in res.variants:
+        print_findings((v.row or {}).get("warnings"), v.label)
     c = res.counts()
     out.print(f"{'cheapest meeting ' + ' and '.join(res.targets) + ': ' + res.chosen.label if res.chosen else 'no variant meets ' + ' and '.join(res.targets)}")
     out.print(f"{c['replayed']} of {c['variants']} variants replayed ({c['replayed_now']} new); skipped "
-              f"{c['pruned_by_curve']} by the hit-ratio curve and {c['not_needed']} costlier than the answer")
+              f"{c['identical_skipped']} whose run would equal a cheaper failed one and {c['not_needed']} costlier "
+              "than the answer")
     if report:
         out.print(f"report {report}")

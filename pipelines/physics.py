@@ -1,0 +1,247 @@
+"""Physics checks on every replay: answers no storage engineer would believe, caught before anyone
+acts on them.
+
+A replay can pass every unit test and still predict seconds of latency for a RAID group that is
+idle (issue 25: MCx throttling on the CloudPhysics trace). These checks read only a run's outputs
+(summary, per-interval tables, forced-flush spans) and the scenario, so they hold the model to
+physics it does not share code with. Each finding is a dict ``{"check", "severity", "message"}``:
+
+* ``model_error``: the run contradicts physics or the model's own rules. The test suite fails on
+  any of them (every preset replays every real trace in tests/test_physics.py); the product warns.
+* ``caveat``: the answer is right for what was replayed, but the input or the question limits it
+  (coarse timestamps, a FAST VP window that never opened). Always shown, never an error.
+
+The checks:
+
+``latency_vs_utilisation``
+    Per RAID group and interval: a mean response time (forced-flush stalls aside, they are
+    array-wide and checked below) above ``LATENCY_FACTOR`` x the group's service time while neither
+    the group's drives nor the storage processor were ``UTILISATION_MAX`` busy (in that interval
+    or the one before: work is counted where it was issued). Queueing needs a busy server.
+``throttle_trigger`` / ``stall_trigger`` / ``gc_trigger``
+    MCx: a throttled write only in or right after an interval with a throttled adaptation tick (or
+    while it waited for room in a pool 100 % dirty), and every throttled tick above its trigger
+    (seed 002: pages past the pre-cleaning age, flush window full, drain time over
+    ``throttle_drain_ms``). FLARE: a stalled request only while a forced flush is in progress.
+    All-flash: a write waits for GC only when free space is exhausted.
+``littles_law``
+    Closed loop: outstanding I/Os = IOPS x mean response time (N = X R), within ``LITTLE_TOLERANCE``
+    plus the share of the run the final drain can take (the last N requests complete unreplaced).
+``mass_balance``
+    DRAM cache: host page writes = coalesced (overwritten in cache) + written through + flushed +
+    still dirty + discarded by trims. Exact.
+``coarse_timestamps`` (caveat)
+    Open loop on a trace whose timestamps step by more than ``COARSE_TS_NS`` or put more than
+    ``INSTANT_REQUESTS_MAX`` requests at one instant: bursts are artefacts of the clock, and the
+    answer can change tenfold against the fine-grained trace.
+``fast_vp_window`` (caveat)
+    FAST VP relocates in a scheduled window; a run that never reached one never relocated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+import polars as pl
+
+from replay.scenario import Scenario
+
+MODEL_ERROR = "model_error"
+CAVEAT = "caveat"
+#: latency_vs_utilisation: "a mean latency above 10x the service time at utilisation below 50 %"
+LATENCY_FACTOR = 10.0
+UTILISATION_MAX = 0.5
+#: ... judged only on intervals with at least this many requests of the group
+MIN_REQUESTS = 10
+#: littles_law: relative tolerance beyond the drain share of the run
+LITTLE_TOLERANCE = 0.05
+#: coarse_timestamps
+COARSE_TS_NS = 1_000_000
+INSTANT_REQUESTS_MAX = 100
+#: a GC wait needs free space below this share of the space GC can free
+GC_FREE_PCT_MAX = 1.0
+
+
+#: the findings of a run as a column (summary.parquet, the warehouse's run_summary.warnings)
+WARNINGS_DTYPE = pl.List(pl.Struct({"check": pl.String, "severity": pl.String, "message": pl.String}))
+
+
+def finding(check: str, severity: str, message: str) -> dict:
+    return {"check": check, "severity": severity, "message": message}
+
+
+def model_errors(findings: Sequence[dict]) -> list[dict]:
+    return [f for f in findings if f["severity"] == MODEL_ERROR]
+
+
+def nominal_service_ms(sc: Scenario, drive_class: str) -> float:
+    """One page-sized random operation on a drive of the class, at queue depth 1."""
+    dc = sc.drive_classes[drive_class]
+    xfer_ms = sc.dram.page_bytes / (dc.transfer_mb_per_s * 1e6) * 1e3
+    if dc.kind == "hdd":
+        return dc.seek_ms + dc.half_rotation_ms + xfer_ms
+    return dc.latency_ms + xfer_ms
+
+
+def _sp_utilisation(sc: Scenario, vol: pl.DataFrame, interval_s: float) -> dict[int, float]:
+    """The storage processor's busy share per interval: per-I/O overhead plus bytes at its rate."""
+    c = sc.controller
+    per = vol.group_by("interval_start_ns").agg(pl.col("requests").sum(), pl.col("bytes").sum())
+    return {int(t): (n * c.overhead_us * 1e-6 + b / (c.bandwidth_mb_per_s * 1e6)) / interval_s
+            for t, n, b in per.select("interval_start_ns", "requests", "bytes").iter_rows()}
+
+
+def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, interval_ns: int) -> list[dict]:
+    if rg.height == 0 or "utilization" not in rg.columns:
+        return []
+    sec = interval_ns / 1e9
+    sp = _sp_utilisation(sc, vol, sec)
+    nominal = {g.name: nominal_service_ms(sc, g.drive_class) for g in sc.raid_groups}
+    bad = []
+    for r in rg.sort("rg", "interval_start_ns").iter_rows(named=True):
+        name, t, n = r["rg"], r["interval_start_ns"], r["requests"] or 0
+        if name not in nominal or n < MIN_REQUESTS or r["latency_mean_ms"] is None:
+            continue
+        ios = (r["backend_read_ios"] or 0) + (r["backend_write_ios"] or 0)
+        busy_ns = (r["backend_read_busy_ns"] or 0) + (r["backend_write_busy_ns"] or 0)
+        service = max(busy_ns / ios / 1e6 if ios else 0.0, nominal[name])
+        latency = r["latency_mean_ms"] - (r["stall_delay_sum_ms"] or 0.0) / n
+        if latency <= LATENCY_FACTOR * service:
+            continue
+        prev = rg.filter((pl.col("rg") == name) & (pl.col("interval_start_ns") == t - interval_ns))
+        util = max([r["utilization"] or 0.0, *(prev["utilization"].fill_null(0).to_list()),
+                    sp.get(t, 0.0), sp.get(t - interval_ns, 0.0)])
+        if util < UTILISATION_MAX:
+            bad.append((t, name, latency, service, util))
+    if not bad:
+        return []
+    t, name, latency, service, util = max(bad, key=lambda b: b[2])
+    return [finding("latency_vs_utilisation", MODEL_ERROR,
+                    f"{len(bad)} interval(s) with a mean response time over {LATENCY_FACTOR:g}x the service time "
+                    f"while drives and storage processor were under {UTILISATION_MAX:.0%} busy; worst: RAID group "
+                    f"{name} at {t / 1e9:,.1f} s, {latency:,.1f} ms against {service:.2f} ms service, "
+                    f"{util:.0%} busy")]
+
+
+def throttle_trigger(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[dict]:
+    """MCx: throttled requests only next to throttled ticks (or cache-full waits), and each tick's
+    weakest trigger above the thresholds the kernel applies."""
+    if sc.flash or sc.dram.mode != "mcx" or "throttle_ticks" not in rg.columns:
+        return []
+    m = sc.dram.mcx
+    ticks = {(r, t) for r, t, k in rg.select("rg", "interval_start_ns", "throttle_ticks").iter_rows() if k}
+    out = []
+    unexplained = rg.filter(pl.col("throttled_requests") > 0).filter(
+        pl.col("cache_full_waits") == 0).select("rg", "interval_start_ns", "throttled_requests")
+    missing = [(r, t, n) for r, t, n in unexplained.iter_rows()
+               if (r, t) not in ticks and (r, t - interval_ns) not in ticks]
+    if missing:
+        r, t, n = missing[0]
+        out.append(finding("throttle_trigger", MODEL_ERROR,
+                           f"{len(missing)} interval(s) with throttled writes but no throttled adaptation tick or "
+                           f"cache-full wait; first: RAID group {r} at {t / 1e9:,.1f} s ({n} writes)"))
+    thr = rg.filter(pl.col("throttle_ticks") > 0)
+    window_ms = m.throttle_saturation_pct / 100 * m.adapt_interval_ms
+    weak = thr.filter((pl.col("throttle_past_age_min_ms") < 0) | (pl.col("throttle_window_full_min_ms") < window_ms - 1e-6)
+                      | (pl.col("throttle_drain_min_ms") <= m.throttle_drain_ms))
+    if weak.height:
+        w = weak.row(0, named=True)
+        out.append(finding("throttle_trigger", MODEL_ERROR,
+                           f"{weak.height} interval(s) throttled below the trigger; first: RAID group {w['rg']} at "
+                           f"{w['interval_start_ns'] / 1e9:,.1f} s: oldest page {w['throttle_past_age_min_ms']:.0f} ms "
+                           f"past the pre-cleaning age, flush window full {w['throttle_window_full_min_ms']:.0f} of "
+                           f"{m.adapt_interval_ms:g} ms, drain {w['throttle_drain_min_ms']:.0f} ms"))
+    return out
+
+
+def stall_trigger(rg: pl.DataFrame, interval_ns: int, stall_spans: Sequence[tuple[int, int]]) -> list[dict]:
+    """FLARE: every interval with stalled requests overlaps a forced flush."""
+    if "stalled_requests" not in rg.columns:
+        return []
+    stalled = rg.filter(pl.col("stalled_requests") > 0)["interval_start_ns"].unique().sort().to_list()
+    missing = [t for t in stalled if not any(a < t + interval_ns and b >= t for a, b in stall_spans)]
+    if not missing:
+        return []
+    return [finding("stall_trigger", MODEL_ERROR, f"{len(missing)} interval(s) with stalled requests and no forced "
+                                                  f"flush in progress; first at {missing[0] / 1e9:,.1f} s")]
+
+
+def gc_trigger(vol: pl.DataFrame) -> list[dict]:
+    """All-flash: writes wait for GC only when free space is exhausted."""
+    if "flash_gc_waits" not in vol.columns:
+        return []
+    early = vol.filter((pl.col("flash_gc_waits") > 0) & (pl.col("flash_free_pct") > GC_FREE_PCT_MAX))
+    if early.height == 0:
+        return []
+    r = early.row(0, named=True)
+    return [finding("gc_trigger", MODEL_ERROR, f"{early.height} interval(s) with writes waiting for GC while "
+                                               f"{r['flash_free_pct']:.1f} % was free; first at "
+                                               f"{r['interval_start_ns'] / 1e9:,.1f} s")]
+
+
+def littles_law(summary: dict) -> list[dict]:
+    n = summary.get("outstanding")
+    x, r_ms, reqs = summary.get("iops") or 0.0, summary.get("latency_mean_ms") or 0.0, summary.get("measured_requests")
+    if summary.get("mode") != "closed" or not n or not x or not reqs:
+        return []
+    in_flight = x * r_ms / 1e3
+    tolerance = LITTLE_TOLERANCE + min(1.0, n / reqs)
+    if abs(in_flight / n - 1) <= tolerance:
+        return []
+    return [finding("littles_law", MODEL_ERROR, f"closed loop at {n} outstanding, but IOPS x mean response time = "
+                                                f"{x:,.0f} x {r_ms:.3f} ms = {in_flight:,.1f} I/Os in flight")]
+
+
+def mass_balance(summary: dict) -> list[dict]:
+    if summary.get("dram_mode") == "none" or "write_through_pages" not in summary:
+        return []
+    host = summary["write_pages"]
+    parts = {"coalesced": summary["write_hit_pages"], "written through": summary["write_through_pages"],
+             "flushed": summary["flush_pages"], "still dirty": summary["dirty_pages"],
+             "trimmed": summary["trimmed_dirty_pages"]}
+    if host == sum(parts.values()):
+        return []
+    return [finding("mass_balance", MODEL_ERROR, f"host page writes {host:,} != " + " + ".join(
+        f"{k} {v:,}" for k, v in parts.items()) + f" = {sum(parts.values()):,}")]
+
+
+def coarse_timestamps(summary: dict) -> list[dict]:
+    if summary.get("mode") != "open":
+        return []
+    step, instant = summary.get("ts_resolution_ns") or 0, summary.get("requests_at_one_instant_max") or 0
+    why = []
+    if step > COARSE_TS_NS:
+        why.append(f"its timestamps step by {step / 1e6:,.0f} ms")
+    if instant > INSTANT_REQUESTS_MAX:
+        why.append(f"up to {instant:,} requests arrive at one instant")
+    if not why:
+        return []
+    return [finding("coarse_timestamps", CAVEAT, "trace timing: " + " and ".join(why) + "; bursts may be artefacts of "
+                                                 "the clock and the answer can differ widely from a finer-grained "
+                                                 "trace (replay closed loop with --outstanding N to compare)")]
+
+
+def fast_vp_window(sc: Scenario, summary: dict) -> list[dict]:
+    tg = sc.tiering
+    if tg is None or summary.get("tier_windows", 1):
+        return []
+    span_h = (summary.get("simulated_seconds") or 0.0) / 3600
+    tiers = summary.get("tiers") or []
+    if isinstance(tiers, str):  # the summary keeps per-tier rows as JSON text
+        tiers = json.loads(tiers)
+    flash = next((t["request_share"] for t in tiers if t["tier"] == "extreme_performance"), None)
+    share = f"; {flash:.0%} of the I/O reached flash" if flash is not None and math.isfinite(flash) else ""
+    return [finding("fast_vp_window", CAVEAT, f"FAST VP relocates in a window from {tg.window_start_h:g} h after the "
+                                              f"trace's start; the run lasted {span_h:,.1f} h and no window opened, so "
+                                              f"no slice moved{share} (replay a longer trace, or set "
+                                              "tiering.window_start_h)")]
+
+
+def check(sc: Scenario, summary: dict, vol: pl.DataFrame, rg: pl.DataFrame, interval_ns: int,
+          stall_spans: Sequence[tuple[int, int]] = ()) -> list[dict]:
+    """Every check on one finished run; the findings in the order of the module docstring."""
+    return [*latency_vs_utilisation(sc, rg, vol, interval_ns), *throttle_trigger(sc, rg, interval_ns),
+            *stall_trigger(rg, interval_ns, stall_spans), *gc_trigger(vol), *littles_law(summary),
+            *mass_balance(summary), *coarse_timestamps(summary), *fast_vp_window(sc, summary)]
