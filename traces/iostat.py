@@ -716,11 +716,12 @@ def _classify(lines: pl.Series) -> pl.Series:
 
 @functools.cache
 def _squeeze_kernel():
-    """:func:`_squeeze_lines` compiled; numba is imported when an iostat file is read, not when
-    this module is (format detection imports every reader: ~1 s of numba for any trace)."""
-    import numba
+    """:func:`_squeeze_lines` compiled, cached where the replay kernels are (``replay.jit``); numba
+    is imported when an iostat file is read, not when this module is (format detection imports
+    every reader: ~1 s of numba for any trace)."""
+    from replay.jit import cached_njit
 
-    return numba.njit(cache=True, nogil=True)(_squeeze_lines)
+    return cached_njit(("traces.iostat",))(_squeeze_lines)
 
 
 def _squeeze_lines(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> int:
