@@ -50,7 +50,7 @@ sda              3.00    4.00     12.00     16.00     0.00     0.00   0.00   0.0
 @dataclass(frozen=True)
 class Warmed:
     """What :func:`warm` did: where the compiled code is, how long it took, and how many
-    compiled specializations (function, argument types) the process holds afterwards."""
+    compiled specializations (function, argument types) the cache holds afterwards."""
 
     cache_dir: Path
     seconds: float
@@ -92,19 +92,13 @@ def _both_ways(trace: TraceRef, page_size: int, call: Callable[[], object]) -> N
     call()
 
 
-def compiled_kernels() -> int:
-    """Compiled specializations held by the dispatchers of ``replay`` and by the iostat reader's
-    kernel (made when an iostat file is read)."""
-    import sys
+def cached_kernels() -> int:
+    """Compiled specializations in the cache (one ``.nbc`` file each) of the kernels of ``replay``
+    and of the iostat reader."""
+    from replay.jit import cache_dir
+    from traces.iostat import KERNEL_MODULES as IOSTAT
 
-    from numba.core.dispatcher import Dispatcher
-
-    found = {id(obj): obj for name, module in list(sys.modules.items()) if name.startswith("replay.") and module
-             for obj in list(vars(module).values()) if isinstance(obj, Dispatcher)}  # imported elsewhere: once
-    iostat = sys.modules.get("traces.iostat")
-    if iostat is not None and iostat._squeeze_kernel.cache_info().currsize:
-        found[0] = iostat._squeeze_kernel()
-    return sum(len(d.overloads) for d in found.values())
+    return sum(1 for d in (cache_dir(), cache_dir(IOSTAT)) for _ in d.rglob("*.nbc"))
 
 
 def write_trace(path: Path, pattern: str, requests: int, region_bytes: int, volumes: int) -> None:
@@ -151,4 +145,4 @@ def warm(progress: Progress | None = None, log: Callable[[str], None] | None = N
         ingest_log_file(log_file, d, fmt="iostat", validate="off")
         if progress:
             progress(total, total)
-    return Warmed(cache_dir(), time.perf_counter() - started, compiled_kernels())
+    return Warmed(cache_dir(), time.perf_counter() - started, cached_kernels())

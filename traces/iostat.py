@@ -714,6 +714,10 @@ def _classify(lines: pl.Series) -> pl.Series:
     return pl.Series("kind", kind)
 
 
+#: the source that keys the cache of :func:`_squeeze_kernel` (``replay.jit.cached_njit``)
+KERNEL_MODULES = ("traces.iostat",)
+
+
 @functools.cache
 def _squeeze_kernel():
     """:func:`_squeeze_lines` compiled, cached where the replay kernels are (``replay.jit``); numba
@@ -721,7 +725,7 @@ def _squeeze_kernel():
     every reader: ~1 s of numba for any trace)."""
     from replay.jit import cached_njit
 
-    return cached_njit(("traces.iostat",))(_squeeze_lines)
+    return cached_njit(KERNEL_MODULES)(_squeeze_lines)
 
 
 def _squeeze_lines(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> int:

@@ -13,7 +13,7 @@ def warm(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     the compiled code is and how long it took. --data-dir is accepted like on every command and
     not used."""
     from pipelines.warm import warm as run
-    from replay.numba_cache import locate
+    from replay.numba_cache import ENV, locate
 
     where = locate()
     with progress_bar("warm", "steps") as cb:
@@ -24,5 +24,5 @@ def warm(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     if where.passed_over:
         console.print(f"note: {', '.join(map(str, where.passed_over))} cannot be written", highlight=False)
     out.print(f"{res.kernels} compiled kernels ready in {res.seconds:.1f} s", highlight=False)
-    out.print(f"compiled code in {res.cache_dir} ({where.rule}; override with NUMBA_CACHE_DIR)", soft_wrap=True,
-              highlight=False)
+    how = "set by NUMBA_CACHE_DIR" if where.rule == ENV else f"{where.rule}; NUMBA_CACHE_DIR overrides"
+    out.print(f"compiled code in {res.cache_dir} ({how})", soft_wrap=True, highlight=False)
