@@ -51,7 +51,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(TREE / ".numba-cache"))
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 import numpy as np  # noqa: E402

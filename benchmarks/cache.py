@@ -52,7 +52,6 @@ import time
 from functools import partial
 from pathlib import Path
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".numba-cache"))
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

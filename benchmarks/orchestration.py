@@ -9,8 +9,8 @@ turn), ``--requests`` each, ingested before either run (not timed). Airflow's ti
 run's start to end as the scheduler recorded it (queueing of the first task included, the
 trigger CLI call and start-up of the standalone processes not); the direct time is the steps'
 wall time. Both must give the same warehouse rows. With ``--warm`` (default) the workers use the
-same numba cache as the direct run (``$NUMBA_CACHE_DIR``); ``--no-warm`` shows a fresh data
-root's first run, whose first replays compile the kernels into ``<root>/.cache/numba``. With
+same numba cache as the direct run (``replay.numba_cache``); ``--no-warm`` shows a new worker's
+first run, whose first replays compile the kernels into an empty ``NUMBA_CACHE_DIR``. With
 ``--warmup`` (default) a ``tiercast_ingest`` run on the empty landing folder goes first: the first
 task after start-up waited ~35 s for the API server, once (a long-running scheduler pays that
 once, not per run). ``--preload`` (default): ``pipelines.airflow_preload`` in the scheduler.
@@ -31,7 +31,6 @@ sys.path.insert(1, str(ROOT / "tests"))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -54,7 +53,7 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=4)
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--warm", action=argparse.BooleanOptionalAction, default=True,
-                    help="workers use this process's numba cache (else they compile into the data root first)")
+                    help="workers use this process's numba cache (else they compile into an empty one first)")
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
     ap.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True,
                     help="run tiercast_ingest on an empty landing folder first (its tasks warm the API server "
@@ -83,7 +82,7 @@ def main() -> None:
         rows = serial(tmp / "serial")
         direct_s = time.perf_counter() - t
         t = time.perf_counter()
-        cache = Path(os.environ["NUMBA_CACHE_DIR"]) if args.warm else None
+        cache = None if args.warm else tmp / "numba-cold"
         cluster = CeleryCluster(tmp / "airflow", root, workers=2, numba_cache=cache, preload=args.preload) \
             if args.executor == "celery" else \
             Standalone(tmp / "airflow", root, parallelism=2, numba_cache=cache, preload=args.preload)

@@ -30,7 +30,6 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 def child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba-cache"))
     env.setdefault("GX_ANALYTICS_ENABLED", "false")
     return env
 

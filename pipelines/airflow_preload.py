@@ -34,16 +34,14 @@ FORKING = (("scheduler",), ("celery", "worker"))
 
 def preload(argv: list[str] | None = None) -> list[str]:
     """Import :data:`TASK_MODULES` when this process is one of :data:`FORKING`; returns what it
-    imported. numba's cache directory is set first (``worker_env``; numba reads it at import)."""
+    imported. The kernels come from the cache every entry point uses (``replay.numba_cache``),
+    whatever the data root."""
     args = tuple(sys.argv[1:] if argv is None else argv)
     if not any(args[:len(c)] == c for c in FORKING):
         return []
-    from pipelines.orchestrate import InputError, data_root, worker_env
+    from pipelines.orchestrate import worker_env
 
-    try:
-        worker_env(data_root(None))
-    except InputError:
-        return []  # the data root is an Airflow Variable: the tasks set numba's cache up themselves
+    worker_env()
     for name in TASK_MODULES:
         importlib.import_module(name)
     load_kernels()

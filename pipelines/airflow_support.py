@@ -41,7 +41,7 @@ def root_location() -> Path | str:
     worker set up."""
     with input_errors_fail():
         location = data_root(Variable.get(VARIABLE, default=None))
-    worker_env(location)
+    worker_env()
     return location
 
 

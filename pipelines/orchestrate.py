@@ -20,7 +20,6 @@ import fnmatch
 import os
 import posixpath
 import shutil
-import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
@@ -89,13 +88,11 @@ def under_root(root: Path, value: str | None, default: str, what: str, must_exis
     return path
 
 
-def worker_env(root: Path | str) -> None:
-    """Per-process settings every task needs before importing the data stack: numba's cache in
-    the data root (a worker's source tree may be read-only, and each worker would recompile for
-    ~20 s; with an object-store root, in the worker's temporary directory), and Great
-    Expectations quiet and offline."""
-    cache = Path(tempfile.gettempdir()) / "tiercast-numba" if is_url(root) else Path(root) / ".cache" / "numba"
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
+def worker_env() -> None:
+    """Per-process settings every task needs before importing the data stack: Great Expectations
+    quiet and offline. numba's cache needs none: a worker finds it like every other entry point
+    (``replay.numba_cache``: in its venv, else its user cache directory), not in the data root,
+    so ``tiercast warm`` prepares a new worker and its first task compiles nothing."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 

@@ -13,9 +13,10 @@ them selects a new, empty directory (one full recompile), and stale code cannot 
 
 numba takes the directory from its documented setting ``NUMBA_CACHE_DIR`` (``numba.config.CACHE_DIR``,
 read when a function is decorated): the decorators set it only while they decorate, so other
-numba users in the process keep theirs. Base directory: ``NUMBA_CACHE_DIR`` when set, else the
-``__pycache__`` of this package (where numba would put it). Old directories are not pruned
-(``make clean`` deletes ``.numba-cache``, where the Makefile puts them).
+numba users in the process keep theirs. Base directory: :func:`replay.numba_cache.base_dir`, the
+one rule every entry point resolves the same way (``$NUMBA_CACHE_DIR`` when set, else
+``<venv>/var/tiercast/numba-cache``, else the user cache directory). Old directories are not
+pruned (``make clean`` deletes the venv, and them with it).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TypeVar
 
 import numba
 
+from replay.numba_cache import base_dir
 from replay.version import SCHEMA_MODULES, model_version
 
 F = TypeVar("F", bound=Callable)
@@ -69,8 +71,7 @@ KERNEL_MODULES = ("replay.array", "replay.backend", "replay.dram_cache", "replay
 
 def cache_dir(modules: Sequence[str] = KERNEL_MODULES) -> Path:
     """The on-disk cache directory of functions compiled by ``cached_njit(modules)``."""
-    base = numba.config.CACHE_DIR or Path(__file__).resolve().parent / "__pycache__"
-    return Path(base) / f"tiercast-kernels-{model_version(modules)}"
+    return base_dir() / f"tiercast-kernels-{model_version(modules)}"
 
 
 def cached_njit(modules: Sequence[str] = KERNEL_MODULES, **options) -> Callable[[F], F]:

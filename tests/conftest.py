@@ -25,7 +25,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("TIERCAST_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba-cache"))
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 

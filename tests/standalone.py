@@ -71,7 +71,8 @@ class Airflow:
     def __init__(self, home: Path, data_dir: Path | str, parallelism: int = 2, numba_cache: Path | None = None,
                  preload: bool = True):
         """``data_dir``: the data root (a path, or an object-store URL); ``numba_cache``: the
-        workers' NUMBA_CACHE_DIR (default: the tasks' own, compiled by the first replays);
+        workers' NUMBA_CACHE_DIR (default: none set here, so they find the cache every entry point
+        finds, ``replay.numba_cache``);
         ``preload``: the data stack imported before the task processes fork
         (``pipelines.airflow_preload``, hooked in by ``airflow_local_settings.py``)."""
         self.home, self.data_dir, self.preload = Path(home), str(data_dir), preload
@@ -105,7 +106,6 @@ class Airflow:
             "TIERCAST_INGEST_CRON": "",  # runs only when triggered here
             "TIERCAST_REPLAY_CRON": "",
         }
-        self.env.pop("NUMBA_CACHE_DIR", None)  # the tasks put it in the data root
         if numba_cache is not None:
             self.env["NUMBA_CACHE_DIR"] = str(numba_cache)
         self.port = port

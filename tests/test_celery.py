@@ -5,7 +5,6 @@ both workers), and the warehouse equals the same steps run one after another in 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -64,8 +63,7 @@ def test_dags_on_celery_workers_with_redis_equal_an_in_process_run(tmp_path):
     (root / "replay.toml").write_text(f"scenarios = {SCENARIOS!r}\ntask_requests = 0\n".replace("'", '"'))
     for src in sources:
         shutil.copy(src, root / "landing" / src.name)
-    with CeleryCluster(tmp_path / "airflow", root, workers=2,
-                       numba_cache=Path(os.environ["NUMBA_CACHE_DIR"])) as af:
+    with CeleryCluster(tmp_path / "airflow", root, workers=2) as af:
         af.airflow("dags", "unpause", "tiercast_replay")
         ingest = af.trigger("tiercast_ingest", {"stable_seconds": 0})
         assert af.wait("tiercast_ingest", ingest) == "success", af.task_instances("tiercast_ingest", ingest)

@@ -69,6 +69,7 @@ for name in COMMANDS:  # what `tiercast NAME --help` shows (help is eager: no ot
     ([], (*ENGINES, "rich", "pydantic")),  # no arguments: the help
     (["--version"], (*ENGINES, "rich", "pydantic")),
     (["traces"], (*ENGINES, "pydantic")),
+    (["warm", "--help"], (*ENGINES, "pydantic")),  # compiling is the command's work, not its help's
     # DuckDB's engine only, not its Python layer (pipelines/duckdb_engine.py)
     (["sql", "select 42 as answer"], ("numba", "polars", "duckdb", "great_expectations", "pyarrow", "numpy",
                                       "pydantic")),

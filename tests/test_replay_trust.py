@@ -21,7 +21,7 @@ from pipelines.ingest import ingest_file
 from replay import array as ar
 from replay import backend as be
 from replay import dram_cache as dc
-from replay import jit, version
+from replay import jit, numba_cache, version
 from replay import queueing as qk
 from replay.ids import IdMap
 from replay.scenario import load
@@ -93,7 +93,7 @@ def test_a_change_to_a_kernel_module_replays_again_instead_of_returning_the_old_
 
 
 def test_the_numba_cache_directory_follows_every_kernel_module(edited):
-    base = Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else ROOT / "replay" / "__pycache__"
+    base = numba_cache.base_dir()
     before = jit.cache_dir()
     assert before.parent == base and before.name == f"tiercast-kernels-{version.model_version(jit.KERNEL_MODULES)}"
     for callee in ("replay/dram_cache.py", "replay/queueing.py", "replay/backend.py", "replay/ids.py",

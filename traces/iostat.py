@@ -714,13 +714,18 @@ def _classify(lines: pl.Series) -> pl.Series:
     return pl.Series("kind", kind)
 
 
+#: the source that keys the cache of :func:`_squeeze_kernel` (``replay.jit.cached_njit``)
+KERNEL_MODULES = ("traces.iostat",)
+
+
 @functools.cache
 def _squeeze_kernel():
-    """:func:`_squeeze_lines` compiled; numba is imported when an iostat file is read, not when
-    this module is (format detection imports every reader: ~1 s of numba for any trace)."""
-    import numba
+    """:func:`_squeeze_lines` compiled, cached where the replay kernels are (``replay.jit``); numba
+    is imported when an iostat file is read, not when this module is (format detection imports
+    every reader: ~1 s of numba for any trace)."""
+    from replay.jit import cached_njit
 
-    return numba.njit(cache=True, nogil=True)(_squeeze_lines)
+    return cached_njit(KERNEL_MODULES)(_squeeze_lines)
 
 
 def _squeeze_lines(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> int:

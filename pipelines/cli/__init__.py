@@ -19,7 +19,7 @@ COMMANDS = {
     "load": "warehouse", "measured": "measured", "mrc": "simulate", "replay": "replay", "report": "report",
     "scenarios": "replay", "simulate": "simulate", "size": "whatif", "skew": "analytics",
     "snapshots": "analytics", "sql": "warehouse", "sweep": "replay", "synth": "synth", "traces": "ingest",
-    "validate": "ingest",
+    "validate": "ingest", "warm": "warm",
 }
 
 
