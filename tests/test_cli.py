@@ -660,19 +660,47 @@ def test_output_not_wrapped_when_not_a_terminal(tmp_path):
 
 
 @pytest.mark.parametrize("args, option, allowed", [
-    (["--read-pct", "150"], "--read-pct", "less than or equal to 100"),
-    (["--read-pct", "-1"], "--read-pct", "greater than or equal to 0"),
-    (["--random-pct", "101"], "--random-pct", "less than or equal to 100"),
+    (["--read-pct", "150"], "--read-pct", "must be a number from 0 to 100, got 150"),
+    (["--read-pct", "-1"], "--read-pct", "must be a number from 0 to 100, got -1"),
+    (["--read-pct", "nan"], "--read-pct", "must be a finite number from 0 to 100, got nan"),
+    (["--random-pct", "101"], "--random-pct", "must be a number from 0 to 100, got 101"),
+    (["--random-pct", "-inf"], "--random-pct", "must be a finite number from 0 to 100, got -inf"),
     (["--block-size", "3000"], "--block-size", "a multiple of 512 B"),
     (["--block-size", "0"], "--block-size", "a multiple of 512 B, 512 B to"),
     (["--block-size", "4GiB"], "--block-size", "to 2,147,483,136 B"),
-    (["--requests", "0"], "--requests", "greater than or equal to 1"),
+    (["--requests", "0"], "--requests", "must be an integer >= 1, got 0"),
+    (["--requests", "-5"], "--requests", "must be an integer >= 1, got -5"),
+    (["--requests", "10000000000000", "--iops", "1e6"], "--requests' / '--duration",
+     "10,000,000,000,000 requests need about 909.5 TiB of memory to generate"),
     (["--region", "0"], "--region", "8,192 B or more"),
     (["--region", "1000"], "--region", "a multiple of 512 B"),
     (["--region", "12XB"], "--region", "not a size"),
-    (["--outstanding", "0"], "--outstanding", "greater than or equal to 1"),
-    (["--iops", "0"], "--iops", "x>0"),
-    (["--duration", "-5"], "--duration", "x>0"),
+    (["--outstanding", "0"], "--outstanding", "must be an integer from 1 to 1048576, got 0"),
+    (["--outstanding", "99999999999"], "--outstanding", "must be an integer from 1 to 1048576, got 99999999999"),
+    (["--seed", "-1"], "--seed", "must be an integer >= 0, got -1"),
+    (["--iops", "0"], "--iops", "must be a number > 0 and <= 1000000000, got 0"),
+    (["--iops", "-3"], "--iops", "must be a number > 0 and <= 1000000000, got -3"),
+    (["--iops", "inf"], "--iops", "must be a finite number > 0 and <= 1000000000, got inf"),
+    (["--iops", "nan"], "--iops", "must be a finite number > 0 and <= 1000000000, got nan"),
+    (["--iops", "2e9"], "--iops", "must be a number > 0 and <= 1000000000, got 2000000000"),
+    (["--requests", "10", "--iops", "1e-9"], "--requests' / '--iops",
+     "10 requests at 1e-09 IO/s last 1e+10 s, more than the 1e+09 s a synthetic trace may span"),
+    (["--duration", "-5"], "--duration", "must be a number > 0 and <= 1000000000, got -5"),
+    (["--duration", "0"], "--duration", "must be a number > 0 and <= 1000000000, got 0"),
+    (["--duration", "inf"], "--duration", "must be a finite number > 0 and <= 1000000000, got inf"),
+    (["--duration", "nan"], "--duration", "must be a finite number > 0 and <= 1000000000, got nan"),
+    (["--duration", "1e9", "--iops", "1e9"], "--requests' / '--duration",
+     "1,000,000,000,000,000,000 requests need about"),
+    (["--distribution", "zipf:-1"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:0"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:nan"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:inf"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:hot"], "--distribution", "zipf's THETA must be a finite number > 0 (uniform for none), got 'hot'"),
+    (["--distribution", "zoned:60"], "--distribution", "zoned expects ACCESS/RANGE pairs such as 60/10:40/90"),
+    (["--distribution", "zoned:120/50:-20/50"], "--distribution", "zoned percentages must be from 0 to 100"),
+    (["--distribution", "zoned:60/10:30/20"], "--distribution", "zoned distribution must sum to 100/100"),
+    (["--distribution", "zoned:90/100:10/0"], "--distribution", "a zone with accesses needs a range > 0"),
+    (["--distribution", "pareto:0.5"], "--distribution", "unknown distribution 'pareto:0.5'"),
     (["--pattern", "nope"], "--pattern", "is not one of database"),
 ])
 def test_synth_refuses_invalid_values(args, option, allowed, tmp_path):
@@ -682,6 +710,32 @@ def test_synth_refuses_invalid_values(args, option, allowed, tmp_path):
     line = one_error_line(r.stderr)
     assert f"'{option}'" in line and allowed in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["--requests", "10", "--duration", "2", "--iops", "5"],
+                                  ["--requests", "10", "--duration", "2"]])
+def test_synth_refuses_requests_with_duration(args, tmp_path):
+    """--duration (at --iops) sets the number of requests: with --requests too, one of them would
+    be ignored, so the combination is refused."""
+    r = run("synth", "--out", tmp_path / "w.parquet", *args)
+    assert r.exit_code == 2
+    assert one_error_line(r.stderr).startswith("error: --requests and --duration exclude each other:")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("distribution", ["uniform", "zipf", "zipf:0.8", "zipf:1.2", "zoned:60/10:40/90",
+                                          "zoned:0/50:100/50"])
+def test_synth_takes_the_distributions_it_documents(distribution, tmp_path):
+    r = run("synth", "--out", tmp_path / "w.parquet", "--requests", "200", "--region", "1MiB",
+            "--distribution", distribution, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["workload"]["distribution"] == distribution
+
+
+def test_synth_duration_at_iops_sets_the_requests(tmp_path):
+    r = run("synth", "--out", tmp_path / "w.parquet", "--duration", "2.5", "--iops", "40", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["requests"] == 100
 
 
 def test_vendored_click_is_what_typer_raises():
