@@ -502,24 +502,96 @@ def test_report_refuses_directories_devices_and_fifos(tmp_path, trace):
     assert list((tmp_path / "dir").iterdir()) == []
 
 
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
 def test_report_written_atomically(tmp_path, trace, monkeypatch):
+    """The page and its CSV folder change together: a report that fails after writing some of its
+    tables leaves the previous page and tables as they were, and no empty, half-filled or hidden
+    folder."""
     d, _ = trace
+    (tmp_path / "reports").mkdir()
     out = tmp_path / "reports" / "r.html"
     r = run("report", "--out", out, "--data-dir", d)
     assert r.exit_code == 0, r.output
-    first = out.read_text()
-    assert first.startswith("<!doctype html>") and (tmp_path / "reports" / "r_tables" / "traces.csv").is_file()
+    first = _tree(out.parent)
+    assert first["r.html"].startswith(b"<!doctype html>") and "r_tables/traces.csv" in first
+    assert f"as CSV in {out.parent / 'r_tables'}" in r.stdout
     import pipelines.report as rep
 
-    def fail(*a, **k):
+    def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
 
-    monkeypatch.setattr(rep, "_runs_section", fail)
-    r = run("report", "--out", out, "--data-dir", d)
-    assert r.exit_code == 2 and "No space left on device" in one_error_line(r.stderr)
-    assert out.read_text() == first  # the old report is intact
-    leftovers = [p.name for p in out.parent.rglob(".*")]
-    assert leftovers == []
+    traces_section = rep._traces_section
+
+    def full_after_traces_csv(*a, **k):
+        traces_section(*a, **k)
+        full()
+
+    # the disk fills before any table is written, and after traces.csv was
+    for section, failing in (("_runs_section", full), ("_traces_section", full_after_traces_csv)):
+        with monkeypatch.context() as m:
+            m.setattr(rep, section, failing)
+            r = run("report", "--out", out, "--data-dir", d)
+            assert r.exit_code == 2 and "No space left on device" in one_error_line(r.stderr)
+            assert _tree(out.parent) == first  # the old report and its tables are intact
+            assert [p.name for p in out.parent.rglob(".*")] == []
+            assert run("report", "--out", tmp_path / "fresh.html", "--data-dir", d).exit_code == 2
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]  # no fresh_tables/, empty or not
+
+
+def test_report_without_tables_leaves_no_tables_folder_and_drops_stale_ones(tmp_path):
+    """A report of an empty data directory has no table: no ``_tables/`` folder, and none named
+    in the output; rewriting a report removes the CSVs of its previous version that it no longer
+    writes (a file of another kind in the folder is kept)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "r.html"
+    stale = tmp_path / "r_tables"
+    stale.mkdir()
+    (stale / "hit_ratio.csv").write_text("old\n")
+    r = run("report", "--out", out, "--data-dir", data)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.strip() == f"wrote {out}"
+    assert b"r_tables/" not in out.read_bytes() and b"also a CSV" not in out.read_bytes()
+    assert not stale.exists()
+    stale.mkdir()
+    (stale / "hit_ratio.csv").write_text("old\n")
+    (stale / "notes.txt").write_text("mine\n")
+    assert run("report", "--out", out, "--data-dir", data).exit_code == 0
+    assert [p.name for p in stale.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "r.html", "r_tables"]
+
+
+@pytest.mark.parametrize("command, option", [
+    (["report"], "--out"),
+    (["synth", "--requests", "10"], "--out"),
+    (["calibrate", "--measured", "nope"], "--out"),
+    (["calibrate", "--measured", "nope"], "--scenario-out"),
+    (["experiments", "--quick", "--only", "seed000"], "--report"),
+    (["compare", "nope", "--scenario", "vnx2-mcx"], "--out"),
+    (["size", "nope", "--base", "vnx5400-fastcache", "--vary", "ssd_cache.capacity_bytes=0,50GB",
+      "--target", "p95_ms<=5"], "--out"),
+    (["demo"], "--reports"),
+])
+def test_outputs_into_a_missing_directory_are_refused_naming_it(command, option, tmp_path):
+    """An output path the user typed must be in a directory that exists: a mistyped folder is
+    refused before any work (exit 2, the missing directory named), never created."""
+    missing = tmp_path / "missing" / "dir"
+    target = missing / ("reports" if option == "--reports" else "x.out")
+    r = run(*command, option, target, "--data-dir", tmp_path / "data")
+    assert r.exit_code == 2, r.output
+    assert one_error_line(r.stderr) == f"error: {option} {target}: directory {missing} does not exist (create it first)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_reports_folder_is_created(tmp_path, trace, monkeypatch):
+    d, _ = trace
+    monkeypatch.chdir(tmp_path)
+    r = run("report", "--data-dir", d)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "reports" / "report.html").is_file() and (tmp_path / "reports" / "report_tables").is_dir()
 
 
 def test_synth_out_is_checked_and_atomic(tmp_path):

@@ -18,7 +18,7 @@ from pipelines.cli.common import (
     JsonOpt,
     app,
     bounded,
-    check_output,
+    check_out_option,
     console,
     data_dir_of,
     one_of,
@@ -72,7 +72,7 @@ def calibrate(
                                  param_hint="'--rpm'")
     for p, what in ((out_file, "--out"), (scenario_out, "--scenario-out")):
         if p:
-            check_output(p, what)  # before any work
+            check_out_option(p, what)
     c = run_calibrate(data_dir_of(data_dir), measured, device, name=name, kind=kind, rpm=rpm,
                       transfer_mb_per_s=transfer_mb_per_s, basis=basis, window=window, max_queue=max_queue,
                       min_intervals=min_intervals)

@@ -375,6 +375,16 @@ def exclusive(first: str, second: str, why: str) -> UsageError:
     return UsageError(f"{first} and {second} exclude each other: {why}", ctx=get_current_context(silent=True))
 
 
+def check_out_option(path: Path, option: str, default: Path | None = None, *, directory: bool = False) -> Path:
+    """The file (``directory``: the folder) an output option names, checked before any work: never
+    a directory, device or FIFO, and refused when the folder it goes into does not exist (a
+    mistyped path is not created; the README's "Files written for you"). The option's
+    ``default`` (tiercast's own ``reports/``) is created when needed."""
+    if directory:
+        return check_output_dir(path, option, parent_must_exist=path != default)
+    return check_output(path, option, parent_must_exist=path != default)
+
+
 #: commands that write into the data directory: its writability is checked before any work
 WRITES_DATA_DIR = frozenset({"ingest", "load", "replay", "sweep", "simulate", "mrc", "skew", "capture", "demo",
                              "compare", "size", "experiments", "validate", "compare-measured"})

@@ -15,7 +15,7 @@ from pipelines.cli.common import (
     app,
     atomic_output,
     bounded,
-    check_output,
+    check_out_option,
     exclusive,
     out,
     print_json,
@@ -127,7 +127,7 @@ def synth(
         raise typer.BadParameter(f"{w.requests:,} requests need about {format_bytes(need)} of memory to generate, "
                                  f"more than the {format_bytes(have)} of this machine",
                                  param_hint="'--requests' / '--duration'")
-    check_output(out_path, "--out")  # before any work: not a directory, device or FIFO
+    check_out_option(out_path, "--out")
     with atomic_output(out_path, "--out") as tmp:
         n = synth_mod.write(w, tmp)
     if as_json:
