@@ -311,6 +311,35 @@ def test_sql_is_sandboxed_to_the_data_dir(trace, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.csv"]
 
 
+def test_sql_relative_paths_are_under_the_data_dir_from_any_folder(trace, tmp_path, monkeypatch):
+    """``read_parquet('traces/...')`` means the data directory's file whatever the current folder
+    (one at the same relative path there is not read); a relative path that leaves the data
+    directory (``../``) is still refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d, tid = trace
+    rel = f"traces/{tid}/volume=synth0/part-00000.parquet"
+    assert (d / rel).is_file()
+    decoy = tmp_path / rel  # the same relative path under the current folder, 2 rows
+    decoy.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2]}), decoy)
+    monkeypatch.chdir(tmp_path)
+    r = run("sql", f"select count(*) as n from read_parquet('{rel}')", "--data-dir", d, "--format", "csv")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ["n", "3000"]
+    r = run("sql", f"select count(*) as n from read_parquet('traces/{tid}/*/*.parquet')", "--data-dir", d,
+            "--format", "csv")
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["n", "3000"]
+    assert (d.parent / "w.parquet").is_file()  # the synthetic source, beside the data directory
+    for escape in ("../w.parquet", f"traces/{tid}/../../../w.parquet"):
+        r = run("sql", f"select count(*) from read_parquet('{escape}')", "--data-dir", d)
+        assert r.exit_code == 2, escape
+        line = one_error_line(r.stderr)
+        assert "disabled by configuration" in line and "reads only files in the data directory" in line
+    assert Path.cwd() == tmp_path  # the command's working directory was the data directory, and is restored
+
+
 def test_sql_sandbox_follows_symlinked_trace_storage(trace, tmp_path):
     """traces/ kept on another disk (a symbolic link): the views over it still work."""
     d, tid = trace
