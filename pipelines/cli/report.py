@@ -15,7 +15,7 @@ DEFAULT_OUT = Path("reports/report.html")
 @app.command()
 def report(
     out_path: Annotated[Path, typer.Option("--out", help="HTML file to write, in a directory that exists "
-                                                                "(reports/ is created for the default).")] = DEFAULT_OUT,
+                                                         "(reports/ is created for the default).")] = DEFAULT_OUT,
     title: Annotated[str, typer.Option(help="Page title.")] = "tiercast report",
     trace: Annotated[str | None, typer.Option(help="Only this trace (id or unambiguous prefix).")] = None,
     run: Annotated[list[str] | None, typer.Option(help="A run id (or unambiguous prefix) to show; repeatable, "
