@@ -8,10 +8,13 @@ is an object store (``s3://...``), a scratch copy of the task's declared inputs 
 back to the store (no task relies on another task's local disk).
 
 - ``discover`` lists the ready files (a ``<name>.done`` marker beside them, or unchanged for
-  ``stable_seconds``), oldest first, at most ``max_files`` (below ``max_map_length``);
+  ``stable_seconds`` unless ``require_marker``), oldest first, at most ``max_files`` (below
+  ``max_map_length``); an archived file that grew since its ingest is put back first;
 - ``ingest`` is mapped over them: a good file is ingested and archived to ``archive/<date>/``;
-  a bad one goes to ``quarantine/`` with ``<name>.error.json`` and fails its own task instance
-  at once (``AirflowFailException``, no retries); I/O errors retry;
+  one that lands again beginning with an earlier ingest's bytes withdraws that partial dataset
+  and its results into ``quarantine/superseded/``; a bad one goes to ``quarantine/`` with
+  ``<name>.error.json`` and fails its own task instance at once (``AirflowFailException``, no
+  retries); I/O errors retry;
 - ``validate`` runs the Great Expectations contract once over this run's new datasets;
 - ``publish`` emits one ``tiercast-datasets`` asset event per new valid dataset (the replay DAG
   listens);
@@ -50,6 +53,8 @@ LANDING = Asset(name="tiercast-landing", uri="tiercast://landing")
     params={
         "landing_dir": Param("", type="string", description="folder of new files under the data root ('' = landing)"),
         "stable_seconds": Param(60, type="number", minimum=0, description="unchanged this long = fully landed"),
+        "require_marker": Param(False, type="boolean",
+                                description="take only files with a <name>.done marker, never by age"),
         "max_files": Param(500, type="integer", minimum=1, maximum=1000, description="files per run"),
     },
     doc_md=__doc__,
@@ -62,17 +67,20 @@ def tiercast_ingest():
         p = get_current_context()["params"]
         location = root_location()
         with input_errors_fail():
-            found, waiting = ready(location, p["landing_dir"], float(p["stable_seconds"]), int(p["max_files"]))
+            found, waiting = ready(location, p["landing_dir"], float(p["stable_seconds"]), int(p["max_files"]),
+                                   bool(p["require_marker"]))
         print(f"{len(found)} file(s) ready under {location}, {len(waiting)} still landing or left for the next run")
         return found
 
     @task
     def ingest(path: str) -> dict:
+        from pipelines.object_store import is_url
         from pipelines.orchestrate import InputError, ingest_inputs, ingest_landed, under_root
 
+        local = not is_url(root_location())  # an object store's objects land whole: nothing to supersede
         with input_errors_fail(), task_root(ingest_inputs(path), keep_on=(InputError,)) as root:
             return ingest_landed(root / path, root, under_root(root, "", "quarantine", "quarantine"),
-                                 under_root(root, "", "archive", "archive"))
+                                 under_root(root, "", "archive", "archive"), supersede=local)
 
     @task(trigger_rule="all_done")
     def validate(ingested) -> dict:
@@ -93,7 +101,8 @@ def tiercast_ingest():
     @task(trigger_rule="all_done", retries=0)
     def summary(found: list[str], checked: dict | None, published: int | None) -> dict:
         return finish({"landed": len(found or []), "new_datasets": published or 0,
-                       "invalid": (checked or {}).get("invalid", [])})
+                       "invalid": (checked or {}).get("invalid", []),
+                       "superseded": (checked or {}).get("superseded", [])})
 
     found = discover()
     checked = validate(ingest.expand(path=found))

@@ -66,7 +66,9 @@ import polars as pl
 
 from pipelines.capture import captures_root, find_capture
 from pipelines.choices import CALIBRATE_BASES as BASES
+from pipelines.choices import CALIBRATE_KINDS as DRIVE_KINDS
 from pipelines.choices import CALIBRATE_WINDOWS as WINDOWS
+from pipelines.choices import MIN_RPM
 from pipelines.ingest_logs import MeasuredRef, find_measured, list_measured
 from replay.scenario import DriveClass
 
@@ -265,16 +267,31 @@ def build_drive_class(name: str, kind: str, service_ms: float, request_bytes: fl
     return dc
 
 
+def check_options(kind: str, rpm: int | None, transfer_mb_per_s: float | None, max_queue: float,
+                  min_intervals: int) -> None:
+    """Refuse option values no device has (NaN and infinities included) before any row is read;
+    ``tiercast calibrate`` refuses them when parsing its options, naming the option."""
+    if kind not in DRIVE_KINDS:
+        raise ValueError(f"kind must be {' or '.join(DRIVE_KINDS)}, got {kind!r}")
+    if kind == "hdd" and not rpm:
+        raise ValueError("--kind hdd needs --rpm (the half rotation is part of the service time)")
+    if rpm is not None and (kind != "hdd" or rpm < MIN_RPM):
+        raise ValueError(f"--rpm is for --kind hdd, at least {MIN_RPM}; got {rpm} for {kind}")
+    if transfer_mb_per_s is not None and not (math.isfinite(transfer_mb_per_s) and transfer_mb_per_s > 0):
+        raise ValueError(f"--transfer-mb-per-s must be a finite number > 0, got {transfer_mb_per_s}")
+    if not (math.isfinite(max_queue) and max_queue > 0):
+        raise ValueError(f"--max-queue must be a finite number > 0, got {max_queue}")
+    if min_intervals < 1:
+        raise ValueError(f"--min-intervals must be >= 1, got {min_intervals}")
+
+
 def estimate(rows: pl.DataFrame, device: str, *, name: str | None = None, kind: str = "ssd", rpm: int | None = None,
              transfer_mb_per_s: float | None = None, basis: str = "all", max_queue: float = 1.0,
              min_intervals: int = 3, source: dict | None = None) -> Calibration:
     """Calibrate from one device's iostat interval rows (``iostat_device`` columns)."""
     if basis not in BASES:
         raise ValueError(f"basis must be one of {', '.join(BASES)}, got {basis!r}")
-    if kind not in ("ssd", "hdd"):
-        raise ValueError(f"kind must be ssd or hdd, got {kind!r}")
-    if max_queue <= 0:
-        raise ValueError(f"--max-queue must be > 0, got {max_queue}")
+    check_options(kind, rpm, transfer_mb_per_s, max_queue, min_intervals)
     src = source or {}
     where = f"device {device!r}" + (f" in {src['iostat_dataset']}" if src.get("iostat_dataset") else "")
     if "aqu_sz" not in rows.columns or rows["aqu_sz"].null_count() == rows.height:
@@ -479,6 +496,7 @@ def calibrate(data_dir: str | Path, ref: str, device: str | None = None, *, name
     """Calibrate ``device`` from the iostat rows of a capture or measured dataset ``ref``.
     ``basis`` auto: fio's directions for a capture, else all; ``window`` auto: a capture's fio
     run (whole iostat intervals inside it), else every interval."""
+    check_options(kind, rpm, transfer_mb_per_s, max_queue, min_intervals)
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
     if basis not in (*BASES, "auto"):

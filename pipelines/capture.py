@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.catalog import find_by_prefix, write_json_atomic
+from pipelines.choices import MAX_IOSTAT_INTERVAL_S
 from pipelines.ingest import ingest_file
 from pipelines.ingest_logs import ingest_log_file
 
@@ -109,11 +110,12 @@ def capture(
     iostat: str = "iostat",
 ) -> CaptureResult:
     """Run ``jobfile`` under fio with iostat recording; ingest and link everything."""
+    if not 1 <= iostat_interval_s <= MAX_IOSTAT_INTERVAL_S:
+        raise ValueError(f"--iostat-interval must be a whole number of seconds from 1 (iostat's resolution) to "
+                         f"{MAX_IOSTAT_INTERVAL_S}, got {iostat_interval_s}")
     missing = missing_tools(fio, iostat)
     if missing:
         raise LookupError(f"tiercast capture needs {' and '.join(missing)}: {INSTALL_HINT}")
-    if iostat_interval_s < 1:
-        raise ValueError("--iostat-interval must be a whole number of seconds >= 1 (iostat's resolution)")
     jobfile = Path(jobfile).resolve()
     if not jobfile.is_file():
         raise FileNotFoundError(f"fio job file {jobfile} not found")

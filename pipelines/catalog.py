@@ -44,9 +44,14 @@ def traces_root(data_dir: Path) -> Path:
 
 
 def write_json_atomic(path: Path, obj) -> None:
+    """Write ``obj`` as JSON through a temporary file renamed over ``path``: the file is whole or
+    absent. The temporary file is removed when writing fails (a full disk leaves nothing)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def volume_dir(root: Path, volume: str) -> Path:

@@ -81,6 +81,10 @@ OWNER_FILE = ".owner.json"
 #: A staging directory without an owner file (older tiercast), or from another host (shared
 #: storage, where its owner cannot be checked), is stale after this long without a change.
 STALE_UNOWNED_S = 24 * 3600.0
+#: An owner file that cannot be read is stale this long after it was written: it is written
+#: whole or not at all (:func:`_claim`), so only a write cut short by a full disk (tiercast
+#: before it wrote the file atomically) or a damaged file is unreadable.
+STALE_UNREADABLE_OWNER_S = 60.0
 
 
 def _process_started(pid: int) -> float | None:
@@ -96,12 +100,18 @@ def _process_started(pid: int) -> float | None:
 def _is_stale(stage: Path, now_s: float) -> bool:
     """A staging directory whose ingest cannot finish any more: its process is gone (killed,
     SIGKILL, power loss), or it has no owner we can check and nothing changed in it for a day."""
+    owner_file = stage / OWNER_FILE
     try:
-        owner = json.loads((stage / OWNER_FILE).read_text())
+        owner = json.loads(owner_file.read_text())
         pid, host, started = int(owner["pid"]), str(owner["host"]), float(owner["started"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
         try:
             return now_s - stage.stat().st_mtime > STALE_UNOWNED_S
+        except OSError:
+            return False
+    except (OSError, ValueError, KeyError, TypeError):
+        try:
+            return now_s - owner_file.stat().st_mtime > STALE_UNREADABLE_OWNER_S
         except OSError:
             return False
     if host != socket.gethostname():
@@ -111,10 +121,22 @@ def _is_stale(stage: Path, now_s: float) -> bool:
 
 
 def _claim(stage: Path) -> None:
-    """Mark ``stage`` as this process's (see :func:`_is_stale`)."""
+    """Mark ``stage`` as this process's (see :func:`_is_stale`); the owner file is written whole
+    or not at all."""
     pid = os.getpid()
-    owner = {"pid": pid, "host": socket.gethostname(), "started": _process_started(pid)}
-    (stage / OWNER_FILE).write_text(json.dumps(owner))
+    write_json_atomic(stage / OWNER_FILE, {"pid": pid, "host": socket.gethostname(), "started": _process_started(pid)})
+
+
+def _claimed_dir(path: Path) -> Path:
+    """Create ``path`` as a staging directory of this process; removed again when it cannot be
+    claimed (a full disk): nothing ownerless is left for a day."""
+    path.mkdir()
+    try:
+        _claim(path)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path
 
 
 def remove_stale_staging(root: Path) -> list[Path]:
@@ -145,8 +167,7 @@ class Staging:
         self.final: Path | None = None
 
     def __enter__(self) -> Staging:
-        self.path.mkdir()
-        _claim(self.path)
+        _claimed_dir(self.path)
         return self
 
     def publish(self, dataset_id: str, replace: bool = False) -> bool:
@@ -159,12 +180,11 @@ class Staging:
             if not replace:
                 shutil.rmtree(self.path, ignore_errors=True)
                 return False
-            old = self.root / f".tmp-{uuid.uuid4().hex[:12]}"
-            os.rename(final, old)
-            _claim(old)
+            retired = _claimed_dir(self.root / f".tmp-{uuid.uuid4().hex[:12]}")  # claimed before it holds anything
+            os.rename(final, retired / final.name)
             (self.path / OWNER_FILE).unlink()
             os.rename(self.path, final)
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(retired, ignore_errors=True)
             return True
         (self.path / OWNER_FILE).unlink()
         os.rename(self.path, final)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,9 +27,11 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def check_output(path: str | Path, what: str = "output") -> Path:
+def check_output(path: str | Path, what: str = "output", *, parent_must_exist: bool = False) -> Path:
     """The regular file to write for ``path`` (symbolic links followed), or :class:`OutputPathError`
-    when it exists and is not a regular file, or when its parent exists and is not a directory."""
+    when it exists and is not a regular file, or when its parent exists and is not a directory, or
+    (``parent_must_exist``: a path the user typed) when its directory does not exist: a mistyped
+    folder is refused, not created."""
     given = Path(path)
     target = given.resolve() if given.is_symlink() else given
     try:
@@ -41,6 +44,8 @@ def check_output(path: str | Path, what: str = "output") -> Path:
         raise OutputPathError(f"{what} {given} is {_kind(st.st_mode)}; give a file name (it is replaced "
                               "only when it is a regular file)")
     parent = target.parent
+    if parent_must_exist and not parent.exists():
+        raise OutputPathError(f"{what} {given}: directory {parent} does not exist (create it first)")
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
@@ -48,11 +53,14 @@ def check_output(path: str | Path, what: str = "output") -> Path:
     return target
 
 
-def check_output_dir(path: str | Path, what: str = "output directory") -> Path:
-    """``path`` as a directory to write into: refused when it exists and is not a directory."""
+def check_output_dir(path: str | Path, what: str = "output directory", *, parent_must_exist: bool = False) -> Path:
+    """``path`` as a directory to write into: refused when it exists and is not a directory, or
+    (``parent_must_exist``) when the directory it would be created in does not exist."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise OutputPathError(f"{what} {p} exists and is not a directory")
+    if parent_must_exist and not p.exists() and not p.parent.is_dir():
+        raise OutputPathError(f"{what} {p}: directory {p.parent} does not exist (create it first)")
     return p
 
 
@@ -77,3 +85,31 @@ def write_text(path: str | Path, text: str, what: str = "output") -> Path:
         with open(tmp, "x", encoding="utf-8") as f:
             f.write(text)
     return Path(path)
+
+
+@contextmanager
+def atomic_output_dir(path: str | Path, pattern: str, what: str = "output directory") -> Iterator[Path]:
+    """Yield a temporary directory named like ``path`` (in a hidden folder beside it, so relative
+    links to it read the same) to write the files ``pattern`` names into. When the block ends
+    without an exception they replace that directory's ``pattern`` files (each renamed into
+    place; the old ones the new set lacks removed; other files kept) and a directory left empty
+    is removed; otherwise nothing changes. So a failed or interrupted run leaves no empty or
+    half-filled directory, and a run that writes no file leaves none."""
+    target = check_output_dir(path, what)
+    staging = target.parent / f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    staging.mkdir(parents=True)
+    try:
+        yield staging / target.name
+        new = {p.name: p for p in (staging / target.name).glob(pattern) if p.is_file()}
+        if new:
+            target.mkdir(exist_ok=True)
+        for name, p in new.items():
+            os.replace(p, target / name)
+        if target.is_dir():
+            for old in target.glob(pattern):
+                if old.name not in new and old.is_file():
+                    old.unlink()
+            if not any(target.iterdir()):
+                target.rmdir()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -17,6 +17,8 @@ raised as is and retried.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 import os
 import posixpath
 import shutil
@@ -25,6 +27,7 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from pipelines.catalog import ENV_DATA_DIR, write_json_atomic
 from pipelines.object_store import is_url
@@ -47,6 +50,12 @@ MAX_BATCH = 500
 DEFAULT_TASK_REQUESTS = 4_000_000
 #: names in the landing folder that are never data (temporary copies, markers, hidden files)
 SKIP_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".filepart", DONE_SUFFIX)
+#: what each landed file became: ``<root>/landed/<quoted path under the root>.json`` (its dataset,
+#: sha256, size and where it was archived), read when a file of that name lands again
+LEDGER_DIR = "landed"
+#: an archived file is watched this long after its ingest for growth (a copy still being written
+#: into it after it was moved: same file system, same inode)
+REGROWTH_WATCH_S = 24 * 3600.0
 
 
 class InputError(ValueError):
@@ -100,37 +109,42 @@ def worker_env() -> None:
 
 
 def ready_files(landing: Path, stable_s: float = DEFAULT_STABLE_S, limit: int = MAX_BATCH,
-                now_s: float | None = None) -> tuple[list[Path], list[Path]]:
+                now_s: float | None = None, require_marker: bool = False) -> tuple[list[Path], list[Path]]:
     """(ready, waiting) files in the local folder ``landing`` (:func:`ready_names`)."""
     entries = {p.name: p.stat().st_mtime for p in landing.iterdir() if p.is_file()}
-    ready, waiting = ready_names(entries, stable_s, limit, now_s)
+    ready, waiting = ready_names(entries, stable_s, limit, now_s, require_marker)
     return [landing / n for n in ready], [landing / n for n in waiting]
 
 
 def ready_names(entries: dict[str, float], stable_s: float = DEFAULT_STABLE_S, limit: int = MAX_BATCH,
-                now_s: float | None = None) -> tuple[list[str], list[str]]:
+                now_s: float | None = None, require_marker: bool = False) -> tuple[list[str], list[str]]:
     """(ready, waiting) names of a landing folder's files ({name: mtime in s}), oldest first, at
-    most ``limit`` ready. A file is ready when a ``<name>.done`` marker sits beside it, or when it
-    has not changed for ``stable_s`` seconds: a copy still being written keeps its mtime fresh.
-    Files that arrive by rename (or as one object-store PUT) are ready once ``stable_s`` old."""
+    most ``limit`` ready. A file is ready when a ``<name>.done`` marker sits beside it, or (unless
+    ``require_marker``) when it has not changed for ``stable_s`` seconds: a copy still being
+    written keeps its mtime fresh. Files that arrive by rename (or as one object-store PUT) are
+    ready once ``stable_s`` old."""
     now_s = time.time() if now_s is None else now_s
     ready, waiting = [], []
     names = sorted((n for n in entries if not n.startswith(".") and not n.endswith(SKIP_SUFFIXES)),
                    key=lambda n: (entries[n], n))
     for n in names:
-        if n + DONE_SUFFIX in entries or now_s - entries[n] >= stable_s:
+        if n + DONE_SUFFIX in entries or (not require_marker and now_s - entries[n] >= stable_s):
             ready.append(n)
         else:
             waiting.append(n)
     return ready[:limit], waiting + ready[limit:]
 
 
-def discover(location: Path | str, landing_dir: str, stable_s: float, limit: int) -> tuple[list[str], list[str]]:
+def discover(location: Path | str, landing_dir: str, stable_s: float, limit: int,
+             require_marker: bool = False) -> tuple[list[str], list[str]]:
     """(ready, waiting) files of the landing folder as paths relative to the data root
-    ``location`` (a local path or an object-store URL, listed without downloading anything)."""
+    ``location`` (a local path or an object-store URL, listed without downloading anything).
+    In a local root, archived files that grew since their ingest are first put back into the
+    landing folder (:func:`reopen_grown`)."""
     if not is_url(location):
         landing = under_root(location, landing_dir, "landing", "landing_dir", must_exist=True)
-        ready, waiting = ready_files(landing, stable_s, limit)
+        reopen_grown(location)
+        ready, waiting = ready_files(landing, stable_s, limit, require_marker=require_marker)
         return [_relative(p, location) for p in ready], [_relative(p, location) for p in waiting]
     from pipelines import object_store
 
@@ -138,8 +152,66 @@ def discover(location: Path | str, landing_dir: str, stable_s: float, limit: int
     entries = object_store.listing(location, rel)
     if entries is None and (landing_dir or "").strip():
         raise InputError(f"landing_dir {location}/{rel} does not exist (misspelled?): nothing to do is not success")
-    ready, waiting = ready_names(entries or {}, stable_s, limit)
+    ready, waiting = ready_names(entries or {}, stable_s, limit, require_marker=require_marker)
     return [f"{rel}/{n}" for n in ready], [f"{rel}/{n}" for n in waiting]
+
+
+# --- what landed files became: a file that lands again, or grows after its ingest ---------------
+
+
+def _ledger_file(root: Path, landed_as: str) -> Path:
+    return Path(root) / LEDGER_DIR / f"{quote(landed_as, safe='')}.json"
+
+
+def ledger_entry(root: Path, landed_as: str) -> dict | None:
+    """What the last file landed as ``landed_as`` (a path under the root) became, if any."""
+    try:
+        return json.loads(_ledger_file(root, landed_as).read_text())
+    except FileNotFoundError:
+        return None
+
+
+def _starts_with(path: Path, size_bytes: int, sha256: str) -> bool:
+    """Whether the first ``size_bytes`` of ``path`` are the bytes whose sha256 is ``sha256``."""
+    if path.stat().st_size < size_bytes:
+        return False
+    h, left = hashlib.sha256(), size_bytes
+    with open(path, "rb") as f:
+        while left:
+            block = f.read(min(left, 8 << 20))
+            if not block:
+                return False
+            h.update(block)
+            left -= len(block)
+    return h.hexdigest() == sha256
+
+
+def reopen_grown(root: Path, now_s: float | None = None) -> list[str]:
+    """Put back into the landing folder every archived file that changed (size or mtime) within
+    :data:`REGROWTH_WATCH_S` of its ingest: a copy that went on writing into the file after it
+    was archived (same file system: the rename kept the inode). It is taken again once complete,
+    and its ingest withdraws the partial trace (:func:`ingest_landed`). Returns the paths put
+    back, relative to the root."""
+    top = Path(root) / LEDGER_DIR
+    if not top.is_dir():
+        return []
+    now_s = time.time() if now_s is None else now_s
+    back = []
+    for f in sorted(top.glob("*.json")):
+        if now_s - f.stat().st_mtime > REGROWTH_WATCH_S:
+            continue
+        entry = json.loads(f.read_text())
+        archived, landed = Path(root) / entry["archived_as"], Path(root) / entry["landed_as"]
+        try:
+            st = archived.stat()
+        except FileNotFoundError:
+            continue  # moved on (put back already, pruned by hand)
+        if (st.st_size, st.st_mtime_ns) == (entry["archived_bytes"], entry["archived_mtime_ns"]) or landed.exists():
+            continue
+        landed.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(archived, landed)
+        back.append(entry["landed_as"])
+    return back
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -187,15 +259,27 @@ def archive(src: Path, folder: Path) -> Path:
     return _move(src, folder / datetime.now(tz=UTC).strftime("%Y-%m-%d"))
 
 
-def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_dir: Path) -> dict:
+def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_dir: Path,
+                  supersede: bool = True) -> dict:
     """Ingest one landed file, then archive it; an input error (a trace whose rows break the
     contract's exact checks included) quarantines it and raises :class:`InputError`. The Great
     Expectations suite runs once per batch (:func:`validate_batch`). Idempotent: a file already
-    ingested is archived and reported as such."""
+    ingested is archived and reported as such.
+
+    With ``supersede`` (a local data root; an object store's objects land whole) the file's
+    dataset is recorded under its landed name (:data:`LEDGER_DIR`). When a file lands again
+    under a name already ingested and begins with the bytes of that earlier ingest, the earlier
+    one was a partial copy (stalled longer than ``stable_seconds``, then resumed or sent again):
+    its dataset, everything computed from it and its archived file are withdrawn into
+    ``quarantine/superseded/<id>/`` (:func:`pipelines.withdraw.withdraw`), reported as
+    ``superseded``. Other content under the same name is a new dataset beside the earlier one."""
     from pipelines.steps import ingest_any
     from traces.errors import TraceFormatError
 
     src = Path(path)
+    landed_as = _relative(src, root)
+    earlier = ledger_entry(root, landed_as) if supersede else None
+    before = src.stat()
     try:
         result = ingest_any(src, root, options=None, validate="auto", measured_validate="off")
     except FileNotFoundError:
@@ -203,21 +287,83 @@ def ingest_landed(path: str | Path, root: Path, quarantine_dir: Path, archive_di
     except (TraceFormatError, UnicodeDecodeError, ValueError, LookupError, EOFError) as e:
         dest = quarantine(src, quarantine_dir, str(e))
         raise InputError(f"{e} (moved to {dest})") from None
-    result["archived_as"] = _relative(archive(src, archive_dir), root)  # the data root may be a scratch copy
     result["source"] = src.name
+    if supersede and _stat_key(src.stat()) != _stat_key(before):
+        return _still_landing(root, result, quarantine_dir)
+    grew = (earlier is not None and earlier["id"] != result["id"]
+            and _starts_with(src, earlier["bytes"], earlier["sha256"]))
+    result["archived_as"] = _relative(archive(src, archive_dir), root)  # the data root may be a scratch copy
+    if grew:
+        result["superseded"] = _withdraw_partial(root, earlier, result, quarantine_dir)
+    if supersede:
+        manifest = json.loads((root / _dataset_dir(result["kind"]) / result["id"] / "manifest.json").read_text())
+        entry = _ledger_file(root, landed_as)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        # the file as it was read (a rename keeps size and mtime): growth after the read shows
+        write_json_atomic(entry, {
+            "landed_as": landed_as, "kind": result["kind"], "id": result["id"], "sha256": manifest["sha256"],
+            "bytes": manifest["source_bytes"], "archived_as": result["archived_as"], "archived_bytes": before.st_size,
+            "archived_mtime_ns": before.st_mtime_ns, "ingested_at": datetime.now(tz=UTC).isoformat()})
     return result
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int]:
+    return st.st_size, st.st_mtime_ns
+
+
+def _still_landing(root: Path, result: dict, quarantine_dir: Path) -> dict:
+    """A file that changed while it was ingested is still being written: the dataset made of
+    what was read is withdrawn at once (unless it existed before), the file stays in the landing
+    folder to be taken again once unchanged, and nothing is recorded."""
+    from pipelines.withdraw import withdraw
+
+    if not result["already_ingested"]:
+        withdraw(root, result["kind"], result["id"], _free(quarantine_dir / "superseded" / result["id"]),
+                 {"landed_as": result["source"], "reason": "the file changed while it was ingested: still landing"})
+    return {"kind": result["kind"], "source": result["source"], "still_landing": True}
+
+
+def _free(path: Path) -> Path:
+    """``path``, or ``path.1``, ``path.2`` ... when taken."""
+    free, k = path, 0
+    while free.exists():
+        k += 1
+        free = path.with_name(f"{path.name}.{k}")
+    return free
+
+
+def _dataset_dir(kind: str) -> str:
+    return "traces" if kind == "trace" else "measured"
+
+
+def _withdraw_partial(root: Path, earlier: dict, result: dict, quarantine_dir: Path) -> dict:
+    """Withdraw the dataset of an earlier, partial copy of the file ``result`` ingested whole,
+    with its results and its archived copy (unless that is the very file just archived: a copy
+    that grew in the archive and was put back)."""
+    from pipelines.withdraw import withdraw
+
+    into = _free(quarantine_dir / "superseded" / earlier["id"])  # the same partial copy may have come before
+    why = {"landed_as": earlier["landed_as"], "superseded_by": result["id"],
+           "reason": f"a partial copy: {earlier['landed_as']} landed again, {earlier['bytes']:,} bytes then, "
+                     f"beginning with the same bytes now"}
+    copy = () if earlier["archived_as"] == result["archived_as"] else (root / earlier["archived_as"],)
+    moved = withdraw(root, earlier["kind"], earlier["id"], into, why, also=copy)
+    return {"kind": earlier["kind"], "id": earlier["id"], "moved_to": _relative(into, root), "moved": moved}
 
 
 def validate_batch(root: Path, ingested: list[dict], quarantine_dir: Path) -> dict:
     """The Great Expectations contract, once for all datasets this run made new
     (:func:`pipelines.contract.validate_datasets`). A dataset that fails is moved out of the
     data root's catalog into ``quarantine/datasets/`` with its report, and its source is
-    quarantined too. Returns {"valid": [...], "invalid": [...]} of the new results."""
+    quarantined too. Returns {"valid": [...], "invalid": [...]} of the new results and
+    {"superseded": [...]}, the partial datasets the run's files withdrew (:func:`ingest_landed`)."""
     from pipelines.contract import validate_datasets
 
-    new = {(r["kind"], r["id"]): r for r in ingested if r and not r.get("already_ingested")}
+    new = {(r["kind"], r["id"]): r for r in ingested if r and not r.get("already_ingested") and "id" in r}
     checked = validate_datasets(root, list(new), quarantine_dir)
-    out = {"valid": [new[k] for k in checked["valid"]], "invalid": []}
+    out = {"valid": [new[k] for k in checked["valid"]], "invalid": [],
+           "superseded": [{**r["superseded"], "by": r["id"], "source": r["source"]} for r in ingested
+                          if r and r.get("superseded")]}
     for kind, dataset_id, summary in checked["invalid"]:
         r = new[(kind, dataset_id)]
         archived = root / r["archived_as"]
@@ -471,7 +617,7 @@ def ingest_inputs(landed: str) -> list[str]:
 
 def validate_inputs(ingested: list[dict]) -> list[str]:
     """The datasets an ingest run made new, and their archived sources (quarantined when GX fails)."""
-    return [p for r in ingested if r and not r.get("already_ingested")
+    return [p for r in ingested if r and not r.get("already_ingested") and "id" in r
             for p in (f"{'traces' if r['kind'] == 'trace' else 'measured'}/{r['id']}/", r["archived_as"])]
 
 

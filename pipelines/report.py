@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines.files import atomic_output, check_output, check_output_dir, write_text
+from pipelines.files import atomic_output, atomic_output_dir, check_output, check_output_dir
 
 #: the comfort lines of the sweep chart (seed 000: 10 ms for HDD arrays; seed 001: 1 ms for flash)
 COMFORT_MS = (10.0, 1.0)
@@ -893,30 +893,36 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
     data_dir, out = Path(data_dir), Path(out)
     # refuse before any work: a directory, a device (/dev/full), a FIFO is never replaced
     check_output(out, "report")
-    tables = check_output_dir(out.parent / f"{out.stem}_tables", "report tables directory")
+    check_output_dir(out.parent / f"{out.stem}_tables", "report tables directory")
     if not data_dir.is_dir():
         raise NotADirectoryError(20, "Not a directory (data directory)", str(data_dir))
     sel, charts, wh = build_charts(data_dir, trace_id, run_ids, sweep_ids)
-    try:
-        head = [f"<h1>{html.escape(title)}</h1><p>Data directory <code>{html.escape(str(data_dir.resolve()))}</code>, "
-                f"written {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC; charts are interactive (hover for values, "
-                "drag to zoom, double-click to reset); every table is also a CSV in "
-                f"<code>{html.escape(tables.name)}/</code>.</p>"]
+    # the page and its CSVs change together: both are written aside and renamed into place at the end
+    with atomic_output(out, "report") as page, \
+            atomic_output_dir(out.parent / f"{out.stem}_tables", "*.csv", "report tables directory") as tables:
+        try:
+            sections = [_intro_tables(figures, findings, tables), _runs_section(wh, sel, tables),
+                        _checks_section(sel, tables), _traces_section(wh, sel, tables),
+                        *(_section(c, tables) for c in charts)]
+        finally:
+            wh.close()
+        csv_note = (f"; every table is also a CSV in <code>{html.escape(tables.name)}/</code>"
+                    if any(tables.glob("*.csv")) else "")
+        head = [f"<h1>{html.escape(title)}</h1><p>Data directory <code>{html.escape(str(data_dir.resolve()))}"
+                f"</code>, written {datetime.now(tz=UTC):%Y-%m-%d %H:%M} UTC; charts are interactive (hover for "
+                f"values, drag to zoom, double-click to reset){csv_note}.</p>"]
         if intro:
             head.append(f'<p class="intro">{html.escape(intro)}</p>')
         nav = "".join(f'<a href="#{c.name}">{html.escape(c.title)}</a>' for c in charts)
-        body = [*head, f"<nav>{nav}</nav>" if charts else "", _intro_tables(figures, findings, tables),
-                _runs_section(wh, sel, tables), _checks_section(sel, tables), _traces_section(wh, sel, tables),
-                *(_section(c, tables) for c in charts)]
+        body = [*head, f"<nav>{nav}</nav>" if charts else "", *sections]
         if not charts:
             body.append("<p>Nothing to chart yet: replay a trace (<code>tiercast replay</code>), compute its "
                         "hit-ratio curve (<code>tiercast mrc</code>) or sweep it (<code>tiercast sweep</code>).</p>")
-    finally:
-        wh.close()
-    js = get_plotlyjs().replace("</script", "<\\/script") if charts else ""
-    write_text(out, "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        js = get_plotlyjs().replace("</script", "<\\/script") if charts else ""
+        with open(page, "x", encoding="utf-8") as f:
+            f.write("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
                     "<meta name='viewport' content='width=device-width, initial-scale=1'>"
                     f"<title>{html.escape(title)}</title><style>{CSS}</style>"
                     + (f"<script>{js}</script>" if js else "") + "</head><body>" + "".join(body)
-                    + (f"<script>{LOADER}</script>" if charts else "") + "</body></html>", "report")
+                    + (f"<script>{LOADER}</script>" if charts else "") + "</body></html>")
     return out

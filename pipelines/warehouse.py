@@ -25,6 +25,8 @@ import os
 import random
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pipelines.duckdb_engine import engine as duckdb
@@ -258,6 +260,27 @@ def sandbox(con: duckdb.DuckDBPyConnection, allowed: list[Path]) -> duckdb.DuckD
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con
+
+
+@contextmanager
+def working_directory(directory: Path) -> Iterator[None]:
+    """Run the block in ``directory`` (when it exists), so a relative path in a query means a
+    file under it. DuckDB 2.0 checks ``allowed_directories`` on a relative path made absolute
+    against the process's working directory; ``file_search_path`` changes only where it then
+    opens the file, so with it ``read_parquet('traces/...')`` from another folder was still
+    refused as outside the data directory. In the data directory the check and the opening
+    agree, and ``../x`` is still outside. The previous working directory is restored by
+    descriptor (it may have been renamed meanwhile)."""
+    if not Path(directory).is_dir():
+        yield
+        return
+    before = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.chdir(directory)
+        yield
+    finally:
+        os.fchdir(before)
+        os.close(before)
 
 
 # --- units -----------------------------------------------------------------------------------

@@ -139,6 +139,7 @@ def _one_line(output: str) -> str:
     (["replay", "--outstanding", "-4"], "Invalid value for '--outstanding': must be an integer from 1 to 1048576, got -4"),
     (["sweep", "--warmup", "150"], "Invalid value for '--warmup': must be a number from 0 to 99, got 150"),
     (["sweep", "--warmup", "-50"], "Invalid value for '--warmup': must be a number from 0 to 99, got -50"),
+    (["sweep", "--warmup", "nan"], "Invalid value for '--warmup': must be a finite number from 0 to 99, got nan"),
     (["sweep", "--outstanding", "0,4"],
      "Invalid value for '--outstanding': expects integers from 1 to 1048576 such as 12,24,48, got '0,4'"),
     (["sweep", "--outstanding", ""],

@@ -136,6 +136,12 @@ def test_hdd_service_split_into_seek_rotation_transfer():
     (rows(*[qd1_read(100, 1.0, 0.1)] * 3), {"basis": "trim"}, "basis must be one of all, read, write"),
     (rows(*[qd1_read(1000, 0.01, 0.01)] * 3), {"transfer_mb_per_s": 100.0},
      r"shorter than transferring 4.0 KiB at 100 MB/s: give a larger --transfer-mb-per-s"),
+    (rows(*[qd1_read(100, 1.0, 0.1)] * 3), {"kind": "hdd", "rpm": -1}, "--rpm is for --kind hdd, at least 1000"),
+    (rows(*[qd1_read(100, 1.0, 0.1)] * 3), {"rpm": 7200}, "--rpm is for --kind hdd, at least 1000; got 7200 for ssd"),
+    (rows(*[qd1_read(100, 1.0, 0.1)] * 3), {"max_queue": math.nan}, "--max-queue must be a finite number > 0"),
+    (rows(*[qd1_read(100, 1.0, 0.1)] * 3), {"transfer_mb_per_s": math.inf},
+     "--transfer-mb-per-s must be a finite number > 0"),
+    (rows(*[qd1_read(100, 1.0, 0.1)] * 3), {"min_intervals": 0}, "--min-intervals must be >= 1, got 0"),
 ])
 def test_bad_input_is_a_clear_error(df, kw, message):
     with pytest.raises(ValueError, match=message):
@@ -249,3 +255,35 @@ def test_cli_calibrate(pbench, data_dir, tmp_path):
     assert json.loads(j.stdout)["service_ms"] == pytest.approx(5.7095 / 72.02)
     bad = CliRunner().invoke(app, ["calibrate", "--measured", pbench, "--device", "sdz", "--data-dir", str(data_dir)])
     assert bad.exit_code != 0 and "devices present" in str(bad.exception)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kind", "hdd", "--rpm", "-1"], "Invalid value for '--rpm': must be an integer >= 1000, got -1"),
+    (["--kind", "hdd", "--rpm", "0"], "Invalid value for '--rpm': must be an integer >= 1000, got 0"),
+    (["--kind", "hdd", "--rpm", "999"], "Invalid value for '--rpm': must be an integer >= 1000, got 999"),
+    (["--rpm", "7200"], "Invalid value for '--rpm': only with --kind hdd"),
+    (["--kind", "hdd"], "Invalid value for '--rpm': --kind hdd needs it"),
+    (["--kind", "tape"], "Invalid value for '--kind': must be one of ssd, hdd; got 'tape'"),
+    (["--min-intervals", "0"], "Invalid value for '--min-intervals': must be an integer >= 1, got 0"),
+    (["--min-intervals", "-1"], "Invalid value for '--min-intervals': must be an integer >= 1, got -1"),
+    (["--max-queue", "0"], "Invalid value for '--max-queue': must be a number > 0, got 0"),
+    (["--max-queue", "-0.5"], "Invalid value for '--max-queue': must be a number > 0, got -0.5"),
+    (["--max-queue", "nan"], "Invalid value for '--max-queue': must be a finite number > 0, got nan"),
+    (["--max-queue", "inf"], "Invalid value for '--max-queue': must be a finite number > 0, got inf"),
+    (["--transfer-mb-per-s", "0"], "Invalid value for '--transfer-mb-per-s': must be a number > 0, got 0"),
+    (["--transfer-mb-per-s", "-150"], "Invalid value for '--transfer-mb-per-s': must be a number > 0, got -150"),
+    (["--transfer-mb-per-s", "inf"], "Invalid value for '--transfer-mb-per-s': must be a finite number > 0, got inf"),
+    (["--transfer-mb-per-s", "nan"], "Invalid value for '--transfer-mb-per-s': must be a finite number > 0, got nan"),
+    (["--basis", "trim"], "Invalid value for '--basis': must be one of auto, all, read, write; got 'trim'"),
+    (["--window", "fio"], "Invalid value for '--window': must be one of auto, job, all; got 'fio'"),
+])
+def test_cli_calibrate_refuses_bad_option_values_before_any_work(args, message, tmp_path):
+    """Refused when the options are read: the dataset id is never looked up (there is none), the
+    data directory is not created, nothing is written; exit 2, one line naming the option."""
+    frag, data = tmp_path / "frag.toml", tmp_path / "data"
+    r = CliRunner().invoke(app, ["calibrate", "--measured", "nope", "--out", str(frag), "--data-dir", str(data),
+                                 *args], handle_errors=True)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), r.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -1,5 +1,6 @@
 """Live capture with the real tools (Debian's fio and sysstat; .ci/run installs them): a short
-direct-I/O random-read job on a temporary file, then fio's own numbers against iostat's."""
+direct-I/O random-read job on a temporary file, then fio's own numbers against iostat's. Option
+values are refused before any tool runs (those tests need neither)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import require
+from typer.testing import CliRunner
 
 from pipelines.capture import block_devices_of, capture, find_capture, list_captures, missing_tools
 from pipelines.catalog import find_trace
+from pipelines.cli import app
 from pipelines.ingest_logs import find_measured
 
 MISSING = missing_tools()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _tools():
     require(not MISSING, f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat (.ci/run does)")
 
@@ -37,6 +40,7 @@ filename={file}
 
 
 @pytest.mark.serial  # fio's and iostat's IOPS must agree: no other test may share the device
+@pytest.mark.usefixtures("_tools")
 def test_capture_fio_and_iostat_agree(blockdir, data_dir):
     tmp_path = blockdir  # tmp_path, or another directory on a block device (conftest)
     devices = block_devices_of(tmp_path)
@@ -83,6 +87,7 @@ def test_capture_fio_and_iostat_agree(blockdir, data_dir):
     assert json.loads((raw / "fio.json").read_text())["jobs"][0]["read"]["total_ios"] == fio_reads
 
 
+@pytest.mark.usefixtures("_tools")
 def test_capture_errors_are_clear(tmp_path, data_dir):
     with pytest.raises(FileNotFoundError, match="job file"):
         capture(tmp_path / "none.fio", data_dir)
@@ -92,3 +97,29 @@ def test_capture_errors_are_clear(tmp_path, data_dir):
         capture(job, data_dir)
     with pytest.raises(LookupError, match="apt-get install fio sysstat"):
         capture(job, data_dir, fio="no-such-fio-binary")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--iostat-interval", "0"], "Invalid value for '--iostat-interval': must be an integer from 1 to 3600, got 0"),
+    (["--iostat-interval", "-1"], "Invalid value for '--iostat-interval': must be an integer from 1 to 3600, got -1"),
+    (["--iostat-interval", "3601"],
+     "Invalid value for '--iostat-interval': must be an integer from 1 to 3600, got 3601"),
+    (["--iostat-interval", "1.5"], "Invalid value for '--iostat-interval': Input should be a valid integer"),
+    (["--validate", "most"], "Invalid value for '--validate': must be one of auto, full, sample, off; got 'most'"),
+])
+def test_capture_refuses_bad_option_values_before_running_anything(args, message, tmp_path):
+    """Refused when the options are read: before the tools are looked for (so also where fio is
+    missing), the job file read or the data directory created; exit 2, one line naming the option."""
+    job = tmp_path / "rr.fio"
+    job.write_text(JOB.format(runtime=1, file=tmp_path / "d.bin"))
+    r = CliRunner().invoke(app, ["capture", "--fio", str(job), "--data-dir", str(tmp_path / "data"), *args],
+                           handle_errors=True)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), r.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["rr.fio"]
+
+
+def test_capture_refuses_an_iostat_interval_out_of_range_before_looking_for_the_tools(tmp_path):
+    with pytest.raises(ValueError, match="--iostat-interval must be a whole number of seconds from 1"):
+        capture(tmp_path / "none.fio", tmp_path, iostat_interval_s=0, fio="no-such-fio-binary")

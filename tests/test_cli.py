@@ -311,6 +311,35 @@ def test_sql_is_sandboxed_to_the_data_dir(trace, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.csv"]
 
 
+def test_sql_relative_paths_are_under_the_data_dir_from_any_folder(trace, tmp_path, monkeypatch):
+    """``read_parquet('traces/...')`` means the data directory's file whatever the current folder
+    (one at the same relative path there is not read); a relative path that leaves the data
+    directory (``../``) is still refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d, tid = trace
+    rel = f"traces/{tid}/volume=synth0/part-00000.parquet"
+    assert (d / rel).is_file()
+    decoy = tmp_path / rel  # the same relative path under the current folder, 2 rows
+    decoy.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2]}), decoy)
+    monkeypatch.chdir(tmp_path)
+    r = run("sql", f"select count(*) as n from read_parquet('{rel}')", "--data-dir", d, "--format", "csv")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ["n", "3000"]
+    r = run("sql", f"select count(*) as n from read_parquet('traces/{tid}/*/*.parquet')", "--data-dir", d,
+            "--format", "csv")
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["n", "3000"]
+    assert (d.parent / "w.parquet").is_file()  # the synthetic source, beside the data directory
+    for escape in ("../w.parquet", f"traces/{tid}/../../../w.parquet"):
+        r = run("sql", f"select count(*) from read_parquet('{escape}')", "--data-dir", d)
+        assert r.exit_code == 2, escape
+        line = one_error_line(r.stderr)
+        assert "disabled by configuration" in line and "reads only files in the data directory" in line
+    assert Path.cwd() == tmp_path  # the command's working directory was the data directory, and is restored
+
+
 def test_sql_sandbox_follows_symlinked_trace_storage(trace, tmp_path):
     """traces/ kept on another disk (a symbolic link): the views over it still work."""
     d, tid = trace
@@ -502,24 +531,96 @@ def test_report_refuses_directories_devices_and_fifos(tmp_path, trace):
     assert list((tmp_path / "dir").iterdir()) == []
 
 
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
 def test_report_written_atomically(tmp_path, trace, monkeypatch):
+    """The page and its CSV folder change together: a report that fails after writing some of its
+    tables leaves the previous page and tables as they were, and no empty, half-filled or hidden
+    folder."""
     d, _ = trace
+    (tmp_path / "reports").mkdir()
     out = tmp_path / "reports" / "r.html"
     r = run("report", "--out", out, "--data-dir", d)
     assert r.exit_code == 0, r.output
-    first = out.read_text()
-    assert first.startswith("<!doctype html>") and (tmp_path / "reports" / "r_tables" / "traces.csv").is_file()
+    first = _tree(out.parent)
+    assert first["r.html"].startswith(b"<!doctype html>") and "r_tables/traces.csv" in first
+    assert f"as CSV in {out.parent / 'r_tables'}" in r.stdout
     import pipelines.report as rep
 
-    def fail(*a, **k):
+    def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
 
-    monkeypatch.setattr(rep, "_runs_section", fail)
-    r = run("report", "--out", out, "--data-dir", d)
-    assert r.exit_code == 2 and "No space left on device" in one_error_line(r.stderr)
-    assert out.read_text() == first  # the old report is intact
-    leftovers = [p.name for p in out.parent.rglob(".*")]
-    assert leftovers == []
+    traces_section = rep._traces_section
+
+    def full_after_traces_csv(*a, **k):
+        traces_section(*a, **k)
+        full()
+
+    # the disk fills before any table is written, and after traces.csv was
+    for section, failing in (("_runs_section", full), ("_traces_section", full_after_traces_csv)):
+        with monkeypatch.context() as m:
+            m.setattr(rep, section, failing)
+            r = run("report", "--out", out, "--data-dir", d)
+            assert r.exit_code == 2 and "No space left on device" in one_error_line(r.stderr)
+            assert _tree(out.parent) == first  # the old report and its tables are intact
+            assert [p.name for p in out.parent.rglob(".*")] == []
+            assert run("report", "--out", tmp_path / "fresh.html", "--data-dir", d).exit_code == 2
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]  # no fresh_tables/, empty or not
+
+
+def test_report_without_tables_leaves_no_tables_folder_and_drops_stale_ones(tmp_path):
+    """A report of an empty data directory has no table: no ``_tables/`` folder, and none named
+    in the output; rewriting a report removes the CSVs of its previous version that it no longer
+    writes (a file of another kind in the folder is kept)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "r.html"
+    stale = tmp_path / "r_tables"
+    stale.mkdir()
+    (stale / "hit_ratio.csv").write_text("old\n")
+    r = run("report", "--out", out, "--data-dir", data)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.strip() == f"wrote {out}"
+    assert b"r_tables/" not in out.read_bytes() and b"also a CSV" not in out.read_bytes()
+    assert not stale.exists()
+    stale.mkdir()
+    (stale / "hit_ratio.csv").write_text("old\n")
+    (stale / "notes.txt").write_text("mine\n")
+    assert run("report", "--out", out, "--data-dir", data).exit_code == 0
+    assert [p.name for p in stale.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "r.html", "r_tables"]
+
+
+@pytest.mark.parametrize("command, option", [
+    (["report"], "--out"),
+    (["synth", "--requests", "10"], "--out"),
+    (["calibrate", "--measured", "nope"], "--out"),
+    (["calibrate", "--measured", "nope"], "--scenario-out"),
+    (["experiments", "--quick", "--only", "seed000"], "--report"),
+    (["compare", "nope", "--scenario", "vnx2-mcx"], "--out"),
+    (["size", "nope", "--base", "vnx5400-fastcache", "--vary", "ssd_cache.capacity_bytes=0,50GB",
+      "--target", "p95_ms<=5"], "--out"),
+    (["demo"], "--reports"),
+])
+def test_outputs_into_a_missing_directory_are_refused_naming_it(command, option, tmp_path):
+    """An output path the user typed must be in a directory that exists: a mistyped folder is
+    refused before any work (exit 2, the missing directory named), never created."""
+    missing = tmp_path / "missing" / "dir"
+    target = missing / ("reports" if option == "--reports" else "x.out")
+    r = run(*command, option, target, "--data-dir", tmp_path / "data")
+    assert r.exit_code == 2, r.output
+    assert one_error_line(r.stderr) == f"error: {option} {target}: directory {missing} does not exist (create it first)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_reports_folder_is_created(tmp_path, trace, monkeypatch):
+    d, _ = trace
+    monkeypatch.chdir(tmp_path)
+    r = run("report", "--data-dir", d)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "reports" / "report.html").is_file() and (tmp_path / "reports" / "report_tables").is_dir()
 
 
 def test_synth_out_is_checked_and_atomic(tmp_path):
@@ -660,19 +761,47 @@ def test_output_not_wrapped_when_not_a_terminal(tmp_path):
 
 
 @pytest.mark.parametrize("args, option, allowed", [
-    (["--read-pct", "150"], "--read-pct", "less than or equal to 100"),
-    (["--read-pct", "-1"], "--read-pct", "greater than or equal to 0"),
-    (["--random-pct", "101"], "--random-pct", "less than or equal to 100"),
+    (["--read-pct", "150"], "--read-pct", "must be a number from 0 to 100, got 150"),
+    (["--read-pct", "-1"], "--read-pct", "must be a number from 0 to 100, got -1"),
+    (["--read-pct", "nan"], "--read-pct", "must be a finite number from 0 to 100, got nan"),
+    (["--random-pct", "101"], "--random-pct", "must be a number from 0 to 100, got 101"),
+    (["--random-pct", "-inf"], "--random-pct", "must be a finite number from 0 to 100, got -inf"),
     (["--block-size", "3000"], "--block-size", "a multiple of 512 B"),
     (["--block-size", "0"], "--block-size", "a multiple of 512 B, 512 B to"),
     (["--block-size", "4GiB"], "--block-size", "to 2,147,483,136 B"),
-    (["--requests", "0"], "--requests", "greater than or equal to 1"),
+    (["--requests", "0"], "--requests", "must be an integer >= 1, got 0"),
+    (["--requests", "-5"], "--requests", "must be an integer >= 1, got -5"),
+    (["--requests", "10000000000000", "--iops", "1e6"], "--requests' / '--duration",
+     "10,000,000,000,000 requests need about 909.5 TiB of memory to generate"),
     (["--region", "0"], "--region", "8,192 B or more"),
     (["--region", "1000"], "--region", "a multiple of 512 B"),
     (["--region", "12XB"], "--region", "not a size"),
-    (["--outstanding", "0"], "--outstanding", "greater than or equal to 1"),
-    (["--iops", "0"], "--iops", "x>0"),
-    (["--duration", "-5"], "--duration", "x>0"),
+    (["--outstanding", "0"], "--outstanding", "must be an integer from 1 to 1048576, got 0"),
+    (["--outstanding", "99999999999"], "--outstanding", "must be an integer from 1 to 1048576, got 99999999999"),
+    (["--seed", "-1"], "--seed", "must be an integer >= 0, got -1"),
+    (["--iops", "0"], "--iops", "must be a number > 0 and <= 1000000000, got 0"),
+    (["--iops", "-3"], "--iops", "must be a number > 0 and <= 1000000000, got -3"),
+    (["--iops", "inf"], "--iops", "must be a finite number > 0 and <= 1000000000, got inf"),
+    (["--iops", "nan"], "--iops", "must be a finite number > 0 and <= 1000000000, got nan"),
+    (["--iops", "2e9"], "--iops", "must be a number > 0 and <= 1000000000, got 2000000000"),
+    (["--requests", "10", "--iops", "1e-9"], "--requests' / '--iops",
+     "10 requests at 1e-09 IO/s last 1e+10 s, more than the 1e+09 s a synthetic trace may span"),
+    (["--duration", "-5"], "--duration", "must be a number > 0 and <= 1000000000, got -5"),
+    (["--duration", "0"], "--duration", "must be a number > 0 and <= 1000000000, got 0"),
+    (["--duration", "inf"], "--duration", "must be a finite number > 0 and <= 1000000000, got inf"),
+    (["--duration", "nan"], "--duration", "must be a finite number > 0 and <= 1000000000, got nan"),
+    (["--duration", "1e9", "--iops", "1e9"], "--requests' / '--duration",
+     "1,000,000,000,000,000,000 requests need about"),
+    (["--distribution", "zipf:-1"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:0"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:nan"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:inf"], "--distribution", "zipf's THETA must be a finite number > 0"),
+    (["--distribution", "zipf:hot"], "--distribution", "zipf's THETA must be a finite number > 0 (uniform for none), got 'hot'"),
+    (["--distribution", "zoned:60"], "--distribution", "zoned expects ACCESS/RANGE pairs such as 60/10:40/90"),
+    (["--distribution", "zoned:120/50:-20/50"], "--distribution", "zoned percentages must be from 0 to 100"),
+    (["--distribution", "zoned:60/10:30/20"], "--distribution", "zoned distribution must sum to 100/100"),
+    (["--distribution", "zoned:90/100:10/0"], "--distribution", "a zone with accesses needs a range > 0"),
+    (["--distribution", "pareto:0.5"], "--distribution", "unknown distribution 'pareto:0.5'"),
     (["--pattern", "nope"], "--pattern", "is not one of database"),
 ])
 def test_synth_refuses_invalid_values(args, option, allowed, tmp_path):
@@ -682,6 +811,32 @@ def test_synth_refuses_invalid_values(args, option, allowed, tmp_path):
     line = one_error_line(r.stderr)
     assert f"'{option}'" in line and allowed in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["--requests", "10", "--duration", "2", "--iops", "5"],
+                                  ["--requests", "10", "--duration", "2"]])
+def test_synth_refuses_requests_with_duration(args, tmp_path):
+    """--duration (at --iops) sets the number of requests: with --requests too, one of them would
+    be ignored, so the combination is refused."""
+    r = run("synth", "--out", tmp_path / "w.parquet", *args)
+    assert r.exit_code == 2
+    assert one_error_line(r.stderr).startswith("error: --requests and --duration exclude each other:")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("distribution", ["uniform", "zipf", "zipf:0.8", "zipf:1.2", "zoned:60/10:40/90",
+                                          "zoned:0/50:100/50"])
+def test_synth_takes_the_distributions_it_documents(distribution, tmp_path):
+    r = run("synth", "--out", tmp_path / "w.parquet", "--requests", "200", "--region", "1MiB",
+            "--distribution", distribution, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["workload"]["distribution"] == distribution
+
+
+def test_synth_duration_at_iops_sets_the_requests(tmp_path):
+    r = run("synth", "--out", tmp_path / "w.parquet", "--duration", "2.5", "--iops", "40", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["requests"] == 100
 
 
 def test_vendored_click_is_what_typer_raises():

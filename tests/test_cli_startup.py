@@ -21,6 +21,7 @@ from typing import Annotated
 import duckdb
 import pytest
 import typer
+from test_scenario import MINIMAL
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,6 +138,10 @@ def test_option_names_agree_with_what_they_name():
     from traces.synth import PATTERNS
 
     assert (choices.MAX_OUTSTANDING, choices.MAX_WARMUP_PCT) == (scenario.MAX_OUTSTANDING, scenario.MAX_WARMUP_PCT)
+    hdd = MINIMAL.replace("planning_iops = 150", "planning_iops = 10")  # 100 ms: room for a slow rotation
+    assert scenario.loads(hdd.replace("rpm = 10000", f"rpm = {choices.MIN_RPM}"), "min.toml")
+    with pytest.raises(ValueError, match=f"rpm: must be >= {choices.MIN_RPM}"):
+        scenario.loads(hdd.replace("rpm = 10000", f"rpm = {choices.MIN_RPM - 1}"), "below.toml")
     assert choices.CACHE_POLICIES == tuple(POLICIES)
     assert choices.SYNTH_PATTERNS == tuple(PATTERNS)
     assert (calibrate.BASES, calibrate.WINDOWS) == (choices.CALIBRATE_BASES, choices.CALIBRATE_WINDOWS)

@@ -1,6 +1,7 @@
 """Airflow: the DAG folder imports cleanly and cheaply, and the three DAGs run for real with
 ``dag.test()`` on a landing folder with good and bad files (quarantine, archive, asset events,
-replay, load, report; a second run changes nothing), and a file landed in two steps is one trace."""
+replay, load, report; a second run changes nothing), and a file landed in two steps is one trace,
+also when the copy stalled past ``stable_seconds`` and was sent again."""
 
 from __future__ import annotations
 
@@ -205,18 +206,31 @@ marked.write_text('\\n'.join(lines[:100]) + '\\n')
 (landing / 'usr_2.csv.done').write_text('')  # fresh, but the producer says it is complete
 done = [run('tiercast_ingest'), listing('landing'), len(listing('archive'))]
 from pipelines.catalog import list_traces
+stalled = landing / 'usr_3.csv'
+lines3 = [line.replace(',usr,0,', ',usr,3,') for line in lines]
+stalled.write_text('\\n'.join(lines3[:2500]) + '\\n')
+landed_long_ago('usr_3.csv')  # the copy stalled for an hour: taken as it is
+partial = [run('tiercast_ingest'), sorted(t.manifest['rows_read'] for t in list_traces(data))]
+stalled.write_text('\\n'.join(lines3) + '\\n')  # sent again, whole
+landed_long_ago('usr_3.csv')
+resent = [run('tiercast_ingest'), json.loads(sorted((data / 'runs' / 'tiercast_ingest').glob('*.json'))[-1].read_text())]
 rows = sorted(t.manifest['rows_read'] for t in list_traces(data))
 refused = [run('tiercast_ingest', landing_dir='../elsewhere'), run('tiercast_ingest', landing_dir='landng'),
            run('tiercast_replay', scenarios=['vnx2-mxc'])]
 failures = {p.parent.name + '/' + p.name: [json.loads(p.read_text())['error']]
             for p in (data / 'runs').glob('*/*.failures/*.json')}
-print(json.dumps({'half': half, 'whole': whole, 'done': done, 'rows': rows, 'refused': refused,
+print(json.dumps({'half': half, 'whole': whole, 'done': done, 'partial': partial, 'resent': resent, 'rows': rows,
+                  'refused': refused,
                   'errors': sorted(e for v in failures.values() for e in v), 'tis': tis()}))
 """, tmp_path, data)
     assert out["half"] == ["success", ["usr_1.csv"], []]  # waited: not ingested half
     assert out["whole"][0] == "success" and out["whole"][1:] == [[], 1]
     assert out["done"][0] == "success" and out["done"][1:] == [[], 2]
-    assert out["rows"] == [100, 4000]  # one trace of the whole file, not one of its first half
+    assert out["partial"] == ["success", [100, 2500, 4000]]
+    assert out["resent"][0] == "success"
+    [superseded] = out["resent"][1]["superseded"]  # the run summary names the withdrawn partial trace
+    assert superseded["source"] == "usr_3.csv" and superseded["moved_to"] == f"quarantine/superseded/{superseded['id']}"
+    assert out["rows"] == [100, 4000, 4000]  # one trace of each whole file, none of a first half
     assert out["refused"] == ["failed"] * 3
     errors = out["errors"]
     assert any("outside the data root" in e for e in errors)

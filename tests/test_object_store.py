@@ -67,7 +67,7 @@ def dag_steps_on_the_store(url: str, sources) -> None:
     for src in sources:
         with object_store.staged(url, ingest_inputs(f"landing/{src.name}")) as local:
             ingest_landed(local / "landing" / src.name, local, under_root(local, "", "quarantine", "q"),
-                          under_root(local, "", "archive", "a"))
+                          under_root(local, "", "archive", "a"), supersede=False)  # as the DAG does on a store
     with object_store.staged(url, PLAN_INPUTS) as local:
         pairs, _, _ = replay_plan(local, replay_config(local))
     assert len(pairs) == 4

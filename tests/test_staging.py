@@ -3,6 +3,7 @@ ingest into the same place; a live ingest's staging directory is never touched."
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from pipelines.catalog import list_traces, traces_root
 from pipelines.dataset import OWNER_FILE, STALE_UNOWNED_S, Staging, remove_stale_staging
@@ -115,3 +118,90 @@ def test_streaming_reads_blocks_and_writes_bounded_parts(tmp_path, monkeypatch):
     a = t.scan().collect().sort("src_line")
     b = find_trace(tmp_path / "whole", whole.trace_id).scan().collect().sort("src_line")
     assert a.equals(b) and r.trace_id == whole.trace_id
+
+
+# --- a full disk (ENOSPC) -----------------------------------------------------------------------
+
+
+def _full_disk(monkeypatch, name: str) -> list[Path]:
+    """Make every text write to a file named ``name`` (or a temporary file for it, named with
+    it) fail as on a full disk (the file created, nothing written: OSError ENOSPC); returns the
+    paths it failed on."""
+    failed, write_text = [], Path.write_text
+
+    def full(self, *args, **kw):
+        if name in self.name:
+            write_text(self, "")
+            failed.append(self)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return write_text(self, *args, **kw)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    return failed
+
+
+def _leftovers(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("."))
+
+
+def test_full_disk_while_claiming_the_staging_leaves_nothing(tmp_path, monkeypatch):
+    """The owner file is the first thing written into a staging directory: a full disk there
+    left ``.tmp-*/.owner.json`` (empty) behind, which the next ingest kept for a day."""
+    src = _msr(tmp_path / "usr.csv", 500)
+    failed = _full_disk(monkeypatch, OWNER_FILE)
+    with pytest.raises(OSError) as e:
+        ingest_file(src, tmp_path / "data", validate="off")
+    assert e.value.errno == errno.ENOSPC and failed
+    assert _leftovers(traces_root(tmp_path / "data")) == []
+    monkeypatch.undo()
+    assert ingest_file(src, tmp_path / "data", validate="off").rows_accepted == 500
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "_sources.json"])
+def test_full_disk_while_publishing_leaves_no_temporary_file_or_directory(tmp_path, monkeypatch, name):
+    """The manifest (inside the staging directory) and the source index (beside the datasets)
+    are written through a temporary file: a full disk removes both the staging directory and
+    the temporary file on the way out."""
+    src = _msr(tmp_path / "usr.csv", 500)
+    failed = _full_disk(monkeypatch, name)
+    with pytest.raises(OSError) as e:
+        ingest_file(src, tmp_path / "data", validate="off")
+    assert e.value.errno == errno.ENOSPC and failed
+    assert _leftovers(traces_root(tmp_path / "data")) == []
+
+
+def test_full_disk_while_replacing_a_dataset_keeps_the_old_one(tmp_path, monkeypatch):
+    """``--force`` moves the old dataset into a staging directory of its own before removing it:
+    that directory is claimed before anything moves, so a full disk leaves the old dataset in
+    place (it used to be renamed away first, then lost with its unclaimed directory)."""
+    root = tmp_path / "traces"
+    with Staging(root) as st:
+        (st.path / "manifest.json").write_text('{"old": true}')
+        st.publish("abc")
+    with pytest.raises(OSError) as e, Staging(root) as st2:
+        (st2.path / "manifest.json").write_text('{"new": true}')
+        failed = _full_disk(monkeypatch, OWNER_FILE)
+        st2.publish("abc", replace=True)
+    assert e.value.errno == errno.ENOSPC and failed
+    assert json.loads((root / "abc" / "manifest.json").read_text()) == {"old": True}
+    assert _leftovers(root) == []
+
+
+def test_unreadable_owner_file_left_by_a_full_disk_is_removed_by_the_next_ingest(tmp_path):
+    """What a full disk left before owner files were written atomically: ``.tmp-*/`` with an
+    empty ``.owner.json``. A live ingest's owner file is whole from the start, so one that
+    cannot be read a minute after it was written has no owner left: the next ingest removes it.
+    A just-written one is kept (an older tiercast may be writing it at this moment)."""
+    from pipelines.dataset import STALE_UNREADABLE_OWNER_S
+
+    data = tmp_path / "data"
+    root = traces_root(data)
+    root.mkdir(parents=True)
+    old, fresh = _stage(root, "enospc-old", None), _stage(root, "enospc-fresh", None)
+    for d in (old, fresh):
+        (d / OWNER_FILE).write_text("")
+    (old / OWNER_FILE).write_text('{"pid": 12')  # cut short
+    t = time.time() - STALE_UNREADABLE_OWNER_S - 60
+    os.utime(old / OWNER_FILE, (t, t))
+    ingest_file(_msr(tmp_path / "usr.csv", 500), data, validate="off")
+    assert not old.exists() and fresh.exists()

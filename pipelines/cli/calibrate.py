@@ -10,14 +10,18 @@ from typing import Annotated
 import typer
 
 from pipelines.choices import CALIBRATE_BASES as BASES
+from pipelines.choices import CALIBRATE_KINDS as KINDS
 from pipelines.choices import CALIBRATE_WINDOWS as WINDOWS
+from pipelines.choices import MIN_RPM
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
     app,
-    check_output,
+    bounded,
+    check_out_option,
     console,
     data_dir_of,
+    one_of,
     print_json,
     write_text,
 )
@@ -35,16 +39,21 @@ def calibrate(
                                                     "device).")] = None,
     name: Annotated[str | None, typer.Option(help="Drive-class name (default: the device name).")] = None,
     kind: Annotated[str, typer.Option(help="ssd (fixed latency + transfer) or hdd (seek + rotation + "
-                                           "transfer; needs --rpm).")] = "ssd",
-    rpm: Annotated[int | None, typer.Option(help="Spindle speed for --kind hdd.")] = None,
-    transfer_mb_per_s: Annotated[float | None, typer.Option(help="Media rate (default 2000 for ssd, 150 for "
-                                                                 "hdd: one request size cannot identify it).")] = None,
+                                           "transfer; needs --rpm).", callback=lambda v: one_of(v, KINDS))] = "ssd",
+    rpm: Annotated[int | None, typer.Option(help=f"Spindle speed for --kind hdd (>= {MIN_RPM}, as in a scenario).",
+                                            callback=bounded(MIN_RPM, integer=True))] = None,
+    transfer_mb_per_s: Annotated[float | None, typer.Option(help="Media rate (> 0; default 2000 for ssd, 150 for "
+                                                                 "hdd: one request size cannot identify it).",
+                                                            callback=bounded(0, lo_open=True))] = None,
     basis: Annotated[str, typer.Option(help=f"Service time of: auto (a capture's fio directions, else all), "
-                                            f"{', '.join(BASES)}.")] = "auto",
+                                            f"{', '.join(BASES)}.",
+                                       callback=lambda v: one_of(v, ("auto", *BASES)))] = "auto",
     window: Annotated[str, typer.Option(help=f"Intervals used: {', '.join(WINDOWS)} (auto: a capture's fio run, "
-                                             "else all).")] = "auto",
-    max_queue: Annotated[float, typer.Option(help="Low-queue intervals: aqu-sz at most this.")] = 1.0,
-    min_intervals: Annotated[int, typer.Option(help="Fewest interval rows with I/O accepted.")] = 3,
+                                             "else all).", callback=lambda v: one_of(v, WINDOWS))] = "auto",
+    max_queue: Annotated[float, typer.Option(help="Low-queue intervals: aqu-sz at most this (> 0).",
+                                             callback=bounded(0, lo_open=True))] = 1.0,
+    min_intervals: Annotated[int, typer.Option(help="Fewest interval rows with I/O accepted (>= 1).",
+                                               callback=bounded(1, integer=True))] = 3,
     out_file: Annotated[Path | None, typer.Option("--out", help="Write the fragment ([drive_classes.NAME]) "
                                                                 "here.")] = None,
     scenario_out: Annotated[Path | None, typer.Option(help="Write a complete single-device scenario here "
@@ -56,9 +65,14 @@ def calibrate(
     queue gain) from measured iostat rows; print it as a scenario fragment."""
     from pipelines.calibrate import calibrate as run_calibrate
 
+    if rpm is not None and kind != "hdd":
+        raise typer.BadParameter("only with --kind hdd (an ssd has no spindle)", param_hint="'--rpm'")
+    if rpm is None and kind == "hdd":
+        raise typer.BadParameter("--kind hdd needs it (the half rotation is part of the service time)",
+                                 param_hint="'--rpm'")
     for p, what in ((out_file, "--out"), (scenario_out, "--scenario-out")):
         if p:
-            check_output(p, what)  # before any work
+            check_out_option(p, what)
     c = run_calibrate(data_dir_of(data_dir), measured, device, name=name, kind=kind, rpm=rpm,
                       transfer_mb_per_s=transfer_mb_per_s, basis=basis, window=window, max_queue=max_queue,
                       min_intervals=min_intervals)

@@ -7,14 +7,31 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json, table
+from pipelines.choices import MAX_IOSTAT_INTERVAL_S
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    bounded,
+    console,
+    data_dir_of,
+    one_of,
+    out,
+    print_json,
+    table,
+)
+from pipelines.dataset import VALIDATE_MODES
 
 
 @app.command()
 def capture(
     fio_job: Annotated[Path, typer.Option("--fio", help="fio job file to run.")],
-    iostat_interval: Annotated[int, typer.Option("--iostat-interval", help="iostat interval, seconds.")] = 1,
-    validate: Annotated[str, typer.Option(help="Great Expectations contract: auto, full, sample, off.")] = "auto",
+    iostat_interval: Annotated[int, typer.Option(
+        "--iostat-interval", help=f"iostat interval, whole seconds (1 to {MAX_IOSTAT_INTERVAL_S}: iostat's "
+                                  "resolution; the capture waits one interval after fio ends).",
+        callback=bounded(1, MAX_IOSTAT_INTERVAL_S, integer=True))] = 1,
+    validate: Annotated[str, typer.Option(help="Great Expectations contract: auto, full, sample, off.",
+                                          callback=lambda v: one_of(v, VALIDATE_MODES))] = "auto",
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

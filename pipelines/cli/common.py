@@ -18,7 +18,7 @@ import sys
 import tempfile
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePath
 from typing import Annotated
@@ -29,7 +29,7 @@ import typer
 # base of every usage error, which we turn into one line with exit 2), NoArgsIsHelpError nor
 # get_current_context; the installed click package is not the one typer raises from. Pinned by
 # tests/test_cli.py::test_vendored_click_is_what_typer_raises.
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
@@ -342,6 +342,62 @@ def checked(parse, ok, expected: str):
         return text
 
     return callback
+
+
+def _num(x: float) -> str:
+    """12, 99, 0.5 (not 12.0 or 1e+06); integers of any size as they are."""
+    if isinstance(x, int):
+        return str(x)
+    return str(int(x)) if x.is_integer() else str(x)
+
+
+def bounded(lo: float | None = None, hi: float | None = None, *, integer: bool = False,
+            lo_open: bool = False) -> Callable:
+    """An option callback refusing values outside [lo, hi] (``lo_open``: (lo, hi]), NaN and
+    infinities (``float`` takes "nan" and "inf") with ``typer.BadParameter`` (exit 2; click names
+    the option). None passes (an option left unset)."""
+    kind = "an integer" if integer else "a number"
+    if lo is not None and hi is not None:
+        rng = f" > {_num(lo)} and <= {_num(hi)}" if lo_open else f" from {_num(lo)} to {_num(hi)}"
+    elif lo is not None or hi is not None:
+        rng = f" {'>' if lo_open else '>='} {_num(lo)}" if lo is not None else f" <= {_num(hi)}"
+    else:
+        rng = ""
+
+    def check(value):
+        if value is None:
+            return value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise typer.BadParameter(f"must be a finite number{rng}, got {value}")
+        below = lo is not None and (value <= lo if lo_open else value < lo)
+        if below or (hi is not None and value > hi):
+            raise typer.BadParameter(f"must be {kind}{rng}, got {_num(value)}")
+        return value
+
+    return check
+
+
+def one_of(value: str, allowed: tuple[str, ...]) -> str:
+    """Option callback: refuse a value outside ``allowed`` with ``typer.BadParameter`` (exit 2;
+    click names the option), listing the allowed values."""
+    if value not in allowed:
+        raise typer.BadParameter(f"must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def exclusive(first: str, second: str, why: str) -> UsageError:
+    """The usage error (exit 2) of two options given together that exclude each other."""
+    return UsageError(f"{first} and {second} exclude each other: {why}", ctx=get_current_context(silent=True))
+
+
+def check_out_option(path: Path, option: str, default: Path | None = None, *, directory: bool = False) -> Path:
+    """The file (``directory``: the folder) an output option names, checked before any work: never
+    a directory, device or FIFO, and refused when the folder it goes into does not exist (a
+    mistyped path is not created; the README's "Files written for you"). The option's
+    ``default`` (tiercast's own ``reports/``) is created when needed."""
+    if directory:
+        return check_output_dir(path, option, parent_must_exist=path != default)
+    return check_output(path, option, parent_must_exist=path != default)
 
 
 #: commands that write into the data directory: its writability is checked before any work

@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import DataDirOpt, app, check_output_dir, console, data_dir_of, out
+from pipelines.cli.common import DataDirOpt, app, check_out_option, console, data_dir_of, out
+
+DEFAULT_REPORTS = Path("reports")
 
 
 @app.command()
 def demo(
     data_dir: DataDirOpt = None,
-    reports: Annotated[Path, typer.Option(help="Directory of the reports to write.")] = Path("reports"),
+    reports: Annotated[Path, typer.Option(help="Directory of the reports to write (created, in a directory that "
+                                               "exists).")] = DEFAULT_REPORTS,
 ) -> None:
     """Run the seed experiments in quick mode (synthetic workloads through the seed arrays, the
     seed table and findings), one compare and one size, load DuckDB, write reports/seeds.html,
@@ -22,7 +25,7 @@ def demo(
     from pipelines.demo import demo as run
     from pipelines.demo import where
 
-    check_output_dir(reports, "--reports")  # before minutes of work
+    check_out_option(reports, "--reports", DEFAULT_REPORTS, directory=True)  # before minutes of work
     d = data_dir_of(data_dir)
     res, whatif_reports = run(d, reports, log=console.print)
     show(res)

@@ -11,7 +11,7 @@ from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
     app,
-    check_output,
+    check_out_option,
     console,
     data_dir_of,
     out,
@@ -19,12 +19,15 @@ from pipelines.cli.common import (
     table,
 )
 
+DEFAULT_REPORT = Path("reports/seeds.html")
+
 
 @app.command()
 def experiments(
     only: Annotated[list[str] | None, typer.Option(help="Run only this seed (seed000 ... seed004); repeatable.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; README *Seed experiments*).")] = False,
-    report: Annotated[Path, typer.Option(help="HTML report to write.")] = Path("reports/seeds.html"),
+    report: Annotated[Path, typer.Option(help="HTML report to write, in a directory that exists (reports/ is "
+                                              "created for the default).")] = DEFAULT_REPORT,
     json_out: JsonOpt = False,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -34,7 +37,7 @@ def experiments(
     from pipelines.experiments import selected
 
     seeds = selected(only)  # an unknown seed is refused before any work
-    check_output(report, "--report")
+    check_out_option(report, "--report", DEFAULT_REPORT)
     res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print)
     if json_out:
         print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts())

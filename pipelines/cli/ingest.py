@@ -14,6 +14,7 @@ from pipelines.cli.common import (
     app,
     console,
     data_dir_of,
+    one_of,
     out,
     print_json,
     progress_bar,
@@ -32,14 +33,6 @@ def _options(pairs: list[str]) -> dict:
             raise ValueError(f"--option expects KEY=VALUE, got {p!r}")
         opts[k.strip().replace("-", "_")] = v.strip()
     return opts
-
-
-def one_of(value: str, allowed: tuple[str, ...]) -> str:
-    """Option callback: refuse a value outside ``allowed`` with ``typer.BadParameter`` (exit 2;
-    click names the option), listing the allowed values."""
-    if value not in allowed:
-        raise typer.BadParameter(f"must be one of {', '.join(allowed)}; got {value!r}")
-    return value
 
 
 def _order_policies() -> tuple[str, ...]:

@@ -4,7 +4,6 @@ response time against outstanding I/Os) and ``tiercast scenarios`` (the presets)
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -15,6 +14,7 @@ from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
     app,
+    bounded,
     console,
     data_dir_of,
     mode_text,
@@ -32,32 +32,6 @@ SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", metavar="KEY=VALUE", help="Change a value of the scenario before it is validated, e.g. "
     "dram.cache_bytes=8GiB or raid_groups[0].width=6 (repeatable; the value is TOML, else text). Checked like "
     "the file and part of the scenario hash.")]
-
-
-def _num(x: float) -> str:
-    """12, 99, 0.5 (not 12.0 or 1e+06)."""
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def bounded(lo: float | None = None, hi: float | None = None, *, integer: bool = False,
-            lo_open: bool = False) -> Callable:
-    """A Typer option callback refusing values outside [lo, hi] (``lo_open``: (lo, hi]) with
-    ``typer.BadParameter`` (exit code 2; click names the option)."""
-    kind = "an integer" if integer else "a number"
-    if lo is not None and hi is not None:
-        rng = f"> {_num(lo)} and <= {_num(hi)}" if lo_open else f"from {_num(lo)} to {_num(hi)}"
-    else:
-        rng = f"{'>' if lo_open else '>='} {_num(lo)}" if lo is not None else f"<= {_num(hi)}"
-
-    def check(value):
-        if value is None:
-            return value
-        below = lo is not None and (value <= lo if lo_open else value < lo)
-        if below or (hi is not None and value > hi):
-            raise typer.BadParameter(f"must be {kind} {rng}, got {_num(value)}")
-        return value
-
-    return check
 
 
 def _outstanding_list(text: str) -> list[int]:

@@ -7,12 +7,15 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import DataDirOpt, app, check_output, data_dir_of, out
+from pipelines.cli.common import DataDirOpt, app, check_out_option, data_dir_of, out
+
+DEFAULT_OUT = Path("reports/report.html")
 
 
 @app.command()
 def report(
-    out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")] = Path("reports/report.html"),
+    out_path: Annotated[Path, typer.Option("--out", help="HTML file to write, in a directory that exists "
+                                                         "(reports/ is created for the default).")] = DEFAULT_OUT,
     title: Annotated[str, typer.Option(help="Page title.")] = "tiercast report",
     trace: Annotated[str | None, typer.Option(help="Only this trace (id or unambiguous prefix).")] = None,
     run: Annotated[list[str] | None, typer.Option(help="A run id (or unambiguous prefix) to show; repeatable, "
@@ -25,7 +28,7 @@ def report(
     a CSV of every chart's numbers."""
     from pipelines.report import write_report
 
-    check_output(out_path, "--out")  # before any work: never a directory, device or FIFO
+    check_out_option(out_path, "--out", DEFAULT_OUT)
     d = data_dir_of(data_dir)
     trace_id = None
     if trace is not None:
@@ -38,4 +41,5 @@ def report(
 
         run_ids = [find_run(d, r)["run_id"] for r in run]
     path = write_report(d, out_path, title, trace_id=trace_id, run_ids=run_ids)
-    out.print(f"wrote {path} (every chart's numbers as CSV in {path.parent / (path.stem + '_tables')})")
+    tables = path.parent / f"{path.stem}_tables"
+    out.print(f"wrote {path}" + (f" (every chart's numbers as CSV in {tables})" if tables.is_dir() else ""))

@@ -8,8 +8,17 @@ import typer
 
 from pipelines.catalog import find_trace
 from pipelines.choices import CACHE_POLICIES
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, checked, data_dir_of, out, print_json, progress_bar
-from pipelines.cli.replay import bounded
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    bounded,
+    checked,
+    data_dir_of,
+    out,
+    print_json,
+    progress_bar,
+)
 from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_sizes
 
 

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pipelines.choices import SYNTH_PATTERNS
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, atomic_output, check_output, out, print_json
-from schemas.units import parse_size
+from pipelines.choices import MAX_OUTSTANDING, SYNTH_MAX_IOPS, SYNTH_MAX_SPAN_S, SYNTH_PATTERNS
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    app,
+    atomic_output,
+    bounded,
+    check_out_option,
+    exclusive,
+    out,
+    print_json,
+)
+from schemas.units import format_bytes, parse_size
 
 SECTOR = 512
 MAX_BLOCK = (2**31 - 1) // SECTOR * SECTOR  # the canonical size column is int32
@@ -30,31 +41,42 @@ def _size(text: str | None, option: str, lo: int = 1, hi: int | None = None, mul
     return n
 
 
+def _memory_bytes() -> int | None:
+    """This machine's physical memory, when the platform says."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 @app.command()
 def synth(
     out_path: Annotated[Path, typer.Option("--out", help="Output file (.parquet, canonical columns).")],
     pattern: Annotated[str, typer.Option(help=f"Base pattern: {', '.join(SYNTH_PATTERNS)}.")] = "database",
     region: Annotated[str | None, typer.Option(help="Region (test file) size, e.g. 15GiB; a multiple of 512 B "
                                                     "and at least the block size.")] = None,
-    requests: Annotated[int | None, typer.Option(min=1, help="Number of requests (>= 1).")] = None,
-    duration: Annotated[float | None, typer.Option(help="Seconds of I/O at --iops (> 0; instead of "
-                                                        "--requests).")] = None,
-    iops: Annotated[float | None, typer.Option(help="Open-loop arrival rate (Poisson) for timestamps "
-                                                    "(> 0).")] = None,
+    requests: Annotated[int | None, typer.Option(help="Number of requests (>= 1; or --duration).",
+                                                 callback=bounded(1, integer=True))] = None,
+    duration: Annotated[float | None, typer.Option(help=f"Seconds of I/O at --iops (> 0, at most "
+                                                        f"{SYNTH_MAX_SPAN_S:.0e}; instead of --requests).",
+                                                   callback=bounded(0, SYNTH_MAX_SPAN_S, lo_open=True))] = None,
+    iops: Annotated[float | None, typer.Option(help=f"Open-loop arrival rate (Poisson) for timestamps (> 0, at "
+                                                    f"most {SYNTH_MAX_IOPS:.0e}: one per ns).",
+                                               callback=bounded(0, SYNTH_MAX_IOPS, lo_open=True))] = None,
     block_size: Annotated[str | None, typer.Option("--block-size", help="Request size, e.g. 8KiB: a multiple "
                                                                         "of 512 B, at most 2 GiB - 512 B.")] = None,
-    read_pct: Annotated[float | None, typer.Option("--read-pct", min=0, max=100, help="Percent reads "
-                                                                                     "(0-100).")] = None,
-    random_pct: Annotated[float | None, typer.Option("--random-pct", min=0, max=100, help="Percent random, "
-                                                                                         "the rest sequential "
-                                                                                         "(0-100).")] = None,
+    read_pct: Annotated[float | None, typer.Option("--read-pct", help="Percent reads (0-100).",
+                                                   callback=bounded(0, 100))] = None,
+    random_pct: Annotated[float | None, typer.Option("--random-pct", help="Percent random, the rest sequential "
+                                                                          "(0-100).", callback=bounded(0, 100))] = None,
     distribution: Annotated[
-        str | None, typer.Option(help="uniform, zipf:THETA or zoned:ACCESS/RANGE:... (fio syntax).")
+        str | None, typer.Option(help="uniform, zipf:THETA (THETA > 0) or zoned:ACCESS/RANGE:... (fio syntax).")
     ] = None,
-    outstanding: Annotated[int | None, typer.Option(min=1, help="Outstanding I/Os for closed-loop replay "
-                                                                "(>= 1).")] = None,
+    outstanding: Annotated[int | None, typer.Option(help=f"Outstanding I/Os for closed-loop replay (1 to "
+                                                         f"{MAX_OUTSTANDING}).",
+                                                    callback=bounded(1, MAX_OUTSTANDING, integer=True))] = None,
     volume: Annotated[str | None, typer.Option(help="Volume name.")] = None,
-    seed: Annotated[int | None, typer.Option(min=0, help="Random seed (>= 0).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed (>= 0).", callback=bounded(0, integer=True))] = None,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -66,15 +88,18 @@ def synth(
         raise typer.BadParameter(f"{pattern!r} is not one of {', '.join(SYNTH_PATTERNS)}", param_hint="'--pattern'")
     from traces import synth as synth_mod
 
-    for value, option in ((duration, "--duration"), (iops, "--iops")):
-        if value is not None and not value > 0:  # also NaN
-            raise typer.BadParameter(f"{value} is not in the range x>0", param_hint=f"'{option}'")
+    if requests is not None and duration is not None:
+        raise exclusive("--requests", "--duration", "give a number of requests, or seconds of I/O at --iops")
+    if distribution is not None:
+        try:
+            synth_mod.parse_distribution(distribution)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="'--distribution'") from None
     bs = _size(block_size, "--block-size", lo=SECTOR, hi=MAX_BLOCK, multiple=SECTOR)
     base = synth_mod.PATTERNS[pattern]
     rg = _size(region, "--region", lo=bs or base.block_size_bytes, multiple=SECTOR)
     if volume is not None and not volume.strip():
         raise typer.BadParameter("must not be empty", param_hint="'--volume'")
-    check_output(out_path, "--out")  # before any work: not a directory, device or FIFO
     w = synth_mod.pattern(
         pattern,
         region_bytes=rg,
@@ -93,6 +118,16 @@ def synth(
                                  f"({w.block_size_bytes:,} B)", param_hint="'--region'")
     if duration is not None:
         w = replace(w, requests=max(1, int(duration * w.iops)))
+    if w.requests / w.iops > SYNTH_MAX_SPAN_S:
+        raise typer.BadParameter(f"{w.requests:,} requests at {w.iops:g} IO/s last {w.requests / w.iops:.3g} s, more "
+                                 f"than the {SYNTH_MAX_SPAN_S:.0e} s a synthetic trace may span",
+                                 param_hint="'--requests' / '--iops'")
+    need, have = w.requests * synth_mod.PEAK_BYTES_PER_REQUEST, _memory_bytes()
+    if have and need > have:
+        raise typer.BadParameter(f"{w.requests:,} requests need about {format_bytes(need)} of memory to generate, "
+                                 f"more than the {format_bytes(have)} of this machine",
+                                 param_hint="'--requests' / '--duration'")
+    check_out_option(out_path, "--out")
     with atomic_output(out_path, "--out") as tmp:
         n = synth_mod.write(w, tmp)
     if as_json:

@@ -289,7 +289,7 @@ def sql_cmd(
     if fmt == "parquet" and output is None and sys.stdout.isatty():
         raise SqlRefused("--format parquet writes binary: give --output FILE or redirect standard output")
     dd = data_dir_of(data_dir, write=False)
-    from pipelines.warehouse import db_path, reader, staleness
+    from pipelines.warehouse import db_path, reader, staleness, working_directory
 
     database = db_path(dd)
     roots = data_dir_roots(dd)
@@ -306,7 +306,8 @@ def sql_cmd(
     sink = open(output, "wb" if fmt == "parquet" else "w", encoding=None if fmt == "parquet" else "utf-8") \
         if output is not None else None
     try:
-        _answer(con, statements, fmt, limit, schema, sink, dd)
+        with working_directory(dd):  # relative paths in the query are under the data directory
+            _answer(con, statements, fmt, limit, schema, sink, dd)
     except duckdb.Error as e:
         if note is None or isinstance(e, duckdb.PermissionException):
             raise
@@ -334,7 +335,8 @@ def _answer(con, statements: list[str], fmt: str, limit: int | None, schema: boo
     try:
         results = fetch(con, statements, n)
     except duckdb.PermissionException as e:
-        raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd})") from None
+        raise SqlRefused(f"{_one_line(str(e))} (tiercast sql reads only files in the data directory {dd}, "
+                         "where relative paths start)") from None
     _emit(results, fmt, n, sink or sys.stdout)
 
 

@@ -14,7 +14,7 @@ from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
     app,
-    check_output,
+    check_out_option,
     data_dir_of,
     mode_text,
     out,
@@ -89,7 +89,7 @@ def compare(
     from pipelines.catalog import find_trace
 
     if out_path is not None:
-        check_output(out_path, "--out")
+        check_out_option(out_path, "--out")
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
     scs = [whatif.scenario_of(s, overrides or ()) for s in scenario]
@@ -167,7 +167,7 @@ def size(
     from pipelines.catalog import find_trace
 
     if out_path is not None:
-        check_output(out_path, "--out")
+        check_out_option(out_path, "--out")
     targets = [whatif.parse_target(t) for t in target]
     varies = [whatif.parse_vary(v) for v in vary]
     d = data_dir_of(data_dir)
