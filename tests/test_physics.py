@@ -189,3 +189,30 @@ def test_closed_loop_on_a_real_trace_keeps_littles_law(real_traces):
         assert s["mode"] == "closed" and s["outstanding"] == 16
         assert physics.model_errors(s["warnings"]) == [], p
         assert s["iops"] * s["latency_mean_ms"] / 1e3 == pytest.approx(16, rel=0.05), p
+
+
+def test_whole_second_timestamps_are_flagged_on_the_replay(tmp_path):
+    """A trace rendered with whole-second timestamps (SPC: seconds; 150 requests per second, all
+    at the second's instant): the replay's summary names both symptoms, and closed loop does not."""
+    lines = [f"0,{(7919 * i) % 100_000 * 8},4096,r,{i // 150}.000000" for i in range(600)]
+    src = tmp_path / "coarse.spc"
+    src.write_text("\n".join(lines) + "\n")
+    d = tmp_path / "data"
+    trace = find_trace(d, ingest_file(src, d, validate="off").trace_id)
+    s = replay_trace(trace, None, load("vnx5400"))
+    assert s["ts_resolution_ns"] == SEC and s["requests_at_one_instant_max"] == 150
+    [c] = [f for f in s["warnings"] if f["check"] == "coarse_timestamps"]
+    assert "step by 1,000 ms" in c["message"] and "up to 150 requests arrive at one instant" in c["message"]
+    closed = replay_trace(trace, None, load("vnx5400").with_replay(mode="closed"))
+    assert "coarse_timestamps" not in checks(closed["warnings"]) and closed["mode"] == "closed"
+
+
+def test_a_trace_without_timestamps_goes_closed_loop_and_says_so(tmp_path):
+    src = tmp_path / "flat.spc"
+    src.write_text("".join(f"0,{i * 8},4096,r,0.000000\n" for i in range(200)))
+    d = tmp_path / "data"
+    trace = find_trace(d, ingest_file(src, d, validate="off").trace_id)
+    s = replay_trace(trace, None, load("vnx5400"))
+    assert (s["mode"], s["outstanding"]) == ("closed", 12)  # the preset's closed-loop depth
+    [u] = [f for f in s["warnings"] if f["check"] == "untimed_trace"]
+    assert "replayed closed loop at 12 outstanding" in u["message"] and u["severity"] == physics.CAVEAT

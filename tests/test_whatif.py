@@ -111,6 +111,20 @@ def test_compare_rows_and_reuse(zipf):
         whatif.compare(trace, data, [scs[0], scs[0]])
 
 
+def test_compare_replays_every_scenario_in_one_mode(zipf):
+    """The trace's own timing for all by default; ``outstanding`` puts all in closed loop; a
+    scenario asking for closed loop beside open ones is refused, naming both."""
+    data, trace = zipf
+    rows = whatif.compare(trace, data, [whatif.scenario_of("vnx5400"), whatif.scenario_of("vnx2-mcx")])
+    assert [(r["mode"], r["outstanding"]) for r in rows] == [("open", None), ("open", None)]
+    rows = whatif.compare(trace, data, [whatif.scenario_of("vnx5400"), whatif.scenario_of("vnx2-mcx")],
+                          outstanding=8)
+    assert [(r["mode"], r["outstanding"]) for r in rows] == [("closed", 8), ("closed", 8)]
+    with pytest.raises(ValueError, match=r"different replay modes \(vnx5400: open; vnx2-mcx \[replay.mode=closed\]: "
+                                         r"closed 16\)"):
+        whatif.compare(trace, data, [whatif.scenario_of("vnx5400"), whatif.scenario_of("vnx2-mcx replay.mode=closed")])
+
+
 def test_size_stops_at_the_cheapest_variant_and_prunes_no_dram_size(zipf):
     """A DRAM grid is never pruned (a larger cache can change the answer either way): the search
     replays cheapest first and stops at the first variant that meets the target, as the
