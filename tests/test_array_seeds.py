@@ -40,7 +40,7 @@ pytestmark = pytest.mark.calibration
 def test_seed000_planning_iops():
     """fit: ``dirty_target_pct`` 5 (MCx dirty share; 10 gives +17 %). The host IOPS where each
     drive does 150 back-end IOPS is within 15 % of 2250 / (0.67 + 4 x 0.33). 15 %: MODELS.md's
-    bar for array models (Uysal et al.: 15 % average error); the fit sits at +14 %, at its edge."""
+    bar for array models (Uysal et al.: 15 % average error); the fit sits at +12 %."""
     curve = seed000_curve()
     x = seed000_planning_iops(curve)
     assert abs(x / PLANNING_000 - 1) <= 0.15, (x, {n: (r["backend_iops_per_drive"], r["iops"]) for n, r in curve.items()})
