@@ -40,7 +40,6 @@ The checks:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 
@@ -229,8 +228,6 @@ def fast_vp_window(sc: Scenario, summary: dict) -> list[dict]:
         return []
     span_h = (summary.get("simulated_seconds") or 0.0) / 3600
     tiers = summary.get("tiers") or []
-    if isinstance(tiers, str):  # the summary keeps per-tier rows as JSON text
-        tiers = json.loads(tiers)
     flash = next((t["request_share"] for t in tiers if t["tier"] == "extreme_performance"), None)
     share = f"; {flash:.0%} of the I/O reached flash" if flash is not None and math.isfinite(flash) else ""
     return [finding("fast_vp_window", CAVEAT, f"FAST VP relocates in a window from {tg.window_start_h:g} h after the "

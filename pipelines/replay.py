@@ -757,7 +757,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
     }
     for k, v in c.items():
         out.setdefault(k, v)
-    out["raid_groups"] = json.dumps(model.rg_counters(state))
+    out["raid_groups"] = model.rg_counters(state)
     if aggs.ssd_fine is not None:
         out.update(_ssd_summary(c, aggs))
     if aggs.flash is not None:

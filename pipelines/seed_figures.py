@@ -612,7 +612,6 @@ def detail() -> None:
     """Where the time goes in the runs behind the validation figures: per RAID group, drive
     utilisation, back-end I/Os per drive per second and drive busy time per back-end I/O (the
     service time), plus back-end I/Os per host I/O and the host I/Os outstanding per drive."""
-    import json
 
     runs = [("seed 002 FLARE", "vnx1-flare", 16, lambda: seed002("vnx1-flare")),
             ("seed 002 MCx", "vnx2-mcx", 16, lambda: seed002("vnx2-mcx")),
@@ -624,7 +623,7 @@ def detail() -> None:
         print(f"{label}: {v:,.0f} IOPS sustained, {s['backend_ios_per_request']:.2f} back-end I/Os per host I/O, "
               f"write hits {s['write_hit_ratio']:.3f}, {n_out / sc.n_drives:.1f} host I/Os outstanding per drive, "
               f"forced flushes {s['forced_flush_count']}, throttle delay summed over requests {s['throttle_delay_sum_ms'] / 1e3:,.0f} s")
-        for r, rg in zip(json.loads(s["raid_groups"]), sc.raid_groups, strict=True):
+        for r, rg in zip(s["raid_groups"], sc.raid_groups, strict=True):
             busy = r["drive_busy_ns"]
             ios = s["backend_read_ios"] + s["backend_write_ios"] if len(sc.raid_groups) == 1 else None
             line = f"  {r['rg']}: busy {busy / rg.width / (s['simulated_seconds'] * 1e9):.1%}"

@@ -17,8 +17,6 @@ the slices' I/O counts (``replay.skew``).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import polars as pl
 
@@ -149,7 +147,7 @@ def intervals_table(model: ArrayModel, rg_intervals: pl.DataFrame, hist: pl.Data
 
 
 def summary(model: ArrayModel, state: ArrayState, tier_intervals: pl.DataFrame, slices: pl.DataFrame) -> dict:
-    """Per-tier shares (JSON list ``tiers``) and the slices' skew point (the ``tier_*`` counters
+    """Per-tier shares (``tiers``, one object per tier) and the slices' skew point (the ``tier_*`` counters
     come with the model's counters)."""
     out = {}
     tp = model.tiering.params
@@ -166,7 +164,7 @@ def summary(model: ArrayModel, state: ArrayState, tier_intervals: pl.DataFrame, 
                      "capacity_bytes": int(tp.rg_cap[groups].sum()) * tp.slice,
                      "used_bytes": int(state.tier.rg_used[groups].sum()) * tp.slice,
                      "requests": n, "request_share": n / total, "latency_mean_ms": lat / n if n else None})
-    out["tiers"] = json.dumps(rows)
+    out["tiers"] = rows
     if slices.height and int(slices["ios"].sum()):
         counts = np.sort(slices["ios"].to_numpy())[::-1].copy()
         sk = Skew(tp.slice, slices.height, int(counts.sum()), counts)

@@ -29,7 +29,6 @@ differs from it by more than ``CURVE_MISS`` gets a caveat saying why.
 from __future__ import annotations
 
 import itertools
-import json
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -147,7 +146,7 @@ def _pct_change(v: float | None, base: float | None) -> float | None:
 
 
 def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
-    tiers = {t["tier"]: t["request_share"] for t in json.loads(s["tiers"])} if s.get("tiers") else None
+    tiers = {t["tier"]: t["request_share"] for t in s["tiers"]} if s.get("tiers") else None
     return {
         "scenario": label, "mode": s["mode"], "outstanding": s["outstanding"], "run_id": s["run_id"],
         "reused": bool(s.get("already_done")),

@@ -133,7 +133,7 @@ CREATE TABLE run_summary (
     throttled_requests BIGINT,
     backend_ios_per_request DOUBLE,
     backend_iops_per_drive DOUBLE,
-    raid_groups JSON,
+    -- per RAID group counters (raid_groups) and per tier shares (tiers) come typed from the summary file
     -- physics checks (pipelines/physics.py): model errors and caveats on the answer
     warnings STRUCT("check" VARCHAR, severity VARCHAR, message VARCHAR)[]
 );

@@ -697,19 +697,26 @@ def test_jsonable_types():
     obj = {"n": np.int64(7), "f": np.float32(0.5), "nan": float("nan"), "d": decimal.Decimal("12"),
            "d2": decimal.Decimal("1.50"), "when": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
            "day": dt.date(2026, 1, 2), "arr": np.arange(3), "p": Path("/x"),
-           "lines_skipped": '{"blank": 2}', "raid_groups": '[{"name": "rg0"}]', "other": '{"kept": "as text"}'}
+           "lines_skipped": '{"blank": 2}', "validation": '[{"gx": "ok"}]', "other": '{"kept": "as text"}'}
     assert jsonable(obj) == {"n": 7, "f": 0.5, "nan": None, "d": 12, "d2": 1.5, "when": "2026-01-02T03:04:05+00:00",
                              "day": "2026-01-02", "arr": [0, 1, 2], "p": "/x", "lines_skipped": {"blank": 2},
-                             "raid_groups": [{"name": "rg0"}], "other": '{"kept": "as text"}'}
+                             "validation": [{"gx": "ok"}], "other": '{"kept": "as text"}'}
     assert isinstance(jsonable(np.int64(7)), int) and isinstance(jsonable(decimal.Decimal("3")), int)
 
 
 def test_replay_json_has_objects_not_json_text(trace):
+    """No value of a replay summary is JSON text: nested data are lists and objects, as the
+    summary itself holds them (FAST VP's tiers too)."""
     d, tid = trace
-    r = run("replay", tid, "-s", "vnx5400", "--data-dir", d, "--json")
-    assert r.exit_code == 0, r.output
-    s = json.loads(r.stdout)
-    assert isinstance(s["raid_groups"], list | dict) and isinstance(s["requests"], int)
+    for preset in ("vnx5400", "vnx5400-fastvp"):
+        r = run("replay", tid, "-s", preset, "--data-dir", d, "--json")
+        assert r.exit_code == 0, r.output
+        s = json.loads(r.stdout)
+        assert isinstance(s["raid_groups"], list) and isinstance(s["requests"], int)
+        assert isinstance(s["raid_groups"][0]["flush_pages"], int) and isinstance(s["warnings"], list)
+        text = [k for k, v in s.items() if isinstance(v, str) and v[:1] in ("[", "{")]
+        assert text == [], text
+    assert isinstance(s["tiers"], list) and {"tier", "request_share"} <= set(s["tiers"][0])
 
 
 def test_version():

@@ -257,7 +257,7 @@ def test_replay_tables_and_skew_against_brute_force():
     ti = res.tables["tier_intervals"]
     assert int(ti["requests"].sum()) == n and set(ti["tier"]) <= set(TIER_NAMES)
     assert int(ti["slices_in"].sum()) == int((moves["kind"] != "rebalance").sum())
-    tiers = json.loads(res.summary["tiers"])
+    tiers = res.summary["tiers"]
     assert [t["tier"] for t in tiers] == list(TIER_NAMES) and sum(t["requests"] for t in tiers) == n
     assert res.rg_intervals.filter(pl.col("rg") == "flash0")["tier"].unique().to_list() == ["extreme_performance"]
 

@@ -441,7 +441,7 @@ def data_dir_of(opt: Path | None, write: bool | None = None) -> Path:
 # JSON
 
 #: fields that summaries and manifests carry as JSON text: emitted as JSON objects, not strings
-JSON_TEXT_FIELDS = frozenset({"lines_skipped", "raid_groups", "reader_metadata", "workload", "validation"})
+JSON_TEXT_FIELDS = frozenset({"lines_skipped", "reader_metadata", "workload", "validation"})
 
 
 def jsonable(obj, key: str | None = None):

@@ -144,10 +144,9 @@ def replay(
 
 
 def _tier_rows(s: dict) -> list[tuple[str, str]]:
-    import json
 
     rows = []
-    for t in json.loads(s["tiers"]):
+    for t in s["tiers"]:
         lat = "-" if t["latency_mean_ms"] is None else f"{t['latency_mean_ms']:.2f} ms"
         rows.append((f"tier {t['tier']}", f"{t['request_share'] * 100:.1f} % of I/O, {lat}, "
                                           f"{t['used_bytes'] / 2**30:,.0f} of {t['capacity_bytes'] / 2**30:,.0f} GiB"))
