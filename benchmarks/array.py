@@ -9,10 +9,10 @@ test file, ``--requests`` requests (default 10 M), written by ``traces.synth`` a
 Parquet (not timed). Each scenario replays it in its preset's mode (closed loop, 16 outstanding
 I/Os: every request gets a full timing: SP queue, cache, flushers, drive queues):
 
-* ``kernel``: ``ArrayModel.replay`` over chunks built beforehand (one thread; page split and
-  dense ids included, chunk building not), per wall second and per CPU second of the process;
+* ``kernel``: ``ArrayModel.replay`` over segments built beforehand (one thread; page split and
+  dense ids included, segment building not), per wall second and per CPU second of the process;
 * ``end to end``: ``pipelines.replay.replay_trace`` from the Parquet dataset to the written
-  per-interval tables and summary (reading, chunk building in a prefetch thread, kernel,
+  per-interval tables and summary (reading, segment building in a prefetch thread, kernel,
   Polars aggregation, Parquet). Per core = requests / process CPU seconds (all threads).
 
 libCacheSim: ``LRU`` with the scenario's cache size (4 GiB of 8 KiB pages) on an oracleGeneral
@@ -25,7 +25,7 @@ page accesses per second (a request here is one page: 8 KiB aligned). Best of ``
     .venv/bin/python benchmarks/array.py --requests 2000000 --against main   # before / after
     .venv/bin/python benchmarks/array.py --scenarios vnx5400-fastcache,vnx5400,vnx5400-fastvp
 
-``--against REV``: only the kernel, of git revision REV and of this tree, on the same chunks, each
+``--against REV``: only the kernel, of git revision REV and of this tree, on the same segments, each
 run in its own process, alternated (REV, this, REV, this, ...) so that both see the same load on
 a shared machine; best of ``--repeat``, and whether latency sums and flush counts are identical.
 """
@@ -61,7 +61,7 @@ from pipelines import simulate as sim  # noqa: E402
 from pipelines.catalog import find_trace  # noqa: E402
 from pipelines.ingest import ingest_file  # noqa: E402
 from replay.array import ArrayModel  # noqa: E402
-from replay.pages import ChunkBuilder  # noqa: E402
+from replay.pages import SegmentBuilder  # noqa: E402
 from replay.scenario import load  # noqa: E402
 from traces import synth  # noqa: E402
 
@@ -92,23 +92,23 @@ def prepare(requests: int, work: Path):
     synth.write(w, p)
     trace = find_trace(work, ingest_file(p, work, validate="off").trace_id)
     frames = list(sim.read_frames(trace))
-    builder = ChunkBuilder(8192)
-    chunks = [builder.build(df) for df in frames]
-    rec = np.zeros(sum(c.n_pages for c in chunks), ORACLE_RECORD)
-    rec["time"] = np.concatenate([c.ts_ns[c.page_req] for c in chunks]) // 1_000_000_000
-    rec["obj_id"] = np.concatenate([c.page_id for c in chunks]) + 1
+    builder = SegmentBuilder(8192)
+    segments = [builder.build(df) for df in frames]
+    rec = np.zeros(sum(c.n_pages for c in segments), ORACLE_RECORD)
+    rec["time"] = np.concatenate([c.ts_ns[c.page_req] for c in segments]) // 1_000_000_000
+    rec["obj_id"] = np.concatenate([c.page_id for c in segments]) + 1
     rec["size"] = 1
     rec["next_access"] = -1
     oracle = work / "db15g.oracleGeneral.bin"
     rec.tofile(oracle)
-    return trace, chunks, builder, oracle, len(rec)
+    return trace, segments, builder, oracle, len(rec)
 
 
-def kernel_run(name: str, chunks, names) -> tuple[float, float, dict]:
+def kernel_run(name: str, segments, names) -> tuple[float, float, dict]:
     m = ArrayModel(scenario(name))
     st = m.new_state()
     t, cpu = time.perf_counter(), time.process_time()
-    for c in chunks:
+    for c in segments:
         st.volume_names = names
         m.replay(st, c)
         m.drain_records(st)
@@ -116,29 +116,29 @@ def kernel_run(name: str, chunks, names) -> tuple[float, float, dict]:
 
 
 def compile_kernels(label: str) -> None:
-    kernel_run(label, [ChunkBuilder(8192).build(pl.DataFrame(
+    kernel_run(label, [SegmentBuilder(8192).build(pl.DataFrame(
         {"ts_ns": [0], "volume": ["w"], "op": ["write"], "offset": [0], "size": [8192]}))], ["w"])
 
 
-def kernel_child(chunks_file: Path, label: str) -> None:
-    """``--against``'s child: this process's tree (TREE) replays the pickled chunks twice (the
+def kernel_child(segments_file: Path, label: str) -> None:
+    """``--against``'s child: this process's tree (TREE) replays the pickled segments twice (the
     first run also compiles for their types); prints the second run's CPU seconds and latency sum."""
-    chunks, names = pickle.loads(chunks_file.read_bytes())
+    segments, names = pickle.loads(segments_file.read_bytes())
     compile_kernels(label)
-    kernel_run(label, chunks, names)
-    _, cpu, c = kernel_run(label, chunks, names)
+    kernel_run(label, segments, names)
+    _, cpu, c = kernel_run(label, segments, names)
     print(json.dumps({"cpu_s": cpu, "latency_sum_ns": c["latency_sum_ns"], "flush_ops": c["flush_ops"]}))
 
 
-def against(rev: str, chunks, names, n: int, repeat: int, work: Path, labels: list[str]) -> list[dict]:
-    """Kernel CPU time of git revision ``rev`` and of this tree on the same chunks, alternated
+def against(rev: str, segments, names, n: int, repeat: int, work: Path, labels: list[str]) -> list[dict]:
+    """Kernel CPU time of git revision ``rev`` and of this tree on the same segments, alternated
     (old, new, old, new, ... per scenario, each run its own process), best of ``repeat``."""
     old = work / "against"
     old.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    chunks_file = work / "chunks.pickle"
-    chunks_file.write_bytes(pickle.dumps((chunks, names)))
+    segments_file = work / "segments.pickle"
+    segments_file.write_bytes(pickle.dumps((segments, names)))
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     rows = []
     for label in labels:
@@ -146,7 +146,7 @@ def against(rev: str, chunks, names, n: int, repeat: int, work: Path, labels: li
         for _ in range(repeat):
             for tree in (old, ROOT):
                 out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--kernel-child", str(tree),
-                                      str(chunks_file), label], check=True, capture_output=True, text=True, env=env)
+                                      str(segments_file), label], check=True, capture_output=True, text=True, env=env)
                 r = json.loads(out.stdout.splitlines()[-1])
                 if str(tree) not in best or r["cpu_s"] < best[str(tree)]["cpu_s"]:
                     best[str(tree)] = r
@@ -197,11 +197,11 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="tiercast-bench-array-") as tmp:
         work = Path(tmp)
-        trace, chunks, builder, oracle, n_pages = prepare(args.requests, work)
+        trace, segments, builder, oracle, n_pages = prepare(args.requests, work)
         names = list(builder.volumes)
         n = args.requests
         if args.against:
-            ab = against(args.against, chunks, names, n, args.repeat, work, args.scenarios)
+            ab = against(args.against, segments, names, n, args.repeat, work, args.scenarios)
             print(json.dumps(ab, indent=1) if args.json else "\n".join(
                 f"{r['scenario']:28s} kernel per CPU-s: {args.against} {r['before_req_per_cpu_s']:>12,.0f}  this tree "
                 f"{r['after_req_per_cpu_s']:>12,.0f}  {r['speedup']:.2f}x  results identical: {r['identical']}"
@@ -210,7 +210,7 @@ def main() -> None:
         for label in args.scenarios:
             compile_kernels(label)
         for name in args.scenarios:
-            kt, kcpu, c = min((kernel_run(name, chunks, names) for _ in range(args.repeat)), key=lambda r: r[1])
+            kt, kcpu, c = min((kernel_run(name, segments, names) for _ in range(args.repeat)), key=lambda r: r[1])
             wall, cpu, s = min((end_to_end(name, trace, work) for _ in range(args.repeat)), key=lambda r: r[0])
             rows.append({"tool": f"tiercast {name}", "kernel_req_per_s": n / kt, "kernel_req_per_cpu_s": n / kcpu,
                          "end_to_end_req_per_s": n / wall,

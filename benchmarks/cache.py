@@ -65,7 +65,7 @@ from pipelines.ingest import ingest_file  # noqa: E402
 from replay.ids import IdMap  # noqa: E402
 from replay.kernels import cache_model  # noqa: E402
 from replay.mrc import Shards, StackDistances  # noqa: E402
-from replay.pages import DIRECT_MAX_KEYS, ChunkBuilder  # noqa: E402
+from replay.pages import DIRECT_MAX_KEYS, SegmentBuilder  # noqa: E402
 from schemas.trace import ARROW_SCHEMA  # noqa: E402
 from traces import synth  # noqa: E402
 
@@ -81,15 +81,15 @@ def prepare(name: str, distribution: str, requests: int, region_bytes: int, work
     p = work / f"{name}.parquet"
     synth.write(w, p)
     trace = find_trace(work, ingest_file(p, work, validate="off").trace_id)
-    chunk = ChunkBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
-    rec = np.zeros(chunk.n_pages, ORACLE_RECORD)
-    rec["time"] = chunk.ts_ns[chunk.page_req] // 1_000_000_000
-    rec["obj_id"] = chunk.page_id + 1
+    segment = SegmentBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
+    rec = np.zeros(segment.n_pages, ORACLE_RECORD)
+    rec["time"] = segment.ts_ns[segment.page_req] // 1_000_000_000
+    rec["obj_id"] = segment.page_id + 1
     rec["size"] = 1
     rec["next_access"] = -1
     oracle = work / f"{name}.oracleGeneral.bin"
     rec.tofile(oracle)
-    return trace, chunk, oracle
+    return trace, segment, oracle
 
 
 def libcachesim_run(lcs, policy: str, capacity_pages: int, oracle: Path, n: int, readers: list):
@@ -108,10 +108,10 @@ def warm_up() -> None:
                        "offset": [0, 4096, 0], "size": [4096, 8192, 4096]})
     for policy in LCS:
         m = cache_model(policy, 20 * PAGE, PAGE)
-        m.replay(m.new_state(), ChunkBuilder(PAGE).build(df))
-    chunk = ChunkBuilder(PAGE).build(df)
-    StackDistances().update(chunk.page_id, chunk.page_bytes)
-    Shards(rate=1.0).update(chunk.page_no, chunk.page_bytes)
+        m.replay(m.new_state(), SegmentBuilder(PAGE).build(df))
+    segment = SegmentBuilder(PAGE).build(df)
+    StackDistances().update(segment.page_id, segment.page_bytes)
+    Shards(rate=1.0).update(segment.page_no, segment.page_bytes)
 
 
 def best(fn, repeat: int):
@@ -125,10 +125,10 @@ def best(fn, repeat: int):
     return out, min(times)
 
 
-def exact_pass(chunk, caps):
+def exact_pass(segment, caps):
     """The exact curve computation alone (Fenwick stack distances) on a prepared sequence."""
     sd = StackDistances()
-    sd.update(chunk.page_id, chunk.page_bytes, n_ids=chunk.n_ids)
+    sd.update(segment.page_id, segment.page_bytes, n_ids=segment.n_ids)
     return sd.hit_ratios(caps)
 
 
@@ -158,9 +158,9 @@ def run(args) -> dict:
     report: dict = {"requests": args.requests, "region_bytes": region, "page_size": PAGE, "workloads": {}}
     readers: list = []
     for name, dist in (("zipf", "zipf:1.0"), ("uniform", "uniform")):
-        trace, chunk, oracle = prepare(name, dist, args.requests, region, work)
-        n = chunk.n_pages
-        footprint = chunk.n_ids
+        trace, segment, oracle = prepare(name, dist, args.requests, region, work)
+        n = segment.n_pages
+        footprint = segment.n_ids
         wr: dict = {"pages": n, "footprint_pages": footprint, "single": [], "curve": {}, "shards": {}}
         print(f"\n== {name}: {args.requests:,} requests, {n:,} page accesses, footprint {footprint:,} pages "
               f"({footprint * PAGE / 2**30:.2f} GiB)", flush=True)
@@ -204,11 +204,11 @@ def run(args) -> dict:
                                  args.repeat)
         mae = float((shards["hit_ratio"] - exact["hit_ratio"]).abs().mean())
         byte_mae = float((shards["byte_hit_ratio"] - exact["byte_hit_ratio"]).abs().mean())
-        keys = chunk.page_no  # one volume: the page key is the page number
-        exact_hr, dt_exact_kernel = best(partial(exact_pass, chunk, caps), args.repeat)
-        _, dt_shards_kernel = best(partial(shards_pass, keys, chunk.page_bytes, caps), args.repeat)
-        plain_mae = float(np.abs(shards_pass(keys, chunk.page_bytes, caps, adjust=False)[0] - exact_hr[0]).mean())
-        adj_mae = float(np.abs(shards_pass(keys, chunk.page_bytes, caps, adjust=True)[0] - exact_hr[0]).mean())
+        keys = segment.page_no  # one volume: the page key is the page number
+        exact_hr, dt_exact_kernel = best(partial(exact_pass, segment, caps), args.repeat)
+        _, dt_shards_kernel = best(partial(shards_pass, keys, segment.page_bytes, caps), args.repeat)
+        plain_mae = float(np.abs(shards_pass(keys, segment.page_bytes, caps, adjust=False)[0] - exact_hr[0]).mean())
+        adj_mae = float(np.abs(shards_pass(keys, segment.page_bytes, caps, adjust=True)[0] - exact_hr[0]).mean())
         wr["shards"] = {"rate": 0.01, "end_to_end_s": dt_shards, "exact_end_to_end_s": dt_exact,
                         "kernel_s": dt_shards_kernel, "exact_kernel_s": dt_exact_kernel,
                         "kernel_speedup": dt_exact_kernel / dt_shards_kernel,
@@ -246,7 +246,7 @@ PART_REQUESTS = 10_000_000
 
 def prepare_large(name: str, distribution: str, requests: int, region_bytes: int, work: Path):
     """Like ``prepare``, in bounded memory: the trace generated ``PART_REQUESTS`` at a time (one
-    seed per part) and the oracleGeneral file written chunk by chunk from the replay's own chunks."""
+    seed per part) and the oracleGeneral file written segment by segment from the replay's own segments."""
     import pyarrow.parquet as pq
 
     src = work / f"{name}-{requests}.parquet"
@@ -267,17 +267,17 @@ def prepare_large(name: str, distribution: str, requests: int, region_bytes: int
     if not oracle.exists():
         tmp = oracle.with_suffix(".tmp")
         with open(tmp, "wb") as f:
-            for chunk in sim.TraceChunks(trace, PAGE, record=False):
-                rec = np.zeros(chunk.n_pages, ORACLE_RECORD)
-                rec["time"] = chunk.ts_ns[chunk.page_req] // 1_000_000_000
-                rec["obj_id"] = chunk.page_id + 1
+            for segment in sim.TraceSegments(trace, PAGE, record=False):
+                rec = np.zeros(segment.n_pages, ORACLE_RECORD)
+                rec["time"] = segment.ts_ns[segment.page_req] // 1_000_000_000
+                rec["obj_id"] = segment.page_id + 1
                 rec["size"] = 1
                 rec["next_access"] = -1
                 rec.tofile(f)
         os.replace(tmp, oracle)
-    for chunk in sim.TraceChunks(trace, PAGE, record=False):
-        n_pages += chunk.n_pages
-        n_ids = chunk.n_ids
+    for segment in sim.TraceSegments(trace, PAGE, record=False):
+        n_pages += segment.n_pages
+        n_ids = segment.n_ids
     return trace, n_pages, n_ids, oracle
 
 

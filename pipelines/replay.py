@@ -2,8 +2,8 @@
 IOPS and response time against outstanding I/Os (``sweep_trace``).
 
 Plain functions called the same way by the CLI, the DAGs and the tests. The trace is streamed
-in time order, chunk by chunk, through :class:`replay.array.ArrayModel` (state carried across
-chunks, so any chunk size gives the same results). Outputs, under the data directory, one
+in time order, segment by segment, through :class:`replay.array.ArrayModel` (state carried across
+segments, so any segment size gives the same results). Outputs, under the data directory, one
 dataset per table so the load step can put a view on each::
 
     results/array_runs/<run_id>/summary.parquet    one row: the run summary (also summary.json)
@@ -77,8 +77,8 @@ from pipelines.dataset import package_version
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
-from replay.model import Chunk
-from replay.pages import ChunkBuilder
+from replay.model import Segment
+from replay.pages import SegmentBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
 from replay.snapshots import SnapshotTimeline
 from replay.version import ARRAY_MODEL, model_version
@@ -278,7 +278,7 @@ class _Aggregates:
         self._ts_last: tuple[int, int] | None = None  # the last timestamp and its requests so far
 
     def _fit(self, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
-        """Auto interval: grow it (merging what was summed) before a chunk runs past
+        """Auto interval: grow it (merging what was summed) before a segment runs past
         ``AUTO_MAX_INTERVALS`` of the current one."""
         span = int(out["done_ns"].max()) if len(out["done_ns"]) else 0
         if len(records["ts_ns"]):
@@ -295,11 +295,11 @@ class _Aggregates:
             if agg is not None:
                 agg.coarsen(min(n, SSD_FINE_NS))
 
-    def add(self, chunk: Chunk, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
+    def add(self, segment: Segment, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         if self.auto:
             self._fit(out, records)
-        self._note_timestamps(chunk.ts_ns)
-        frame = outcome_frame(chunk, out).with_columns(
+        self._note_timestamps(segment.ts_ns)
+        frame = outcome_frame(segment, out).with_columns(
             ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
         self.req.add(frame)
@@ -310,7 +310,7 @@ class _Aggregates:
             self.snap.add(frame)
         if self.flash is not None:
             self.flash.add(frame)
-            self._split_at_cliff(chunk, out)
+            self._split_at_cliff(segment, out)
         rec = pl.DataFrame(records)
         self._count_write_ios(records)
         if rec.height:
@@ -329,13 +329,13 @@ class _Aggregates:
             if self.moves is not None:
                 self.moves.add(rec)
         # run summary over the requests after the warm-up
-        skip = max(0, self.warmup_requests - chunk.first_request)
-        if skip >= chunk.n_requests:
+        skip = max(0, self.warmup_requests - segment.first_request)
+        if skip >= segment.n_requests:
             return
         lat = out["done_ns"][skip:] - out["arrival_ns"][skip:]
         s = self.sums
         s["requests"] += lat.size
-        s["bytes"] += int(chunk.size_bytes[skip:].sum())
+        s["bytes"] += int(segment.size_bytes[skip:].sum())
         s["latency_sum_ns"] += int(lat.sum())
         s["latency_max_ns"] = max(s["latency_max_ns"], int(lat.max()))
         if s["first_ns"] is None:
@@ -361,7 +361,7 @@ class _Aggregates:
 
     def _note_timestamps(self, ts: np.ndarray) -> None:
         """The trace's clock (in time order): the resolution its timestamps share (the gcd of their
-        differences) and the most requests at one instant, across chunks."""
+        differences) and the most requests at one instant, across segments."""
         if ts.size == 0:
             return
         d = np.diff(ts)
@@ -377,7 +377,7 @@ class _Aggregates:
         self.ts_at_one_instant_max = max(self.ts_at_one_instant_max, int(runs.max()))
         self._ts_last = (int(ts[-1]), int(runs[-1]))
 
-    def _split_at_cliff(self, chunk: Chunk, out: dict[str, np.ndarray]) -> None:
+    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray]) -> None:
         """All-flash, over all requests (the warm-up included: the cliff may come during it): the
         writes *completed* before the cliff (the arrival of the first write that waited for GC)
         and the writes *issued* from that one on, which GC admits at its rate (the writes in
@@ -388,17 +388,17 @@ class _Aggregates:
         if c["first_ns"] is None:
             c["first_ns"] = int(out["arrival_ns"][0])
         c["last_ns"] = max(c["last_ns"], int(out["done_ns"].max()))
-        writes = chunk.op == OP_WRITE
+        writes = segment.op == OP_WRITE
         cut = 0
         if c["ns"] is None:
             waited = np.flatnonzero(writes & (out["throttle_ns"] > 0))
-            cut = int(waited[0]) if waited.size else chunk.n_requests
+            cut = int(waited[0]) if waited.size else segment.n_requests
             if waited.size:
-                c["req"] = chunk.first_request + cut
+                c["req"] = segment.first_request + cut
                 c["ns"] = int(out["arrival_ns"][cut])
             w = writes[:cut]
             done = np.concatenate([c["pending_done"], out["done_ns"][:cut][w]])
-            size = np.concatenate([c["pending_size"], chunk.size_bytes[:cut][w].astype(np.int64)])
+            size = np.concatenate([c["pending_size"], segment.size_bytes[:cut][w].astype(np.int64)])
             bound = c["ns"] if c["ns"] is not None else int(out["arrival_ns"][-1])
             pre = done < bound
             c["pre_writes"] += int(pre.sum())
@@ -406,7 +406,7 @@ class _Aggregates:
             c["pending_done"], c["pending_size"] = done[~pre], size[~pre]
         w = writes[cut:]
         c["post_writes"] += int(w.sum())
-        c["post_bytes"] += int(chunk.size_bytes[cut:][w].sum())
+        c["post_bytes"] += int(segment.size_bytes[cut:][w].sum())
 
     def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""
@@ -603,19 +603,19 @@ def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: 
                   total: int | None = None, progress: Progress | None = None, max_requests: int | None = None,
                   prefetch: bool = True, data_version: str = "") -> ReplayResult:
     """Replay canonical request frames (global time order) through ``scenario``; nothing written."""
-    builder = ChunkBuilder(scenario.dram.page_bytes)
-    chunks: Iterable[Chunk] = (builder.build(df) for df in _limit(frames, max_requests))
+    builder = SegmentBuilder(scenario.dram.page_bytes)
+    segments: Iterable[Segment] = (builder.build(df) for df in _limit(frames, max_requests))
     if prefetch:
-        chunks = prefetch_items(chunks, depth=1)
-    return replay_chunks(chunks, lambda: list(builder.volumes), scenario, trace_id, total, progress, max_requests,
+        segments = prefetch_items(segments, depth=1)
+    return replay_segments(segments, lambda: list(builder.volumes), scenario, trace_id, total, progress, max_requests,
                          data_version)
 
 
-def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], scenario: Scenario,
-                  trace_id: str = "<chunks>", total: int | None = None, progress: Progress | None = None,
+def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]], scenario: Scenario,
+                  trace_id: str = "<segments>", total: int | None = None, progress: Progress | None = None,
                   max_requests: int | None = None, data_version: str = "") -> ReplayResult:
-    """Replay chunks at the scenario's page size (``ChunkBuilder`` or a trace's page stream,
-    ``pipelines.simulate.TraceChunks``); ``volumes()``: the volume names by dense id seen so far."""
+    """Replay segments at the scenario's page size (``SegmentBuilder`` or a trace's page stream,
+    ``pipelines.simulate.TraceSegments``); ``volumes()``: the volume names by dense id seen so far."""
     _check_scenario(scenario)
     model = ArrayModel(scenario)
     state = model.new_state()
@@ -630,12 +630,12 @@ def replay_chunks(chunks: Iterable[Chunk], volumes: Callable[[], list[str]], sce
                        model.kernel_params.snap.every if model.kernel_params.snap.on else 0,
                        int(round(fp.free_full)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
     done = 0
-    for chunk in chunks:
+    for segment in segments:
         state.volume_names = volumes()
-        out = model.replay(state, chunk)
-        aggs.add(chunk, out, model.drain_records(state))
+        out = model.replay(state, segment)
+        aggs.add(segment, out, model.drain_records(state))
         del out  # let the model reuse the outcome buffer (ArrayModel._spare) unless aggs kept it
-        done += chunk.n_requests
+        done += segment.n_requests
         if progress:
             progress(done, total or done)
     rid = run_id(trace_id, scenario, data_version)
@@ -876,8 +876,8 @@ def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenari
         return summary
     started = time.time()
     # the trace's page stream at the cache's page size when one is ready (written on a first pass)
-    res = replay_with_stream(trace, scenario.dram.page_bytes, lambda chunks: replay_chunks(
-        chunks, lambda: chunks.volumes, scenario, trace.trace_id, total=chunks.total, progress=progress,
+    res = replay_with_stream(trace, scenario.dram.page_bytes, lambda segments: replay_segments(
+        segments, lambda: segments.volumes, scenario, trace.trace_id, total=segments.total, progress=progress,
         data_version=trace.data_version), batch_rows)
     summary = res.summary
     summary["warnings"] = notes + summary["warnings"]

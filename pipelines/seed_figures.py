@@ -206,17 +206,17 @@ FC_STEP_NS = 15 * 60 * 10**9
 def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_000_000) -> list[dict]:
     """Seed 000's protocol: the database pattern over a ``hot_gib`` file, closed loop stepping
     12 -> 24 -> 48 -> 96 -> 192 outstanding every 15 simulated minutes, cache state carried
-    through (the model raises the loop at the first chunk boundary past each step's end; chunks
+    through (the model raises the loop at the first segment boundary past each step's end; segments
     of 20,000 requests, a few seconds). Per step: IOPS, mean response time, FAST Cache fill at
     the step's end."""
     from replay.array import RECORD_KINDS, ArrayModel
-    from replay.pages import ChunkBuilder
+    from replay.pages import SegmentBuilder
 
     df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
     sc = load("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_RAMP[0])
     m = ArrayModel(sc)
     st = m.new_state()
-    b = ChunkBuilder(sc.dram.page_bytes)
+    b = SegmentBuilder(sc.dram.page_bytes)
     promo = RECORD_KINDS.index("ssd_promotion")
     steps, step = [], 0
     acc = {"n": 0, "lat": 0, "t0": 0, "used": 0}

@@ -1,7 +1,7 @@
 """Replay steps: one cache policy at one size (``simulate``) and hit-ratio curves (``mrc``).
 
 Plain functions called the same way by the CLI, the DAGs and the tests. Both stream an ingested
-trace in time order, chunk by chunk (bounded memory; identical results for any chunk size), and
+trace in time order, segment by segment (bounded memory; identical results for any segment size), and
 write Parquet under the data directory for the load step::
 
     results/simulate/<trace_id>/<policy>-<cache_bytes>-<page_size>/summary.parquet
@@ -18,7 +18,7 @@ multi-volume trace goes through the catalog's DuckDB merge.
 **Page streams.** The first replay of a trace at a page size also writes what it prepared (dense
 page ids and the per-request columns, ``replay.page_stream``) to
 ``traces/<trace_id>/pages/<page_size>-<key>/``; later replays at that page size read it instead of
-the Parquet files (``TraceChunks``). The key hashes the trace id, its data version, the source's
+the Parquet files (``TraceSegments``). The key hashes the trace id, its data version, the source's
 sha256, the page size and the source of the code that prepares pages (``STREAM_CODE``), so a
 re-ingest (which replaces the trace directory, streams included) or a code change never serves an
 old stream. A stream is written in a staging directory and renamed into place once complete; a
@@ -41,18 +41,18 @@ from pipelines.catalog import PAGES_DIR, TraceRef
 from pipelines.dataset import Staging, key_of, remove_stale_staging
 from replay.intervals import CacheIntervals
 from replay.kernels import cache_model
-from replay.model import Chunk
+from replay.model import Segment
 from replay.mrc import AveragedShards, Shards, StackDistances, curve_frame, default_sizes
 from replay.page_stream import PageStream, PageStreamWriter, StreamError
-from replay.pages import ChunkBuilder, check_page_size, chunk_head, chunk_page_keys
+from replay.pages import SegmentBuilder, check_page_size, segment_head, segment_page_keys
 from replay.version import CACHE_MODEL, model_version
 from schemas.trace import OP_WRITE
 from traces.source import prefetch
 
 REPLAY_COLUMNS = ["ts_ns", "volume", "op", "offset", "size"]
 DEFAULT_BATCH_ROWS = 1 << 21
-#: requests per chunk of simulate and mrc: small enough that the few chunks in flight (read,
-#: prepared, replayed) stay well below the kernel state, large enough that the per-chunk Python
+#: requests per segment of simulate and mrc: small enough that the few segments in flight (read,
+#: prepared, replayed) stay well below the kernel state, large enough that the per-segment Python
 #: work stays negligible. 10 M requests, LRU, whole process: 128 k -> first run 365-395 MiB peak
 #: RSS (below libCacheSim's 402-435), 1.39 / 1.77 s best (Zipf / uniform); 256 k -> 399-431 MiB,
 #: 1.33 / 1.76 s; repeat runs (page stream) alike at both; 1 M: 0.43 / 0.58 GB; 64 k: 371 MiB
@@ -62,7 +62,7 @@ Progress = Callable[[int, int], None]  # (rows done, rows total)
 T = TypeVar("T")
 
 #: what decides a page stream's content besides the trace: page split, dense ids, the stream
-#: format, the chunk layout, and the reading of the trace in time order (here and the catalog)
+#: format, the segment layout, and the reading of the trace in time order (here and the catalog)
 STREAM_CODE = ("replay.pages", "replay.ids", "replay.page_stream", "replay.model", "pipelines.simulate",
                "pipelines.catalog", "schemas.trace")
 
@@ -124,13 +124,13 @@ def open_page_stream(trace: TraceRef, page_size: int) -> PageStream | None:
         return None
 
 
-class TraceChunks:
-    """The chunks of ``trace`` at ``page_size`` in time order, for any model: from the trace's
-    page stream when one is ready, else built from its Parquet files (``ChunkBuilder``), and then,
-    with ``record``, written as its page stream on the way (published once the last chunk is
+class TraceSegments:
+    """The segments of ``trace`` at ``page_size`` in time order, for any model: from the trace's
+    page stream when one is ready, else built from its Parquet files (``SegmentBuilder``), and then,
+    with ``record``, written as its page stream on the way (published once the last segment is
     written; an interrupted or failed pass leaves nothing). ``n_ids`` and ``volumes`` are the
     trace's distinct pages and volume names (dense id order) seen so far (all of them with a stream).
-    ``max_requests``: only the trace's first requests (the last chunk cut; no stream is written).
+    ``max_requests``: only the trace's first requests (the last segment cut; no stream is written).
 
     A stream that turns out damaged while it is read raises ``StreamError``; ``replay_with_stream``
     then removes it and runs again from the Parquet files."""
@@ -141,7 +141,7 @@ class TraceChunks:
         self.max_requests = max_requests
         self.record = record and max_requests is None  # a stream is written from a whole pass only
         self.stream = open_page_stream(trace, self.page_size)
-        self.builder = ChunkBuilder(self.page_size)
+        self.builder = SegmentBuilder(self.page_size)
         self.total = self.stream.n_requests if self.stream else total_rows(trace)
         if max_requests is not None:
             self.total = min(self.total, max_requests)
@@ -152,7 +152,7 @@ class TraceChunks:
 
     @property
     def n_ids(self) -> int:
-        """Distinct pages: of the whole trace from a stream, else of the chunks built so far."""
+        """Distinct pages: of the whole trace from a stream, else of the segments built so far."""
         return self.stream.n_ids if self.stream else self.builder.ids.n_ids
 
     @property
@@ -160,20 +160,20 @@ class TraceChunks:
         """Volume names by dense volume id (from a stream: all of them from the start)."""
         return list(self.stream.volumes) if self.stream else list(self.builder.volumes)
 
-    def __iter__(self) -> Iterator[Chunk]:
+    def __iter__(self) -> Iterator[Segment]:
         if self.max_requests is None:
-            yield from self._chunks()
+            yield from self._segments()
             return
         left = self.max_requests
-        for chunk in self._chunks():
+        for segment in self._segments():
             if left <= 0:
                 return
-            yield chunk_head(chunk, left) if chunk.n_requests > left else chunk
-            left -= chunk.n_requests
+            yield segment_head(segment, left) if segment.n_requests > left else segment
+            left -= segment.n_requests
 
-    def _chunks(self) -> Iterator[Chunk]:
+    def _segments(self) -> Iterator[Segment]:
         if self.stream is not None:
-            yield from prefetch(self.stream.chunks(self.batch_rows), depth=1)
+            yield from prefetch(self.stream.segments(self.batch_rows), depth=1)
             return
         builder = self.builder
         built = (builder.build(df) for df in prefetch(read_frames(self.trace, self.batch_rows), depth=1))
@@ -182,7 +182,7 @@ class TraceChunks:
         else:
             yield from self._recorded(built, builder)
 
-    def _recorded(self, built: Iterator[Chunk], builder: ChunkBuilder) -> Iterator[Chunk]:
+    def _recorded(self, built: Iterator[Segment], builder: SegmentBuilder) -> Iterator[Segment]:
         """``built``, written as the page stream on the way. Writing is an optimisation: a trace
         directory that cannot be written (read-only, disk full) costs the stream, not the replay."""
         root = self.trace.path / PAGES_DIR
@@ -197,15 +197,15 @@ class TraceChunks:
             except OSError:
                 writer = None
 
-            def write(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+            def write(segments: Iterator[Segment]) -> Iterator[Segment]:
                 nonlocal writer
-                for chunk in chunks:
+                for segment in segments:
                     if writer is not None:
                         try:
-                            writer.add(chunk)  # in the preparing thread, while the kernel runs
+                            writer.add(segment)  # in the preparing thread, while the kernel runs
                         except OSError:
                             writer = None
-                    yield chunk
+                    yield segment
 
             yield from prefetch(write(built), depth=1)
             if writer is None:
@@ -221,26 +221,26 @@ class TraceChunks:
                 pass  # left unpublished: the staging directory is removed on the way out
 
 
-def replay_with_stream(trace: TraceRef, page_size: int, run: Callable[[TraceChunks], T],
+def replay_with_stream(trace: TraceRef, page_size: int, run: Callable[[TraceSegments], T],
                        batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True) -> T:
-    """``run(chunks)`` over ``TraceChunks(trace, page_size, ...)``; when the page stream proves
-    damaged mid-way, it is removed and ``run`` called again on chunks built from the Parquet
+    """``run(segments)`` over ``TraceSegments(trace, page_size, ...)``; when the page stream proves
+    damaged mid-way, it is removed and ``run`` called again on segments built from the Parquet
     files (``run`` must start from a fresh state each call)."""
-    chunks = TraceChunks(trace, page_size, batch_rows, record)
+    segments = TraceSegments(trace, page_size, batch_rows, record)
     try:
-        return run(chunks)
+        return run(segments)
     except StreamError:
-        if not chunks.from_stream:
+        if not segments.from_stream:
             raise
-        shutil.rmtree(chunks.stream.dir, ignore_errors=True)
-    return run(TraceChunks(trace, page_size, batch_rows, record))
+        shutil.rmtree(segments.stream.dir, ignore_errors=True)
+    return run(TraceSegments(trace, page_size, batch_rows, record))
 
 
-def _accesses(chunk: Chunk, *page_values: np.ndarray) -> tuple[np.ndarray, ...]:
+def _accesses(segment: Segment, *page_values: np.ndarray) -> tuple[np.ndarray, ...]:
     """``page_values`` (per page access) of the read/write accesses only (trims and flushes are
     not cache accesses)."""
-    if chunk.op.size and chunk.op.max() > OP_WRITE:
-        access = chunk.op[chunk.page_req] <= OP_WRITE
+    if segment.op.size and segment.op.max() > OP_WRITE:
+        access = segment.op[segment.page_req] <= OP_WRITE
         return tuple(v[access] for v in page_values)
     return page_values
 
@@ -268,16 +268,16 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
     has none at this page size (it is read whenever present)."""
     model = cache_model(policy, cache_bytes, page_size, **(params or {}))
 
-    def run(chunks: TraceChunks):
+    def run(segments: TraceSegments):
         state = model.new_state()
         agg = CacheIntervals(interval) if interval is not None else None
         done = 0
-        for chunk in chunks:
-            model.replay_into(state, chunk, agg)
-            done += chunk.n_requests
+        for segment in segments:
+            model.replay_into(state, segment, agg)
+            done += segment.n_requests
             if progress:
-                progress(done, chunks.total)
-        return state, agg, chunks.n_ids
+                progress(done, segments.total)
+        return state, agg, segments.n_ids
 
     state, agg, n_ids = replay_with_stream(trace, model.page_size_bytes, run, batch_rows, page_stream)
     c = model.counters(state)
@@ -322,28 +322,28 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
         if bad:
             raise ValueError(f"cache size(s) {bad} B smaller than one {page_size} B page")
     if method == "exact":
-        def run(chunks: TraceChunks) -> StackDistances:
+        def run(segments: TraceSegments) -> StackDistances:
             sd = StackDistances()
             done = 0
-            for chunk in chunks:
+            for segment in segments:
                 # a stream knows every distinct page at once: the tables are sized once, not doubled
-                sd.update(*_accesses(chunk, chunk.page_id, chunk.page_bytes), n_ids=max(chunk.n_ids, chunks.n_ids))
-                done += chunk.n_requests
+                sd.update(*_accesses(segment, segment.page_id, segment.page_bytes), n_ids=max(segment.n_ids, segments.n_ids))
+                done += segment.n_requests
                 if progress:
-                    progress(done, chunks.total)
+                    progress(done, segments.total)
             return sd
 
         sd = replay_with_stream(trace, page_size, run, batch_rows, page_stream)
         footprint = sd.distinct_pages
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:
-        def run_shards(chunks: TraceChunks) -> Shards | AveragedShards:
+        def run_shards(segments: TraceSegments) -> Shards | AveragedShards:
             r = rate if rate is not None else (1.0 if max_pages else 0.01)
             sh = AveragedShards(rate=r, seeds=seeds) if seeds > 1 else Shards(rate=r, max_pages=max_pages)
-            if chunks.from_stream:  # page keys from the stream: no Parquet read, no page split
-                items = ((c.n_requests, *_accesses(c, chunk_page_keys(c), c.page_bytes)) for c in chunks)
+            if segments.from_stream:  # page keys from the stream: no Parquet read, no page split
+                items = ((c.n_requests, *_accesses(c, segment_page_keys(c), c.page_bytes)) for c in segments)
             else:  # keys only: SHARDS needs no dense ids, so no stream is written here
-                builder = ChunkBuilder(page_size)
+                builder = SegmentBuilder(page_size)
                 items = prefetch((df.height, *builder.page_keys(df))
                                  for df in prefetch(read_frames(trace, batch_rows), depth=1))
             done = 0
@@ -351,7 +351,7 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
                 sh.update(keys, nbytes)
                 done += n
                 if progress:
-                    progress(done, chunks.total)
+                    progress(done, segments.total)
             return sh
 
         sh = replay_with_stream(trace, page_size, run_shards, batch_rows, record=False)

@@ -6,7 +6,7 @@ numba compiles a function at its first call, one specialization per combination 
 types (a read-only array is another type than a writable one: PITFALLS.md), and ``replay.jit``
 caches each on disk in :func:`replay.jit.cache_dir`. Which types reach a kernel, and which
 kernels run at all, depends on the data and the path it takes: a trace's first pass builds its
-chunks from Parquet (volume ids made by numpy for a one-volume frame, read-only from Polars for
+segments from Parquet (volume ids made by numpy for a one-volume frame, read-only from Polars for
 several) and writes its page stream, later passes read the stream (writable arrays); the dense-id
 table leaves its direct map and grows only past a number of distinct pages. So instead of
 calling kernels with made-up arguments warm runs the commands' own steps, in a temporary data
@@ -80,14 +80,14 @@ def steps(trace: TraceRef) -> list[tuple[str, int, Callable[[], object]]]:
 
 
 def _both_ways(trace: TraceRef, page_size: int, call: Callable[[], object]) -> None:
-    """``call()`` as on a new trace (chunks built from its Parquet files: arrays Polars hands out
+    """``call()`` as on a new trace (segments built from its Parquet files: arrays Polars hands out
     read-only), then with the trace's page stream at ``page_size`` present (what later commands
     read: writable arrays, another specialization of every kernel they reach)."""
-    from pipelines.simulate import TraceChunks
+    from pipelines.simulate import TraceSegments
 
     shutil.rmtree(trace.path / PAGES_DIR, ignore_errors=True)
     call()
-    for _ in TraceChunks(trace, page_size):  # writes the stream when the call did not
+    for _ in TraceSegments(trace, page_size):  # writes the stream when the call did not
         pass
     call()
 

@@ -47,7 +47,7 @@ scalar state and counters one structured record, ``ds.c[0].dirty``):
 due), ``dram_cache.read`` / ``write`` / ``trim``, ``dram_cache.touch_volume``, ``host.complete``.
 
 State is an :class:`ArrayState` of plain numpy arrays (picklable, deep-copyable); a trace fed in
-any number of chunks gives identical outcomes, records and counters (tested).
+any number of segments gives identical outcomes, records and counters (tested).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ from replay.events import (
 )
 from replay.ids import IdMap
 from replay.jit import kernel
-from replay.model import Chunk, Model, Outcomes, register
+from replay.model import Model, Outcomes, Segment, register
 from replay.pages import PAGE_BITS
 from replay.scenario import Scenario, parse
 from schemas.trace import OP_READ, OP_TRIM, OP_WRITE
@@ -114,7 +114,7 @@ SNAP_OUTCOMES = ("snapshot_first_writes",)
 AHEAD_FAR = 32
 AHEAD_NEAR = 16
 #: The record buffer doubles (from 64 k rows) each time the kernel stops to empty it in the middle
-#: of a chunk, up to this many rows (24 MiB): then a chunk's records are usually copied out once,
+#: of a segment, up to this many rows (24 MiB): then a segment's records are usually copied out once,
 #: when drained, instead of once per 64 k records.
 REC_ROWS_MAX = 1 << 18
 
@@ -147,7 +147,7 @@ class KernelState(NamedTuple):
 
 
 class Requests(NamedTuple):
-    """One chunk's requests and their page accesses, as the kernel reads them."""
+    """One segment's requests and their page accesses, as the kernel reads them."""
 
     ts: np.ndarray
     op: np.ndarray
@@ -341,7 +341,7 @@ def run_flash_requests(params, state, req, start, out):
 @dataclass
 class ArrayState:
     """Explicit, picklable state of an array replay (see module docstring). ``volume_names``:
-    the trace's volume names by dense id (the caller copies them from its ``ChunkBuilder``),
+    the trace's volume names by dense id (the caller copies them from its ``SegmentBuilder``),
     used to place each volume in its pool; a volume without a name goes to the default pool."""
 
     host: host.HostState
@@ -415,7 +415,7 @@ class ArrayModel(Model):
         ``name`` when nothing else holds it any more (no caller's view or frame over it:
         ``sys.getrefcount``), else a new one. Why: fresh memory is zeroed by the OS on first
         touch, and the outcomes and per-page columns are ~190 B per request, rewritten every
-        chunk: reusing them made the FAST Cache kernel 1.07x and
+        segment: reusing them made the FAST Cache kernel 1.07x and
         ``vnx5400``'s 1.05x (benchmarks/array.py --against, 10 M requests)."""
         a = self._spares.pop(name, None)  # a dict pop is atomic: another thread sees None or a held one
         if a is None or a.shape != shape or sys.getrefcount(a) > 2:  # 2: ``a`` and the call's argument
@@ -492,18 +492,18 @@ class ArrayModel(Model):
             state.snap = snap.grow(state.snap, units.shape[0])
 
     # -- replay ---------------------------------------------------------------------------
-    def prepare(self, state: ArrayState, chunk: Chunk):
+    def prepare(self, state: ArrayState, segment: Segment):
         """Per-page unit ids, page bits and unit numbers; per-request page offsets."""
-        if chunk.page_size != self.page_bytes:
-            raise ValueError(f"array: chunk has {chunk.page_size} B pages, the scenario's cache uses "
+        if segment.page_size != self.page_bytes:
+            raise ValueError(f"array: segment has {segment.page_size} B pages, the scenario's cache uses "
                              f"{self.page_bytes} B pages")
         ppu = self.scenario.dram.pages_per_unit
-        n = chunk.n_pages
+        n = segment.n_pages
         unit_no, pbit, keys = (self._spare(name, (n,)) for name in ("unit_no", "pbit", "keys"))
-        pstart = self._spare("pstart", (chunk.n_requests + 1,))
-        split_units(np.ascontiguousarray(chunk.page_no, dtype=np.int64),
-                    np.ascontiguousarray(chunk.page_req, dtype=np.int64),
-                    np.ascontiguousarray(chunk.volume, dtype=np.int64), ppu.bit_length() - 1, PAGE_BITS,
+        pstart = self._spare("pstart", (segment.n_requests + 1,))
+        split_units(np.ascontiguousarray(segment.page_no, dtype=np.int64),
+                    np.ascontiguousarray(segment.page_req, dtype=np.int64),
+                    np.ascontiguousarray(segment.volume, dtype=np.int64), ppu.bit_length() - 1, PAGE_BITS,
                     unit_no, pbit, keys, pstart)
         n_units = state.unit_ids.n_ids
         unit = state.unit_ids.assign(keys, out=self._spare("unit", (n,)))
@@ -514,7 +514,7 @@ class ArrayModel(Model):
         return unit, pbit, unit_no, pstart
 
     def _ensure_slices(self, state: ArrayState, vol: np.ndarray, unit_no: np.ndarray) -> None:
-        """FAST VP: slice ids for every slice this chunk's pages reach."""
+        """FAST VP: slice ids for every slice this segment's pages reach."""
         top = np.zeros(state.n_vol, dtype=np.int64)
         tier.slices_needed(vol, unit_no, self.tiering.params.units_per_slice, top)
         state.tier, state.backend = self.tiering.ensure(
@@ -522,8 +522,8 @@ class ArrayModel(Model):
             {int(v): int(n) for v, n in enumerate(top) if n})
 
     def _map_chunks(self, state: ArrayState, unit: np.ndarray, keys: np.ndarray, n_units: int) -> None:
-        """SSD cache: the chunk and first sub-block of every unit first seen in this chunk (ids
-        ``n_units..``, dense), and a record for every chunk first seen (its volume's placement)."""
+        """SSD cache: the chunk and first sub-block of every unit first seen in this segment (ids
+        ``n_units..``, dense), and a record for every segment first seen (its volume's placement)."""
         sp = self.kernel_params.ssd
         new = np.arange(n_units, state.unit_ids.n_ids)
         fresh = unit >= n_units
@@ -557,25 +557,25 @@ class ArrayModel(Model):
             chunks["base"][c_new] = state.dram.vols["base"][cv]
         state.ssd = ss
 
-    def replay(self, state: ArrayState, chunk: Chunk) -> Outcomes:
-        n = chunk.n_requests
+    def replay(self, state: ArrayState, segment: Segment) -> Outcomes:
+        n = segment.n_requests
         ssd_on = bool(self.kernel_params.ssd.on)
         snap_on = bool(self.kernel_params.snap.on)
         flash_on = bool(self.kernel_params.flash.on)
         # one contiguous row per outcome, all written (with flash: the SSD rows are not)
         out = self._spare("out", (N_O_ALL if (snap_on or flash_on) else N_O_SSD if ssd_on else N_O, n))
         if n:
-            self._ensure_volumes(state, int(chunk.volume.max()) + 1)
+            self._ensure_volumes(state, int(segment.volume.max()) + 1)
             if flash_on:  # no cache units: the flash path reads requests only
                 unit = pbit = unit_no = np.zeros(0, dtype=np.int64)
                 pstart = np.zeros(n + 1, dtype=np.int64)
             else:
-                unit, pbit, unit_no, pstart = self.prepare(state, chunk)
+                unit, pbit, unit_no, pstart = self.prepare(state, segment)
             self._ensure_units(state, state.unit_ids.n_ids)
-            req = Requests(ts=np.ascontiguousarray(chunk.ts_ns, dtype=np.int64),
-                           op=np.ascontiguousarray(chunk.op, dtype=np.uint8),
-                           vol=np.ascontiguousarray(chunk.volume, dtype=np.int32),
-                           size=np.ascontiguousarray(chunk.size_bytes, dtype=np.int64),
+            req = Requests(ts=np.ascontiguousarray(segment.ts_ns, dtype=np.int64),
+                           op=np.ascontiguousarray(segment.op, dtype=np.uint8),
+                           vol=np.ascontiguousarray(segment.volume, dtype=np.int32),
+                           size=np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
                            pstart=pstart, unit=unit, pbit=pbit, unit_no=unit_no)
             tmp = np.zeros(be.N_UP, dtype=np.int64)
             i = 0

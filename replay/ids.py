@@ -1,4 +1,4 @@
-"""Dense integer ids for page keys, in first-appearance order, carried across chunks.
+"""Dense integer ids for page keys, in first-appearance order, carried across segments.
 
 Kernels keep their state in plain arrays indexed by dense id, so every page key (an int64
 packing volume id and page number, see ``replay.pages``) must become 0, 1, 2, ... in the order
@@ -6,9 +6,9 @@ it first appears in the trace. ``polars rank("dense")`` does it in sorted order 
 ~1.5 s per 10 M keys (PITFALLS.md); a hash join on a growing dictionary costs as much. This is
 an open-addressing table (linear probing, Fibonacci hashing) held in two numpy arrays and filled
 by a numba loop: one probe sequence per key, no Python objects. The table doubles when it would
-pass half full, so it serves traces of any size, chunk after chunk.
+pass half full, so it serves traces of any size, segment after segment.
 
-Optionally (``direct_max`` > 0, used by ``replay.pages.ChunkBuilder``) keys are first mapped
+Optionally (``direct_max`` > 0, used by ``replay.pages.SegmentBuilder``) keys are first mapped
 through a plain array indexed by the key itself while every key seen is below ``direct_max``:
 a single-volume trace's page numbers usually are, and one array read per key is ~4x cheaper
 than a probe. The first key beyond it moves every pair into the hash table (same ids).

@@ -1,9 +1,9 @@
 """Per-interval metrics from per-request outcomes, with Polars ``group_by_dynamic``.
 
-Every model returns per-request numpy arrays; ``outcome_frame`` lines them up with the chunk's
+Every model returns per-request numpy arrays; ``outcome_frame`` lines them up with the segment's
 requests, and ``IntervalAggregator`` sums them per time interval (default 60 s, windows aligned
 to multiples of the interval since trace start) and optional keys (e.g. volume). Only additive
-columns (counts, sums) are aggregated per chunk, so partial intervals that straddle a chunk
+columns (counts, sums) are aggregated per segment, so partial intervals that straddle a segment
 boundary are merged exactly; ratios are computed once at the end from the merged sums. The
 aggregations are parameters, so other models (write cache, SSD cache, tiering) reuse this with
 their own columns.
@@ -18,7 +18,7 @@ import polars as pl
 
 from replay.jit import njit
 from replay.kernels.base import add_totals
-from replay.model import Chunk
+from replay.model import Segment
 from schemas.trace import OP_READ, OP_WRITE
 from schemas.units import parse_duration_ns
 
@@ -61,24 +61,24 @@ CACHE_RATIOS: dict[str, tuple[str, str]] = {
 }
 
 
-def outcome_frame(chunk: Chunk, outcomes: Mapping[str, np.ndarray]) -> pl.DataFrame:
-    """One row per request of ``chunk``: ts_ns, volume (dense id), op (uint8), size_bytes, and
+def outcome_frame(segment: Segment, outcomes: Mapping[str, np.ndarray]) -> pl.DataFrame:
+    """One row per request of ``segment``: ts_ns, volume (dense id), op (uint8), size_bytes, and
     every outcome array of the model."""
-    cols = {"ts_ns": chunk.ts_ns, "volume": chunk.volume, "op": chunk.op, "size_bytes": chunk.size_bytes}
+    cols = {"ts_ns": segment.ts_ns, "volume": segment.volume, "op": segment.op, "size_bytes": segment.size_bytes}
     for name, arr in outcomes.items():
-        if len(arr) != chunk.n_requests:
-            raise ValueError(f"outcome {name!r} has {len(arr)} values for {chunk.n_requests} requests")
+        if len(arr) != segment.n_requests:
+            raise ValueError(f"outcome {name!r} has {len(arr)} values for {segment.n_requests} requests")
         cols[name] = arr
     return pl.DataFrame(cols)
 
 
 class IntervalAggregator:
-    """Accumulates per-interval sums chunk by chunk; ``result()`` merges them and adds ratios.
+    """Accumulates per-interval sums segment by segment; ``result()`` merges them and adds ratios.
 
     ``interval`` is a duration ('60s', '5min', or ns as int); ``by`` optional key columns;
     ``sums`` additive aggregations (name -> Polars expression over the frames added); ``ratios``
     name -> (numerator column, denominator column); ``maxes`` / ``mins`` per-interval maxima /
-    minima (name -> expression), merged across chunks with max / min."""
+    minima (name -> expression), merged across segments with max / min."""
 
     def __init__(self, interval: str | int = "60s", by: Sequence[str] = (),
                  sums: Mapping[str, pl.Expr] | None = None, ratios: Mapping[str, tuple[str, str]] | None = None,
@@ -98,7 +98,7 @@ class IntervalAggregator:
         self._parts: list[pl.DataFrame] = []
 
     def add(self, frame: pl.DataFrame) -> None:
-        """Aggregate one chunk's rows into partial interval sums (ts_ns >= 0; any order)."""
+        """Aggregate one segment's rows into partial interval sums (ts_ns >= 0; any order)."""
         if frame.height == 0:
             return
         # the window of each row computed directly (same windows as group_by_dynamic with
@@ -242,39 +242,39 @@ def _tally_windows(ts_ns, op, size_bytes, page_req, page_bytes, hit, interval_ns
 
 class CacheIntervals(IntervalAggregator):
     """``IntervalAggregator`` with the cache sums (no keys) computed by one compiled pass over a
-    chunk's outcomes instead of a Polars group-by on a frame of them (~10x less time, no
+    segment's outcomes instead of a Polars group-by on a frame of them (~10x less time, no
     per-request frame); the same rows."""
 
     def __init__(self, interval: str | int = "60s"):
         super().__init__(interval)
 
-    def add_outcomes(self, chunk: Chunk, outcomes: Mapping[str, np.ndarray]) -> None:
-        ts = chunk.ts_ns
+    def add_outcomes(self, segment: Segment, outcomes: Mapping[str, np.ndarray]) -> None:
+        ts = segment.ts_ns
         if ts.shape[0] == 0:
             return
         n = self.interval_ns
         w0, w1 = int(ts.min()) // n, int(ts.max()) // n
         if w1 - w0 > 4 * ts.shape[0] + 1024:  # windows far sparser than requests: group instead
-            self.add(outcome_frame(chunk, outcomes))
+            self.add(outcome_frame(segment, outcomes))
             return
         sums = np.zeros(w1 - w0 + 1, dtype=CACHE_SUM_DTYPE)
-        _cache_sums(ts, chunk.op, chunk.size_bytes, outcomes["pages"], outcomes["hit_pages"], outcomes["hit_bytes"],
+        _cache_sums(ts, segment.op, segment.size_bytes, outcomes["pages"], outcomes["hit_pages"], outcomes["hit_bytes"],
                     n, w0, sums)
         self._add_sums(sums, w0)
 
-    def add_hits(self, chunk: Chunk, hit: np.ndarray, totals: np.ndarray) -> bool:
-        """A cache model's ``totals`` and this chunk's window sums straight from its page hit flags
+    def add_hits(self, segment: Segment, hit: np.ndarray, totals: np.ndarray) -> bool:
+        """A cache model's ``totals`` and this segment's window sums straight from its page hit flags
         (``CacheModel.page_hits``) when every request is one page (:func:`_tally_windows`);
         returns False, changing nothing, otherwise: then ``replay`` and :meth:`add_outcomes`."""
-        ts = chunk.ts_ns
-        if ts.shape[0] == 0 or chunk.page_req.shape[0] != ts.shape[0]:
+        ts = segment.ts_ns
+        if ts.shape[0] == 0 or segment.page_req.shape[0] != ts.shape[0]:
             return False
         n = self.interval_ns
         w0, w1 = int(ts.min()) // n, int(ts.max()) // n
         if w1 - w0 > 4 * ts.shape[0] + 1024:
             return False
         sums = np.zeros(w1 - w0 + 1, dtype=CACHE_SUM_DTYPE)
-        if not _tally_windows(ts, chunk.op, chunk.size_bytes, chunk.page_req, chunk.page_bytes, hit, n, w0, sums,
+        if not _tally_windows(ts, segment.op, segment.size_bytes, segment.page_req, segment.page_bytes, hit, n, w0, sums,
                               totals):
             return False
         self._add_sums(sums, w0)

@@ -1,4 +1,7 @@
-"""The one interface every replay model implements: cache kernels, DRAM write cache, SSD cache, tiers.
+"""The interface of the replay models: the page-cache kernels (``replay.kernels``) and the array model.
+
+The array model (``replay.array``) is one ``Model``; its mechanisms (DRAM cache, SSD cache, FAST
+VP, snapshots, all-flash) are not models of their own but steps of its compiled loop.
 
 Three things are kept apart, as scikit-learn keeps constructor parameters apart from fitted
 state and libCacheSim gives every eviction policy the same operations:
@@ -10,25 +13,25 @@ state and libCacheSim gives every eviction policy the same operations:
 * **State** is an explicit object returned by ``model.new_state()``: plain numpy arrays indexed by
   dense page id plus scalar counters, nothing else. It is picklable and ``copy.deepcopy``-able,
   so a replay can be checkpointed, forked into what-if branches, or sent to another worker.
-* **Replay** is ``model.replay(state, chunk) -> outcomes``: it mutates ``state`` and returns a
-  dict of per-request numpy arrays (each of length ``chunk.n_requests``). Feeding a trace in any
-  number of chunks gives bit-identical outcomes and counters to one pass, which is how traces
+* **Replay** is ``model.replay(state, segment) -> outcomes``: it mutates ``state`` and returns a
+  dict of per-request numpy arrays (each of length ``segment.n_requests``). Feeding a trace in any
+  number of segments gives bit-identical outcomes and counters to one pass, which is how traces
   larger than memory replay. ``model.counters(state)`` gives the cumulative totals as a dict
   of plain ints and floats.
 
-A :class:`Chunk` carries a slice of the trace at two granularities, as contiguous numpy arrays:
+A :class:`Segment` carries a slice of the trace at two granularities, as contiguous numpy arrays:
 requests (time, op, volume, offset, size) and the cache pages they touch (dense page id, page
 number, bytes of the request inside the page, and which request each page belongs to).
-``replay.pages.ChunkBuilder`` makes chunks from canonical request frames; dense page ids are
-given in first-appearance order across the whole trace, so ``chunk.n_ids`` (distinct pages seen
-up to and including this chunk) tells a model how large its per-page arrays must be.
+``replay.pages.SegmentBuilder`` makes segments from canonical request frames; dense page ids are
+given in first-appearance order across the whole trace, so ``segment.n_ids`` (distinct pages seen
+up to and including this segment) tells a model how large its per-page arrays must be.
 
 Typical use::
 
     model = LRU.from_section({"cache_bytes": "8GiB", "page_size_bytes": "4KiB"})
     state = model.new_state()
-    for chunk in chunks:                 # any chunking, same answer
-        out = model.replay(state, chunk) # out["hit_pages"][i]: pages of request i that hit
+    for segment in segments:                 # any segmenting, same answer
+        out = model.replay(state, segment) # out["hit_pages"][i]: pages of request i that hit
     model.counters(state)                # {"requests": ..., "pages": ..., "hits": ..., ...}
 """
 
@@ -48,7 +51,7 @@ Outcomes = dict[str, np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
-class Chunk:
+class Segment:
     """A slice of a trace: ``n_requests`` requests and the ``n_pages`` page accesses they make.
 
     Request arrays (length ``n_requests``), in global time order:
@@ -58,7 +61,7 @@ class Chunk:
     Page arrays (length ``n_pages``), request by request, pages of a request in address order:
       ``page_id`` int64 dense id of (volume, page number), ``page_no`` int64 page number within
       the volume (``offset // page_size``), ``page_req`` int64 index of the owning request
-      within this chunk (non-decreasing), ``page_bytes`` int64 bytes of the request inside the
+      within this segment (non-decreasing), ``page_bytes`` int64 bytes of the request inside the
       page (sums to ``size_bytes`` per request).
     A request of size 0 (e.g. a flush) touches no page.
     """
@@ -73,8 +76,8 @@ class Chunk:
     page_req: np.ndarray
     page_bytes: np.ndarray
     page_size: int
-    first_request: int  # global index of this chunk's first request in the trace
-    n_ids: int  # distinct page ids seen in the trace up to and including this chunk
+    first_request: int  # global index of this segment's first request in the trace
+    n_ids: int  # distinct page ids seen in the trace up to and including this segment
 
     @property
     def n_requests(self) -> int:
@@ -118,8 +121,8 @@ class Model(ABC):
         """A fresh, empty state (picklable; deep-copyable)."""
 
     @abstractmethod
-    def replay(self, state: Any, chunk: Chunk) -> Outcomes:
-        """Run one chunk: mutate ``state``, return per-request numpy arrays."""
+    def replay(self, state: Any, segment: Segment) -> Outcomes:
+        """Run one segment: mutate ``state``, return per-request numpy arrays."""
 
     @abstractmethod
     def counters(self, state: Any) -> dict[str, int | float]:

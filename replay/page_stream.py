@@ -4,7 +4,7 @@ What-if work replays one trace through many policies and sizes; each replay used
 Parquet trace, split requests into pages and give pages dense ids (``replay.pages``) before the
 kernel ran, ~3x the kernel's own time. A page stream stores the outcome of that preparation as
 flat ``.npy`` files, so a later replay at the same page size maps them and goes straight to the
-kernel, one window of rows at a time (the rows of a chunk only: peak memory is a chunk, not the
+kernel, one window of rows at a time (the rows of a segment only: peak memory is a segment, not the
 trace).
 
 Files of a stream directory (one value per request, or per page access)::
@@ -20,10 +20,10 @@ Files of a stream directory (one value per request, or per page access)::
     page_bytes.npy    int32  per page access                 } touches exactly one page
 
 Page numbers and owning requests are derived on reading (``replay.pages.expand_pages``), and
-``Chunk.n_ids`` is the running maximum of the ids + 1 (ids are given in first-appearance order).
+``Segment.n_ids`` is the running maximum of the ids + 1 (ids are given in first-appearance order).
 Every file has a fixed 128-byte ``.npy`` header written when the stream is finished (the row count
 is known only then). ``PageStream.open`` checks the manifest, each header and each file's exact
-length; the replay checks every chunk's ids against the manifest's count before a kernel indexes
+length; the replay checks every segment's ids against the manifest's count before a kernel indexes
 with them, so a damaged stream is refused (the caller rebuilds it), never followed out of bounds.
 Where the stream lives, its key and the atomic publication are the caller's
 (``pipelines.simulate``): this module reads and writes the files of one directory.
@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.model import Chunk
-from replay.pages import expand_pages, single_page_chunk
+from replay.model import Segment
+from replay.pages import expand_pages, single_page_segment
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -75,7 +75,7 @@ def _read_header(path: Path) -> tuple[np.dtype, int]:
 
 
 class PageStreamWriter:
-    """Appends chunks (``replay.model.Chunk``, built in order by one ``ChunkBuilder``) to the
+    """Appends segments (``replay.model.Segment``, built in order by one ``SegmentBuilder``) to the
     column files of ``directory`` (an empty staging directory); ``finish`` writes the headers and
     the manifest. Nothing here is published: the caller renames the directory into place."""
 
@@ -117,32 +117,32 @@ class PageStreamWriter:
         del sizes
         self.single_page = False
 
-    def add(self, chunk: Chunk) -> None:
-        if chunk.page_size != self.page_size:
-            raise ValueError(f"page stream of {self.page_size} B pages given a chunk of {chunk.page_size} B pages")
-        if chunk.n_ids > MAX_STREAM_IDS:
-            raise ValueError(f"{chunk.n_ids} distinct pages: page streams hold at most {MAX_STREAM_IDS}")
-        single = chunk.n_pages == chunk.n_requests and (chunk.n_pages == 0 or bool(
-            (chunk.page_req == np.arange(chunk.n_requests)).all()))
+    def add(self, segment: Segment) -> None:
+        if segment.page_size != self.page_size:
+            raise ValueError(f"page stream of {self.page_size} B pages given a segment of {segment.page_size} B pages")
+        if segment.n_ids > MAX_STREAM_IDS:
+            raise ValueError(f"{segment.n_ids} distinct pages: page streams hold at most {MAX_STREAM_IDS}")
+        single = segment.n_pages == segment.n_requests and (segment.n_pages == 0 or bool(
+            (segment.page_req == np.arange(segment.n_requests)).all()))
         if self.single_page and not single:
             self._become_multi_page()
-        if not self.multi_volume and chunk.volume.size and chunk.volume.max() > 0:
+        if not self.multi_volume and segment.volume.size and segment.volume.max() > 0:
             self._open("volume", np.int32)
             step = 1 << 22
             for a in range(0, self.n_requests, step):
                 self._put("volume", np.zeros(min(step, self.n_requests - a), dtype=np.int32))
             self.multi_volume = True
         for name in ("ts_ns", "op", "offset"):
-            self._put(name, getattr(chunk, name))
-        self._put("size_bytes", chunk.size_bytes)
+            self._put(name, getattr(segment, name))
+        self._put("size_bytes", segment.size_bytes)
         if self.multi_volume:
-            self._put("volume", chunk.volume)
-        self._put("page_id", chunk.page_id)
+            self._put("volume", segment.volume)
+        self._put("page_id", segment.page_id)
         if not self.single_page:
-            self._put("page_count", chunk.pages_per_request())
-            self._put("page_bytes", chunk.page_bytes)
-        self.n_requests += chunk.n_requests
-        self.n_pages += chunk.n_pages
+            self._put("page_count", segment.pages_per_request())
+            self._put("page_bytes", segment.page_bytes)
+        self.n_requests += segment.n_requests
+        self.n_pages += segment.n_pages
 
     def finish(self, n_ids: int, volumes: Sequence[str], source: dict) -> None:
         """Write every header with its final length, then the manifest (the stream's last file)."""
@@ -205,16 +205,16 @@ class PageStream:
     def _window(self, name: str, start: int, stop: int) -> np.ndarray:
         """Values [start, stop) of column ``name``: one read of only these rows into a new,
         writable array (the dtypes and flags the compiled kernels were built for), so peak
-        memory is one chunk whatever the trace's length."""
+        memory is one segment whatever the trace's length."""
         dt = np.dtype(self.columns[name])
         if stop <= start:
             return np.zeros(0, dtype=dt)
         return np.fromfile(self.dir / f"{name}.npy", dtype=dt, count=stop - start,
                            offset=HEADER_BYTES + start * dt.itemsize)
 
-    def chunks(self, batch_rows: int) -> Iterator[Chunk]:
-        """The stream as ``Chunk`` objects of at most ``batch_rows`` requests, with the dtypes of
-        ``replay.model.Chunk`` (the same chunks a ``ChunkBuilder`` makes from the trace)."""
+    def segments(self, batch_rows: int) -> Iterator[Segment]:
+        """The stream as ``Segment`` objects of at most ``batch_rows`` requests, with the dtypes of
+        ``replay.model.Segment`` (the same segments a ``SegmentBuilder`` makes from the trace)."""
         shift = self.page_size.bit_length() - 1
         n_ids = 0
         page_at = 0
@@ -226,7 +226,7 @@ class PageStream:
                       else np.zeros(b - a, dtype=np.int32))
             if self.single_page:
                 n_pages = b - a
-                page_req, page_no, page_bytes = single_page_chunk(offset, size_bytes, shift)
+                page_req, page_no, page_bytes = single_page_segment(offset, size_bytes, shift)
             else:
                 counts = self._window("page_count", a, b)
                 n_pages = int(counts.sum(dtype=np.int64))
@@ -241,7 +241,7 @@ class PageStream:
                     raise StreamError(f"{self.dir}: page id {lo if lo < 0 else hi} outside 0..{self.n_ids - 1}")
                 n_ids = max(n_ids, hi + 1)
             page_at += n_pages
-            yield Chunk(ts_ns=self._window("ts_ns", a, b), op=self._window("op", a, b), volume=volume,
+            yield Segment(ts_ns=self._window("ts_ns", a, b), op=self._window("op", a, b), volume=volume,
                         offset=offset, size_bytes=size_bytes, page_id=page_id, page_no=page_no, page_req=page_req,
                         page_bytes=page_bytes, page_size=self.page_size, first_request=a, n_ids=n_ids)
         if page_at != self.n_pages:

@@ -9,8 +9,8 @@ touch no page.
 
 A page key packs (volume id, page number) into one non-negative int64:
 ``volume_id << PAGE_BITS | page_no``; ``replay.ids.IdMap`` turns keys into dense ids.
-``ChunkBuilder`` carries the volume dictionary, the id map and the request counter across the
-frames of a trace, so chunks built one after another share one id space (chunked replay).
+``SegmentBuilder`` carries the volume dictionary, the id map and the request counter across the
+frames of a trace, so segments built one after another share one id space (segmented replay).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import polars as pl
 
 from replay.ids import IdMap
 from replay.jit import njit
-from replay.model import Chunk
+from replay.model import Segment
 from schemas.trace import OP_WRITE, OPS
 
 MIN_PAGE_SIZE = 512
@@ -112,27 +112,27 @@ def expand_pages(offset: np.ndarray, counts: np.ndarray, shift: int) -> tuple[np
     return page_req, page_no
 
 
-def single_page_chunk(offset: np.ndarray, size_bytes: np.ndarray, shift: int):
+def single_page_segment(offset: np.ndarray, size_bytes: np.ndarray, shift: int):
     """(page_req, page_no, page_bytes) when every request touches exactly one page."""
     return np.arange(offset.shape[0], dtype=np.int64), offset >> shift, size_bytes
 
 
-def chunk_head(chunk: Chunk, n: int) -> Chunk:
-    """The first ``n`` requests of ``chunk`` and their page accesses (``n_ids`` kept: ids stay
+def segment_head(segment: Segment, n: int) -> Segment:
+    """The first ``n`` requests of ``segment`` and their page accesses (``n_ids`` kept: ids stay
     below it)."""
-    cut = int(np.searchsorted(chunk.page_req, n))
-    return Chunk(ts_ns=chunk.ts_ns[:n], op=chunk.op[:n], volume=chunk.volume[:n], offset=chunk.offset[:n],
-                 size_bytes=chunk.size_bytes[:n], page_id=chunk.page_id[:cut], page_no=chunk.page_no[:cut],
-                 page_req=chunk.page_req[:cut], page_bytes=chunk.page_bytes[:cut], page_size=chunk.page_size,
-                 first_request=chunk.first_request, n_ids=chunk.n_ids)
+    cut = int(np.searchsorted(segment.page_req, n))
+    return Segment(ts_ns=segment.ts_ns[:n], op=segment.op[:n], volume=segment.volume[:n], offset=segment.offset[:n],
+                 size_bytes=segment.size_bytes[:n], page_id=segment.page_id[:cut], page_no=segment.page_no[:cut],
+                 page_req=segment.page_req[:cut], page_bytes=segment.page_bytes[:cut], page_size=segment.page_size,
+                 first_request=segment.first_request, n_ids=segment.n_ids)
 
 
-def chunk_page_keys(chunk: Chunk) -> np.ndarray:
-    """Page keys (volume id and page number packed, as ``ChunkBuilder`` makes them) of every page
-    access of ``chunk``."""
-    if chunk.volume.size and chunk.volume.max() == 0:
-        return chunk.page_no
-    return (chunk.volume[chunk.page_req].astype(np.int64) << PAGE_BITS) | chunk.page_no
+def segment_page_keys(segment: Segment) -> np.ndarray:
+    """Page keys (volume id and page number packed, as ``SegmentBuilder`` makes them) of every page
+    access of ``segment``."""
+    if segment.volume.size and segment.volume.max() == 0:
+        return segment.page_no
+    return (segment.volume[segment.page_req].astype(np.int64) << PAGE_BITS) | segment.page_no
 
 
 def _op_codes(op: pl.Series) -> np.ndarray:
@@ -149,8 +149,8 @@ def _op_codes(op: pl.Series) -> np.ndarray:
 
 
 @dataclass
-class ChunkBuilder:
-    """Turns canonical request frames, in global time order, into ``Chunk`` objects sharing one
+class SegmentBuilder:
+    """Turns canonical request frames, in global time order, into ``Segment`` objects sharing one
     dense id space. Picklable state: the volume dictionary, the ``IdMap`` and the request count."""
 
     page_size: int
@@ -205,11 +205,11 @@ class ChunkBuilder:
             return keys[access], split.page_bytes[access]
         return keys, split.page_bytes
 
-    def build(self, df: pl.DataFrame) -> Chunk:
-        """One chunk from a frame with columns ts_ns, volume, op, offset, size (others ignored)."""
+    def build(self, df: pl.DataFrame) -> Segment:
+        """One segment from a frame with columns ts_ns, volume, op, offset, size (others ignored)."""
         offset, size_bytes, volume, split, keys = self._split(df)
         page_id = self.ids.assign(keys)
-        chunk = Chunk(
+        segment = Segment(
             ts_ns=df["ts_ns"].cast(pl.Int64).to_numpy(),
             op=_op_codes(df["op"]),
             volume=volume,
@@ -224,4 +224,4 @@ class ChunkBuilder:
             n_ids=self.ids.n_ids,
         )
         self.n_requests += df.height
-        return chunk
+        return segment

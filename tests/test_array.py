@@ -1,5 +1,5 @@
 """The DRAM cache in the array model, on hand-worked cases: coalescing, watermark flushing, forced
-flushing (FLARE) against throttling (MCx), closed loop, and chunked replay = one pass."""
+flushing (FLARE) against throttling (MCx), closed loop, and segmented replay = one pass."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pickle
 import numpy as np
 import polars as pl
 import pytest
-from test_backend import assert_chunking_invariant, replay_rows
+from test_backend import assert_segmenting_invariant, replay_rows
 
 from replay.array import REC_ROWS_MAX, RECORD_KINDS, ArrayModel
 from replay.events import N_REC
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 from replay.scenario import loads
 
 FLARE_SMALL = """
@@ -171,7 +171,7 @@ def test_closed_loop_issues_when_the_earliest_outstanding_completes():
 
 
 @pytest.mark.parametrize("mode, closed", [("flare", False), ("mcx", False), ("mcx", True), ("flare", True)])
-def test_chunked_replay_equals_one_pass(mode, closed):
+def test_segmented_replay_equals_one_pass(mode, closed):
     rng = np.random.default_rng(7)
     n = 6000
     ops = rng.choice(["read", "write", "write", "trim"], n, p=[0.45, 0.25, 0.25, 0.05])
@@ -184,14 +184,14 @@ def test_chunked_replay_equals_one_pass(mode, closed):
     sc = loads(two_groups(mode, idle_flush=2), "ch.toml")
     if closed:
         sc = sc.with_replay(mode="closed", outstanding=8)
-    c1 = assert_chunking_invariant(sc, rows, (1, 17, 999))
+    c1 = assert_segmenting_invariant(sc, rows, (1, 17, 999))
     assert c1["flush_ops"] > 100 and c1["trimmed_pages"] > 0  # the case exercises flushing and trims
     if mode == "flare" and not closed:
         assert c1["idle_flush_ops"] > 0
 
 
-def test_records_kept_in_order_when_the_buffer_fills_mid_chunk():
-    """A chunk whose records overflow the record buffer (started at 128 rows here) makes the
+def test_records_kept_in_order_when_the_buffer_fills_mid_segment():
+    """A segment whose records overflow the record buffer (started at 128 rows here) makes the
     kernel stop, the rows move out and the buffer double; the drained records and the outcomes
     equal those of a run whose buffer never filled."""
     rng = np.random.default_rng(11)
@@ -205,7 +205,7 @@ def test_records_kept_in_order_when_the_buffer_fills_mid_chunk():
     m = ArrayModel(sc)
     st = m.new_state()
     st.rec = np.zeros((128, N_REC), dtype=np.int64)
-    b = ChunkBuilder(sc.dram.page_bytes)
+    b = SegmentBuilder(sc.dram.page_bytes)
     ch = b.build(pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row"))
     st.volume_names = list(b.volumes)
     out2 = m.replay(st, ch)
@@ -231,17 +231,17 @@ def test_outcome_arrays_are_reused_only_once_the_caller_let_them_go():
     sc = loads(two_groups("mcx"), "s.toml")
     m = ArrayModel(sc)
     st = m.new_state()
-    b = ChunkBuilder(sc.dram.page_bytes)
-    chunks = [b.build(df.slice(i, 1000)) for i in range(0, n, 1000)]
+    b = SegmentBuilder(sc.dram.page_bytes)
+    segments = [b.build(df.slice(i, 1000)) for i in range(0, n, 1000)]
     st.volume_names = list(b.volumes)
-    kept = m.replay(st, chunks[0])
+    kept = m.replay(st, segments[0])
     kept_copy = {k: v.copy() for k, v in kept.items()}
-    second = m.replay(st, chunks[1])
+    second = m.replay(st, segments[1])
     assert not np.shares_memory(kept["done_ns"], second["done_ns"])
     assert all(np.array_equal(kept[k], kept_copy[k]) for k in kept)  # untouched by the second replay
     addr = second["arrival_ns"].ctypes.data
     del second
-    third = m.replay(st, chunks[2])
+    third = m.replay(st, segments[2])
     assert third["arrival_ns"].ctypes.data == addr  # the released buffer, reused
     assert all(np.array_equal(kept[k], kept_copy[k]) for k in kept)
     clone = pickle.loads(pickle.dumps(m))  # spare buffers are not part of the model
@@ -264,7 +264,7 @@ def test_raise_outstanding_mid_run_like_an_iometer_ramp():
     sc = loads(two_groups("mcx"), "r.toml").with_replay(mode="closed", outstanding=2)
     m = ArrayModel(sc)
     st = m.new_state()
-    b = ChunkBuilder(sc.dram.page_bytes)
+    b = SegmentBuilder(sc.dram.page_bytes)
     rows = [(0, "app", "read", i * 65536, 8192) for i in range(10)]
     df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
     first = m.replay(st, b.build(df.slice(0, 4)))

@@ -9,7 +9,7 @@ import pytest
 from replay import backend as be
 from replay import queueing as qk
 from replay.array import ArrayModel
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 from replay.scenario import load, loads
 
 MS = 1_000_000
@@ -40,17 +40,17 @@ raid_groups = ["rg0"]
 """
 
 
-def replay_rows(sc, rows, chunk_rows=None):
-    """rows: (ts_ns, volume, op, offset, size); ``chunk_rows``: rows per chunk or a list of chunk
+def replay_rows(sc, rows, segment_rows=None):
+    """rows: (ts_ns, volume, op, offset, size); ``segment_rows``: rows per segment or a list of segment
     boundaries; returns model, state, outcomes, records."""
     df = pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row")
     m = ArrayModel(sc)
     st = m.new_state()
-    b = ChunkBuilder(sc.dram.page_bytes)
-    if isinstance(chunk_rows, list):  # chunk boundaries (row indexes)
-        cuts = [0, *chunk_rows, df.height]
+    b = SegmentBuilder(sc.dram.page_bytes)
+    if isinstance(segment_rows, list):  # segment boundaries (row indexes)
+        cuts = [0, *segment_rows, df.height]
     else:
-        cuts = [*range(0, df.height, chunk_rows or df.height), df.height]
+        cuts = [*range(0, df.height, segment_rows or df.height), df.height]
     outs = []
     for i, j in zip(cuts[:-1], cuts[1:], strict=True):
         ch = b.build(df.slice(i, j - i))
@@ -60,16 +60,16 @@ def replay_rows(sc, rows, chunk_rows=None):
     return m, st, out, m.drain_records(st)
 
 
-def assert_chunking_invariant(sc, rows, chunkings) -> dict:
-    """Replays ``rows`` in one pass and in each of ``chunkings`` (rows per chunk or boundary
+def assert_segmenting_invariant(sc, rows, segmentings) -> dict:
+    """Replays ``rows`` in one pass and in each of ``segmentings`` (rows per segment or boundary
     lists): outcomes, records and counters must be identical. Returns the one-pass counters."""
     m1, st1, out1, rec1 = replay_rows(sc, rows)
-    for chunk_rows in chunkings:
-        m2, st2, out2, rec2 = replay_rows(sc, rows, chunk_rows=chunk_rows)
+    for segment_rows in segmentings:
+        m2, st2, out2, rec2 = replay_rows(sc, rows, segment_rows=segment_rows)
         for k in out1:
-            assert np.array_equal(out1[k], out2[k]), (chunk_rows, k)
+            assert np.array_equal(out1[k], out2[k]), (segment_rows, k)
         for k in rec1:
-            assert np.array_equal(rec1[k], rec2[k]), (chunk_rows, k)
+            assert np.array_equal(rec1[k], rec2[k]), (segment_rows, k)
         assert m1.counters(st1) == m2.counters(st2)
     return m1.counters(st1)
 

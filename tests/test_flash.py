@@ -11,7 +11,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from test_backend import assert_chunking_invariant, replay_rows
+from test_backend import assert_segmenting_invariant, replay_rows
 from typer.testing import CliRunner
 
 from pipelines.cli import app
@@ -195,7 +195,7 @@ def test_chunked_replay_equals_one_pass_across_the_cliff(closed):
     if closed:
         sc = sc.with_replay(mode="closed", outstanding=64)
     boundaries = sorted(rng.choice(np.arange(1, n), 40, replace=False).tolist())
-    c = assert_chunking_invariant(sc, rows, (1, 17, 999, boundaries))
+    c = assert_segmenting_invariant(sc, rows, (1, 17, 999, boundaries))
     assert 0 < c["flash_cliff_req"] < n and c["flash_gc_waits"] > 100 and c["flash_reads"] > 1000
 
 

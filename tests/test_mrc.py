@@ -23,7 +23,7 @@ from replay.mrc import (
     candidates,
     default_sizes,
 )
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 from traces import synth
 
 PAGE = 4096
@@ -58,16 +58,16 @@ def test_exact_curve_equals_lru_at_every_size(traces, name):
     assert rows.schema == pl.Schema(MRC_SCHEMA)
     assert rows.height >= 15 and (rows["method"] == "exact").all()
     assert rows["hit_ratio"].is_sorted() and rows["cache_bytes"].is_sorted()
-    chunk = ChunkBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
+    segment = SegmentBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
     for r in rows.iter_rows(named=True):
         model = cache_model("lru", r["cache_bytes"], PAGE)
         state = model.new_state()
-        model.replay(state, chunk)
+        model.replay(state, segment)
         c = model.counters(state)
         assert r["hit_ratio"] == c["hit_ratio"], r
         assert r["byte_hit_ratio"] == c["byte_hit_ratio"], r
     # the largest default size is the footprint: every re-access hits
-    assert rows["hit_ratio"][-1] == pytest.approx(1 - chunk.n_ids / chunk.n_pages)
+    assert rows["hit_ratio"][-1] == pytest.approx(1 - segment.n_ids / segment.n_pages)
     assert (d / "results" / "mrc" / trace.trace_id / "exact-4096.parquet").is_file()
 
 
@@ -97,16 +97,16 @@ def test_byte_hit_ratio_hand_worked():
     # request 2: 4 KiB at offset 4 KiB -> page 1, distance 1: a hit in any cache >= 1 page.
     df = pl.DataFrame({"ts_ns": [0, 1], "volume": ["v", "v"], "op": ["read", "write"],
                        "offset": [2048, 4096], "size": [6144, 4096]})
-    chunk = ChunkBuilder(PAGE).build(df)
-    assert chunk.page_no.tolist() == [0, 1, 1] and chunk.page_bytes.tolist() == [2048, 4096, 4096]
+    segment = SegmentBuilder(PAGE).build(df)
+    assert segment.page_no.tolist() == [0, 1, 1] and segment.page_bytes.tolist() == [2048, 4096, 4096]
     sd = StackDistances()
-    sd.update(chunk.page_id, chunk.page_bytes)
+    sd.update(segment.page_id, segment.page_bytes)
     hr, bhr = sd.hit_ratios([1, 2])
     assert hr.tolist() == [1 / 3, 1 / 3]
     assert bhr.tolist() == [4096 / 10240, 4096 / 10240]
     model = cache_model("lru", PAGE, PAGE)
     state = model.new_state()
-    out = model.replay(state, chunk)
+    out = model.replay(state, segment)
     assert out["hit_pages"].tolist() == [0, 1] and out["hit_bytes"].tolist() == [0, 4096]
     assert out["hit"].tolist() == [False, True]
     assert model.counters(state)["byte_hit_ratio"] == 0.4
@@ -200,7 +200,7 @@ def test_averaged_shards_are_disjoint_samples_of_one_hash():
     avg1.update(keys, nbytes)
     assert np.array_equal(avg1.hit_ratios([100, 1000])[0], one.hit_ratios([100, 1000])[0])
     avg = AveragedShards(rate=0.01, seeds=2)
-    for part in np.array_split(np.arange(keys.shape[0]), 5):  # chunked: the same state as one pass
+    for part in np.array_split(np.arange(keys.shape[0]), 5):  # segmented: the same state as one pass
         avg.update(keys[part], nbytes[part])
     # the two halves of the 2 % sample, page for page
     sampled = [set(keys[p.ids.lookup(keys) >= 0].tolist()) for p in avg.parts]

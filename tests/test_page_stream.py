@@ -1,5 +1,5 @@
-"""Page streams (replay/page_stream.py, pipelines.simulate.TraceChunks): results are identical with
-and without the stream and whatever the chunking; the stream is invalidated with the trace and by
+"""Page streams (replay/page_stream.py, pipelines.simulate.TraceSegments): results are identical with
+and without the stream and whatever the segmenting; the stream is invalidated with the trace and by
 a code change; damaged, partial and interrupted streams are never used and are written again."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pipelines.ingest import ingest_file
 from replay.intervals import CacheIntervals, IntervalAggregator, outcome_frame
 from replay.kernels import cache_model
 from replay.page_stream import HEADER_BYTES, PageStream, StreamError
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 from schemas.trace import ARROW_SCHEMA
 
 PAGE = 4096
@@ -64,15 +64,15 @@ def _run_both(trace, d, batch_rows, page_stream=True):
     return s, intervals, curve
 
 
-def test_results_identical_with_and_without_the_stream_and_any_chunking(mixed, tmp_path):
+def test_results_identical_with_and_without_the_stream_and_any_segmenting(mixed, tmp_path):
     d, trace = mixed
     without = _run_both(trace, tmp_path / "a", 1 << 20, page_stream=False)
     assert _streams(trace) == []
     first = _run_both(trace, tmp_path / "b", 700)  # builds and writes the stream
     (stream_dir,) = _streams(trace)
     assert stream_dir.name.startswith(f"{PAGE}-")
-    assert sim.TraceChunks(trace, PAGE).from_stream
-    again = _run_both(trace, tmp_path / "c", 333)  # from the stream, other chunk boundaries
+    assert sim.TraceSegments(trace, PAGE).from_stream
+    again = _run_both(trace, tmp_path / "c", 333)  # from the stream, other segment boundaries
     for other in (first, again):
         assert other[0] == without[0]
         assert other[1].equals(without[1])
@@ -85,13 +85,13 @@ def test_results_identical_with_and_without_the_stream_and_any_chunking(mixed, t
     assert shards[0].equals(sim.mrc(trace, None, PAGE, sizes=[64 * PAGE, 512 * PAGE], method="shards", rate=0.2))
 
 
-def test_stream_chunks_equal_the_builders(mixed):
+def test_stream_segments_equal_the_builders(mixed):
     d, trace = mixed
     sim.simulate(trace, None, "lru", 100 * PAGE, PAGE, interval=None)
     stream = PageStream(_streams(trace)[0])
     assert not stream.single_page and stream.multi_volume and sorted(stream.volumes) == ["v0", "v1"]
-    built = ChunkBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
-    (got,) = list(stream.chunks(1 << 20))
+    built = SegmentBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
+    (got,) = list(stream.segments(1 << 20))
     for name in ("ts_ns", "op", "volume", "offset", "size_bytes", "page_id", "page_no", "page_req", "page_bytes"):
         a, b = getattr(got, name), getattr(built, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
@@ -127,7 +127,7 @@ def test_stream_is_invalidated_with_the_trace_and_by_a_code_change(tmp_path, mon
     # stream is not read and is replaced by the new one
     newer = type(trace)(trace.trace_id, trace.path, {**trace.manifest, "reader_version": "0123456789abcdef"})
     assert sim.page_stream_dir(newer, PAGE) != old
-    assert not sim.TraceChunks(newer, PAGE).from_stream
+    assert not sim.TraceSegments(newer, PAGE).from_stream
     monkeypatch.setattr(sim, "STREAM_CODE", (*sim.STREAM_CODE, "replay.kernels"))
     assert sim.page_stream_dir(trace, PAGE) != old
     sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
@@ -158,7 +158,7 @@ def _damage_missing(d):
 
 
 def _damage_page_ids(d):
-    """Same length, ids beyond the distinct count: only seen while the chunks are read."""
+    """Same length, ids beyond the distinct count: only seen while the segments are read."""
     p = d / "page_id.npy"
     ids = np.fromfile(p, dtype=np.int32, offset=HEADER_BYTES)
     ids[len(ids) // 2] = 1 << 30
@@ -180,10 +180,10 @@ def test_damaged_stream_is_ignored_and_written_again(tmp_path, damage):
             PageStream(d)
     else:
         with pytest.raises(StreamError, match="outside"):
-            list(PageStream(d).chunks(1000))
+            list(PageStream(d).segments(1000))
     assert sim.simulate(trace, None, "s3fifo", 100 * PAGE, PAGE, interval="10s", batch_rows=1000) == ref
     (d2,) = _streams(trace)  # rewritten, now whole
-    assert list(PageStream(d2).chunks(1 << 20))[0].n_requests == 3000
+    assert list(PageStream(d2).segments(1 << 20))[0].n_requests == 3000
     assert sim.simulate(trace, None, "s3fifo", 100 * PAGE, PAGE, interval="10s") == ref
 
 
@@ -198,26 +198,26 @@ def test_interrupted_first_run_leaves_no_stream(tmp_path):
         sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None, batch_rows=500, progress=stop)
     root = trace.path / PAGES_DIR
     assert list(root.iterdir()) == []  # neither a stream nor its staging directory
-    assert not sim.TraceChunks(trace, PAGE).from_stream
+    assert not sim.TraceSegments(trace, PAGE).from_stream
     ref = sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None, page_stream=False)
     assert sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None) == ref
-    assert sim.TraceChunks(trace, PAGE).from_stream
+    assert sim.TraceSegments(trace, PAGE).from_stream
 
 
 def test_cache_intervals_equal_the_polars_group_by():
     df = _requests(1, 5000).drop("latency_ns", "src_line")
     model = cache_model("lru", 200 * PAGE, PAGE)
     state = model.new_state()
-    builder = ChunkBuilder(PAGE)
+    builder = SegmentBuilder(PAGE)
     compiled, grouped = CacheIntervals("7s"), IntervalAggregator("7s")
     sparse, sparse_ref = CacheIntervals(1000), IntervalAggregator(1000)  # far more windows than requests
     for a in range(0, df.height, 900):
-        chunk = builder.build(df.slice(a, 900))
-        out = model.replay(state, chunk)
-        compiled.add_outcomes(chunk, out)
-        grouped.add(outcome_frame(chunk, out))
-        sparse.add_outcomes(chunk, out)
-        sparse_ref.add(outcome_frame(chunk, out))
+        segment = builder.build(df.slice(a, 900))
+        out = model.replay(state, segment)
+        compiled.add_outcomes(segment, out)
+        grouped.add(outcome_frame(segment, out))
+        sparse.add_outcomes(segment, out)
+        sparse_ref.add(outcome_frame(segment, out))
     r = compiled.result()
     assert r.equals(grouped.result())
     assert sparse.result().equals(sparse_ref.result())
@@ -227,22 +227,22 @@ def test_cache_intervals_equal_the_polars_group_by():
 @pytest.mark.parametrize("one_page", [True, False])
 def test_replay_into_intervals_equals_replay_then_add_outcomes(one_page):
     """The fused pass (totals and window sums from the hit flags, one-page requests) against the
-    per-request outcomes path; multi-page chunks take the latter inside replay_into too."""
+    per-request outcomes path; multi-page segments take the latter inside replay_into too."""
     df = _requests(3, 6000).drop("latency_ns", "src_line")
     if one_page:  # aligned 4 KiB requests (trims kept, flushes of size 0 dropped: they touch no page)
         df = df.filter(pl.col("size") > 0).with_columns(offset=pl.col("offset") // PAGE * PAGE,
                                                          size=pl.lit(PAGE, pl.Int32))
     model = cache_model("lru", 300 * PAGE, PAGE)
     fused_state, ref_state = model.new_state(), model.new_state()
-    builder = ChunkBuilder(PAGE)
+    builder = SegmentBuilder(PAGE)
     fused, ref = CacheIntervals("5s"), CacheIntervals("5s")
     taken = []
     for a in range(0, df.height, 1300):
-        chunk = builder.build(df.slice(a, 1300))
-        taken.append(CacheIntervals("5s").add_hits(chunk, model.page_hits(model.new_state(), chunk),
+        segment = builder.build(df.slice(a, 1300))
+        taken.append(CacheIntervals("5s").add_hits(segment, model.page_hits(model.new_state(), segment),
                                                    np.zeros(11, dtype=np.int64)))
-        model.replay_into(fused_state, chunk, fused)
-        ref.add_outcomes(chunk, model.replay(ref_state, chunk))
+        model.replay_into(fused_state, segment, fused)
+        ref.add_outcomes(segment, model.replay(ref_state, segment))
     assert taken == [one_page] * len(taken)
     assert model.counters(fused_state) == model.counters(ref_state)
     assert fused.result().equals(ref.result())
@@ -268,7 +268,7 @@ def test_a_stream_that_cannot_be_written_costs_the_stream_not_the_replay(tmp_pat
     trace = _ingest(tmp_path, _requests(6, 3000))
     ref = sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval="10s", page_stream=False)
 
-    def full(self, chunk):
+    def full(self, segment):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(sim.PageStreamWriter, "add", full)
@@ -288,15 +288,15 @@ def test_max_requests_cuts_the_trace_and_writes_no_stream(mixed, tmp_path):
     """What the array replay's --requests needs: the first N requests, from the stream or not."""
     d, trace = mixed
     reqs = pl.concat(list(sim.read_frames(trace))).head(2500)
-    want = ChunkBuilder(PAGE).build(reqs)
+    want = SegmentBuilder(PAGE).build(reqs)
     fresh = _ingest(tmp_path, _requests(5, 6000))
     for t in (fresh, trace):  # without a stream (none is written), then from the fixture's
         sim.simulate(trace, None, "lru", 64 * PAGE, PAGE, interval=None)
-        chunks = list(sim.TraceChunks(t, PAGE, batch_rows=1000, max_requests=2500))
-        assert [c.n_requests for c in chunks] == [1000, 1000, 500]
+        segments = list(sim.TraceSegments(t, PAGE, batch_rows=1000, max_requests=2500))
+        assert [c.n_requests for c in segments] == [1000, 1000, 500]
         for name in ("ts_ns", "op", "offset", "page_id", "page_req", "page_bytes"):
             got = np.concatenate([getattr(c, name) + (c.first_request if name == "page_req" else 0)
-                                  for c in chunks])
+                                  for c in segments])
             assert np.array_equal(got, getattr(want, name)), name
     assert _streams(fresh) == []
 

@@ -1,5 +1,5 @@
-"""Chunked replay = one pass, bit for bit, for every kernel and for both curve methods, with
-random chunk boundaries (hypothesis); states survive pickling mid-trace."""
+"""Segmented replay = one pass, bit for bit, for every kernel and for both curve methods, with
+random segment boundaries (hypothesis); states survive pickling mid-trace."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from replay.kernels import POLICIES, cache_model
 from replay.mrc import Shards, StackDistances
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 
 PAGE = 4096
 
@@ -38,8 +38,8 @@ def _cuts(n: int, fractions: list[float]) -> list[int]:
     return sorted({0, n, *(int(f * n) for f in fractions)})
 
 
-def _chunks(df: pl.DataFrame, cuts: list[int]):
-    builder = ChunkBuilder(PAGE)
+def _segments(df: pl.DataFrame, cuts: list[int]):
+    builder = SegmentBuilder(PAGE)
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
         yield builder.build(df.slice(a, b - a))
 
@@ -47,16 +47,16 @@ def _chunks(df: pl.DataFrame, cuts: list[int]):
 @settings(max_examples=20, deadline=None)
 @given(fractions=st.lists(st.floats(0.0, 1.0), max_size=6), policy=st.sampled_from(sorted(POLICIES)),
        capacity=st.sampled_from([20, 64, 500, 5000]))
-def test_kernels_chunked_equal_one_pass(fractions, policy, capacity):
+def test_kernels_segmented_equal_one_pass(fractions, policy, capacity):
     model = cache_model(policy, capacity * PAGE, PAGE)
     one = model.new_state()
-    whole = model.replay(one, next(_chunks(REQS, [0, REQS.height])))
+    whole = model.replay(one, next(_segments(REQS, [0, REQS.height])))
     state = model.new_state()
     parts = []
-    for k, chunk in enumerate(_chunks(REQS, _cuts(REQS.height, fractions))):
+    for k, segment in enumerate(_segments(REQS, _cuts(REQS.height, fractions))):
         if k == 1:  # carry the state through a pickle round trip and a deep copy
             state = copy.deepcopy(pickle.loads(pickle.dumps(state)))
-        parts.append(model.replay(state, chunk))
+        parts.append(model.replay(state, segment))
     for key, arr in whole.items():
         assert np.array_equal(np.concatenate([p[key] for p in parts]), arr), key
     assert model.counters(state) == model.counters(one)
@@ -68,20 +68,20 @@ def test_kernels_chunked_equal_one_pass(fractions, policy, capacity):
 
 @settings(max_examples=15, deadline=None)
 @given(fractions=st.lists(st.floats(0.0, 1.0), max_size=6))
-def test_curves_chunked_equal_one_pass(fractions):
+def test_curves_segmented_equal_one_pass(fractions):
     def run(cuts):
         sd = StackDistances()
         sh = Shards(rate=0.1)
         shm = Shards(rate=1.0, max_pages=300)
-        builder = ChunkBuilder(PAGE)
-        key_builder = ChunkBuilder(PAGE)
+        builder = SegmentBuilder(PAGE)
+        key_builder = SegmentBuilder(PAGE)
         for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
             if k == 1:  # every piece of state survives a pickle round trip mid-trace
                 sd, sh, shm, builder, key_builder = pickle.loads(pickle.dumps((sd, sh, shm, builder, key_builder)))
             part = REQS.slice(a, b - a)
-            chunk = builder.build(part)
-            acc = chunk.op[chunk.page_req] <= 1
-            sd.update(chunk.page_id[acc], chunk.page_bytes[acc], n_ids=chunk.n_ids)
+            segment = builder.build(part)
+            acc = segment.op[segment.page_req] <= 1
+            sd.update(segment.page_id[acc], segment.page_bytes[acc], n_ids=segment.n_ids)
             keys, nbytes = key_builder.page_keys(part)
             sh.update(keys, nbytes)
             shm.update(keys, nbytes)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from pipelines.cli import app
 from pipelines.ingest import ingest_file
 from replay.kernels import cache_model
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 from replay.version import CACHE_MODEL, model_version
 from traces import synth
 
@@ -33,7 +33,7 @@ def trace(tmp_path_factory):
 def _oracle(df: pl.DataFrame, policy: str, cache_bytes: int) -> dict:
     model = cache_model(policy, cache_bytes, 4096)
     state = model.new_state()
-    model.replay(state, ChunkBuilder(4096).build(df))
+    model.replay(state, SegmentBuilder(4096).build(df))
     return model.counters(state)
 
 

@@ -1,4 +1,4 @@
-"""Per-interval metrics: hand-worked sums and ratios, keys, and chunk boundaries inside intervals."""
+"""Per-interval metrics: hand-worked sums and ratios, keys, and segment boundaries inside intervals."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from replay.intervals import (
     outcome_frame,
 )
 from replay.kernels import cache_model
-from replay.pages import ChunkBuilder
+from replay.pages import SegmentBuilder
 
 S = 1_000_000_000
 
@@ -36,11 +36,11 @@ def _run(cuts, **kw):
     df = _reqs()
     model = cache_model("lru", 2 * 4096, 4096)
     state = model.new_state()
-    builder = ChunkBuilder(4096)
+    builder = SegmentBuilder(4096)
     agg = IntervalAggregator(**kw)
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        chunk = builder.build(df.slice(a, b - a))
-        agg.add(outcome_frame(chunk, model.replay(state, chunk)))
+        segment = builder.build(df.slice(a, b - a))
+        agg.add(outcome_frame(segment, model.replay(state, segment)))
     return agg.result()
 
 
@@ -56,7 +56,7 @@ def test_minute_intervals_hand_worked():
     assert r["read_bytes"].to_list() == [12288, 8192, 0] and r["write_bytes"].to_list() == [4096, 0, 0]
 
 
-def test_chunk_boundary_inside_interval_and_keys():
+def test_segment_boundary_inside_interval_and_keys():
     assert _run([0, 1, 2, 4, 6]).equals(_run([0, 6]))
     r = _run([0, 2, 6], interval="30s", by=["volume"]).sort("interval_start_ns", "volume")
     assert r.select("interval_start_ns", "volume", "requests", "hits").rows() == [
@@ -67,24 +67,24 @@ def test_custom_sums_and_errors():
     agg = IntervalAggregator("1min", sums={"n": pl.len().cast(pl.Int64), "big": (pl.col("size_bytes") > 4096).sum()},
                              ratios={"big_share": ("big", "n")})
     df = _reqs()
-    chunk = ChunkBuilder(4096).build(df)
-    agg.add(outcome_frame(chunk, {}))
+    segment = SegmentBuilder(4096).build(df)
+    agg.add(outcome_frame(segment, {}))
     assert agg.result()["big_share"].to_list() == [1 / 3, 0.0, 0.0]
     with pytest.raises(ValueError, match="ratio 'x' uses 'hits'"):
         IntervalAggregator(sums={"n": pl.len()}, ratios={"x": ("hits", "n")})
     with pytest.raises(ValueError, match="not a duration"):
         IntervalAggregator("soon")
     with pytest.raises(ValueError, match="has 1 values for 6 requests"):
-        outcome_frame(chunk, {"hit": chunk.op[:1]})
+        outcome_frame(segment, {"hit": segment.op[:1]})
 
 
 def test_coarsen_equals_summing_at_the_coarse_interval():
-    """Summed at 10 s and re-cut to 30 s after the first chunk == summed at 30 s throughout;
+    """Summed at 10 s and re-cut to 30 s after the first segment == summed at 30 s throughout;
     a non-multiple is refused."""
     df = _reqs()
     model = cache_model("lru", 2 * 4096, 4096)
     state = model.new_state()
-    builder = ChunkBuilder(4096)
+    builder = SegmentBuilder(4096)
     agg = IntervalAggregator("10s", by=["volume"])
     agg.add(outcome_frame(c := builder.build(df.slice(0, 3)), model.replay(state, c)))
     agg.coarsen(30 * S)

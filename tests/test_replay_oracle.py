@@ -16,8 +16,8 @@ from pipelines.catalog import find_trace
 from pipelines.ingest import ingest_file
 from pipelines.simulate import read_frames
 from replay.kernels import POLICIES, cache_model
-from replay.model import Chunk
-from replay.pages import ChunkBuilder
+from replay.model import Segment
+from replay.pages import SegmentBuilder
 from traces import synth
 
 try:
@@ -51,22 +51,22 @@ def libcachesim_hits(policy: str, page_ids: np.ndarray, capacity_pages: int, pat
     return int(round((1.0 - miss_ratio) * len(page_ids)))
 
 
-def ours_hits(policy: str, chunk: Chunk, capacity_pages: int) -> int:
+def ours_hits(policy: str, segment: Segment, capacity_pages: int) -> int:
     model = cache_model(policy, capacity_pages * PAGE, PAGE)
     state = model.new_state()
-    model.replay(state, chunk)
+    model.replay(state, segment)
     return model.counters(state)["hits"]
 
 
-def ingested_chunk(data_dir, path, fmt=None) -> Chunk:
+def ingested_segment(data_dir, path, fmt=None) -> Segment:
     res = ingest_file(path, data_dir, fmt=fmt, validate="off")
     trace = find_trace(data_dir, res.trace_id)
-    return ChunkBuilder(PAGE).build(pl.concat(list(read_frames(trace))))
+    return SegmentBuilder(PAGE).build(pl.concat(list(read_frames(trace))))
 
 
 @pytest.fixture(scope="module")
 def workloads(tmp_path_factory):
-    """name -> (chunk of the whole trace, its distinct pages)."""
+    """name -> (segment of the whole trace, its distinct pages)."""
     d = tmp_path_factory.mktemp("oracle-data")
     out = {}
     for name, dist in (("zipf", "zipf:1.0"), ("uniform", "uniform")):
@@ -74,46 +74,46 @@ def workloads(tmp_path_factory):
                            seed=7, volume=name)
         p = d / f"{name}.parquet"
         synth.write(w, p)
-        out[name] = ingested_chunk(d, p)
+        out[name] = ingested_segment(d, p)
     for name, parts, fmt in (("vscsi", ("traces", "vscsi", "cloudPhysicsIO.vscsi"), "vscsi"),
                              ("disksim", ("traces", "disksim", "tpcc-small.trace"), "disksim")):
         src = shared_sample(*parts)
         if src is not None:  # absent: that sample's tests skip (fail under CI) below
-            out[name] = ingested_chunk(d, src, fmt)
+            out[name] = ingested_segment(d, src, fmt)
     return out, d
 
 
 @pytest.mark.parametrize("name", ["zipf", "uniform", "vscsi", "disksim"])
 def test_hit_counts_equal_libcachesim(workloads, name):
-    chunks, d = workloads
-    require(name in chunks, f"sample for {name} not present in ../shared/data")
-    chunk = chunks[name]
-    footprint = chunk.n_ids
+    segments, d = workloads
+    require(name in segments, f"sample for {name} not present in ../shared/data")
+    segment = segments[name]
+    footprint = segment.n_ids
     sizes = sorted({max(20, int(footprint * f)) for f in (0.002, 0.01, 0.1, 0.5)})
     oracle_file = d / f"{name}.oracleGeneral.bin"
     checked = 0
     for policy in POLICIES:
         for cap in sizes:
-            theirs = libcachesim_hits(policy, chunk.page_id, cap, oracle_file)
-            ours = ours_hits(policy, chunk, cap)
+            theirs = libcachesim_hits(policy, segment.page_id, cap, oracle_file)
+            ours = ours_hits(policy, segment, cap)
             assert ours == theirs, f"{name} {policy} at {cap} pages: tiercast {ours} hits, libCacheSim {theirs}"
             checked += 1
     assert checked == len(POLICIES) * len(sizes)
     # the sizes exercised span cold to warm caches: hits must not be all zero or all hits
-    assert 0 < ours_hits("lru", chunk, sizes[-1]) < chunk.n_pages
+    assert 0 < ours_hits("lru", segment, sizes[-1]) < segment.n_pages
 
 
-def _seq_chunk(ids) -> Chunk:
+def _seq_segment(ids) -> Segment:
     ids = np.asarray(ids, dtype=np.int64)
     n = len(ids)
-    return Chunk(ts_ns=np.arange(n), op=np.zeros(n, np.uint8), volume=np.zeros(n, np.int32), offset=ids * PAGE,
+    return Segment(ts_ns=np.arange(n), op=np.zeros(n, np.uint8), volume=np.zeros(n, np.int32), offset=ids * PAGE,
                  size_bytes=np.full(n, PAGE), page_id=ids, page_no=ids, page_req=np.arange(n),
                  page_bytes=np.full(n, PAGE), page_size=PAGE, first_request=0, n_ids=int(ids.max()) + 1)
 
 
 def _page_hits(policy, ids, cap, **params):
     model = cache_model(policy, cap * PAGE, PAGE, **params)
-    return model.page_hits(model.new_state(), _seq_chunk(ids)).tolist()
+    return model.page_hits(model.new_state(), _seq_segment(ids)).tolist()
 
 
 def test_hand_worked_lru_fifo_clock():
@@ -137,7 +137,7 @@ def test_hand_worked_arc_ghost_hits():
     assert _page_hits("arc", seq, 2) == [0, 1, 0, 0, 0, 1, 0]
     model = cache_model("arc", 2 * PAGE, PAGE)
     state = model.new_state()
-    model.page_hits(state, _seq_chunk(seq))
+    model.page_hits(state, _seq_segment(seq))
     assert state.fmeta[0] == 0.0  # p went 0 -> 1 -> 0
     assert model.counters(state)["resident_pages"] == 2
 

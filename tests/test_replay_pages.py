@@ -1,4 +1,4 @@
-"""Page splitting, dense ids and chunk building, against hand-worked values."""
+"""Page splitting, dense ids and segment building, against hand-worked values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from replay.ids import IdMap
 from replay.model import Model
-from replay.pages import PAGE_BITS, ChunkBuilder, split_pages
+from replay.pages import PAGE_BITS, SegmentBuilder, split_pages
 from schemas.trace import OP_FLUSH, OP_READ, OP_TRIM, OP_WRITE
 
 
@@ -35,7 +35,7 @@ def test_split_pages_any_power_of_two():
         split_pages(np.array([-512]), np.array([512]), 4096)
 
 
-def test_idmap_first_appearance_order_growth_and_chunks():
+def test_idmap_first_appearance_order_growth_and_segments():
     rng = np.random.default_rng(1)
     keys = rng.integers(0, 1 << 40, 200_000)
     keys = np.concatenate([keys, keys[::7], rng.choice(keys, 50_000)])
@@ -45,8 +45,8 @@ def test_idmap_first_appearance_order_growth_and_chunks():
     expected = np.argsort(np.argsort(first))[inv]
     assert np.array_equal(ids, expected)
     assert whole.n_ids == len(uniq) and whole.slots >= 2 * len(uniq)
-    chunked = IdMap(initial_slots=16)
-    parts = [chunked.assign(p) for p in np.array_split(keys, 11)]
+    segmented = IdMap(initial_slots=16)
+    parts = [segmented.assign(p) for p in np.array_split(keys, 11)]
     assert np.array_equal(np.concatenate(parts), ids)
     assert np.array_equal(whole.lookup(np.array([keys[5], -7 % (1 << 62)])), [ids[5], -1])
     with pytest.raises(ValueError, match="non-negative"):
@@ -70,7 +70,7 @@ def test_idmap_direct_mode_gives_the_same_ids_and_leaves_for_the_hash_table():
         stays.assign(np.array([1, -5]))
 
 
-def test_chunk_builder_volumes_ops_and_ids():
+def test_segment_builder_volumes_ops_and_ids():
     df = pl.DataFrame({
         "ts_ns": [0, 5, 9, 12, 20],
         "volume": ["b", "a", "b", "a", "b"],
@@ -78,7 +78,7 @@ def test_chunk_builder_volumes_ops_and_ids():
         "offset": [8192, 8192, 0, 0, 8192 + 4096],
         "size": [8192, 4096, 4096, 0, 4096],
     }).with_columns(pl.col("size").cast(pl.Int32))
-    b = ChunkBuilder(4096)
+    b = SegmentBuilder(4096)
     c1 = b.build(df.head(3))
     c2 = b.build(df.tail(2))
     assert b.volumes == {"b": 0, "a": 1}
@@ -88,10 +88,10 @@ def test_chunk_builder_volumes_ops_and_ids():
     assert c2.page_id.tolist() == [1] and c2.page_req.tolist() == [1]
     assert (c1.n_ids, c2.n_ids, c2.first_request) == (4, 4, 3)
     assert c1.pages_per_request().tolist() == [2, 1, 1]
-    keys, nbytes = ChunkBuilder(4096).page_keys(df)  # trims and flushes are not accesses
+    keys, nbytes = SegmentBuilder(4096).page_keys(df)  # trims and flushes are not accesses
     assert keys.tolist() == [2, 3, (1 << PAGE_BITS) | 2, 3] and nbytes.tolist() == [4096] * 4
     with pytest.raises(ValueError, match="unknown op value"):
-        ChunkBuilder(4096).build(df.with_columns(op=pl.lit("erase")))
+        SegmentBuilder(4096).build(df.with_columns(op=pl.lit("erase")))
 
 
 def test_model_from_section_validates():

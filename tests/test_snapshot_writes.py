@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from test_backend import assert_chunking_invariant, replay_rows
+from test_backend import assert_segmenting_invariant, replay_rows
 
 from pipelines.replay import replay_frames
 from replay.scenario import load, loads
@@ -90,7 +90,7 @@ def test_chunked_replay_with_copies_equals_one_pass():
     rows = writes(n=1500)
     rng = np.random.default_rng(2)
     cuts = sorted(rng.choice(np.arange(1, len(rows)), size=5, replace=False).tolist())
-    c = assert_chunking_invariant(sc, rows, [1, 97, cuts])
+    c = assert_segmenting_invariant(sc, rows, [1, 97, cuts])
     assert c["snapshot_cofw_copies"] > 0
 
 

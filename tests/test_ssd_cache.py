@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_backend import assert_chunking_invariant, replay_rows
+from test_backend import assert_segmenting_invariant, replay_rows
 
 from replay import backend as be
 from replay import queueing as qk
@@ -298,7 +298,7 @@ def test_chunked_replay_equals_one_pass(ssd, closed):
     if closed:
         sc = sc.with_replay(mode="closed", outstanding=8)
     boundaries = sorted(rng.choice(np.arange(1, n), 40, replace=False).tolist())
-    c1 = assert_chunking_invariant(sc, rows, (1, 17, 999, boundaries))
+    c1 = assert_segmenting_invariant(sc, rows, (1, 17, 999, boundaries))
     assert c1["ssd_promotions"] > 20 and c1["ssd_evictions"] > 0 and c1["ssd_read_hits"] > 100  # exercised
     assert c1["ssd_cleaned_slots"] > 0
 

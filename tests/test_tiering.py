@@ -10,7 +10,7 @@ import re
 import numpy as np
 import polars as pl
 import pytest
-from test_backend import assert_chunking_invariant, replay_rows
+from test_backend import assert_segmenting_invariant, replay_rows
 
 from pipelines.replay import replay_frames
 from replay.scenario import TIER_NAMES, load, loads
@@ -223,7 +223,7 @@ def test_chunked_replay_with_relocations_equals_one_pass():
     rows.sort(key=lambda r: r[0])
     rng = np.random.default_rng(7)
     cuts = [sorted(rng.choice(np.arange(1, len(rows)), size=6, replace=False).tolist()) for _ in range(3)]
-    c = assert_chunking_invariant(sc, rows, [1, 37, *cuts])
+    c = assert_segmenting_invariant(sc, rows, [1, 37, *cuts])
     assert c["tier_moves"] == 5
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from replay.jit import njit
-from replay.model import Chunk, Model, Outcomes
+from replay.model import Model, Outcomes, Segment
 from replay.pages import check_page_size
 from schemas.trace import OP_READ, OP_WRITE
 
@@ -61,7 +61,7 @@ class CacheState:
 
 @njit
 def _tally(page_req, page_bytes, page_hit, op, n_pages_req, hit_pages, hit_bytes, totals):
-    """Per-request pages / hit pages / hit bytes and the chunk's contribution to the cumulative
+    """Per-request pages / hit pages / hit bytes and the segment's contribution to the cumulative
     totals. Sums live in local variables (stores into ``totals`` inside the loop would be
     reloaded on every iteration: the compiler cannot rule out aliasing with the outputs)."""
     n_req = op.shape[0]
@@ -126,7 +126,7 @@ def _tally(page_req, page_bytes, page_hit, op, n_pages_req, hit_pages, hit_bytes
 
 @njit
 def add_totals(totals, n_req, skipped, pages, hits, nbytes, hbytes, rpages, rhits, wpages, whits, full):
-    """Add one chunk's sums to ``totals`` (in the order of :data:`TOTALS`)."""
+    """Add one segment's sums to ``totals`` (in the order of :data:`TOTALS`)."""
     totals[0] += n_req
     totals[1] += skipped
     totals[2] += pages
@@ -177,43 +177,43 @@ class CacheModel(Model):
         self._init_state(state)
         return state
 
-    def page_hits(self, state: CacheState, chunk: Chunk) -> np.ndarray:
-        """uint8 hit flag per page access of ``chunk`` (0 for pages of trims/flushes)."""
-        if chunk.page_size != self.page_size_bytes:
-            raise ValueError(f"{self.name}: chunk has {chunk.page_size} B pages, model expects "
+    def page_hits(self, state: CacheState, segment: Segment) -> np.ndarray:
+        """uint8 hit flag per page access of ``segment`` (0 for pages of trims/flushes)."""
+        if segment.page_size != self.page_size_bytes:
+            raise ValueError(f"{self.name}: segment has {segment.page_size} B pages, model expects "
                              f"{self.page_size_bytes} B")
-        state.ensure_ids(chunk.n_ids)
-        hit = np.zeros(chunk.n_pages, dtype=np.uint8)
-        op = chunk.op
-        if op.size and op.max() > OP_WRITE:  # trims/flushes in this chunk: access the others only
-            access = op[chunk.page_req] <= OP_WRITE
+        state.ensure_ids(segment.n_ids)
+        hit = np.zeros(segment.n_pages, dtype=np.uint8)
+        op = segment.op
+        if op.size and op.max() > OP_WRITE:  # trims/flushes in this segment: access the others only
+            access = op[segment.page_req] <= OP_WRITE
             sub = np.zeros(int(access.sum()), dtype=np.uint8)
-            self._access(state, np.ascontiguousarray(chunk.page_id[access]), sub)
+            self._access(state, np.ascontiguousarray(segment.page_id[access]), sub)
             hit[access] = sub
         else:
-            self._access(state, chunk.page_id, hit)
+            self._access(state, segment.page_id, hit)
         return hit
 
-    def replay(self, state: CacheState, chunk: Chunk) -> Outcomes:
+    def replay(self, state: CacheState, segment: Segment) -> Outcomes:
         """Per-request ``hit`` (every page hit), ``pages``, ``hit_pages``, ``hit_bytes``."""
-        return self._outcomes(state, chunk, self.page_hits(state, chunk))
+        return self._outcomes(state, segment, self.page_hits(state, segment))
 
-    def replay_into(self, state: CacheState, chunk: Chunk, intervals: CacheIntervals | None) -> None:
+    def replay_into(self, state: CacheState, segment: Segment, intervals: CacheIntervals | None) -> None:
         """:meth:`replay` with the outcomes summed into ``intervals`` (when given) and not
         returned: for one-page requests in one compiled pass from the hit flags, with no
         per-request arrays (``CacheIntervals.add_hits``)."""
-        hit = self.page_hits(state, chunk)
+        hit = self.page_hits(state, segment)
         if intervals is None:
-            self._outcomes(state, chunk, hit)
-        elif not intervals.add_hits(chunk, hit, state.totals):
-            intervals.add_outcomes(chunk, self._outcomes(state, chunk, hit))
+            self._outcomes(state, segment, hit)
+        elif not intervals.add_hits(segment, hit, state.totals):
+            intervals.add_outcomes(segment, self._outcomes(state, segment, hit))
 
-    def _outcomes(self, state: CacheState, chunk: Chunk, hit: np.ndarray) -> Outcomes:
-        n = chunk.n_requests
+    def _outcomes(self, state: CacheState, segment: Segment, hit: np.ndarray) -> Outcomes:
+        n = segment.n_requests
         pages = np.zeros(n, dtype=np.int32)
         hit_pages = np.zeros(n, dtype=np.int32)
         hit_bytes = np.zeros(n, dtype=np.int64)
-        _tally(chunk.page_req, chunk.page_bytes, hit, chunk.op, pages, hit_pages, hit_bytes, state.totals)
+        _tally(segment.page_req, segment.page_bytes, hit, segment.op, pages, hit_pages, hit_bytes, state.totals)
         return {"hit": (pages > 0) & (hit_pages == pages), "pages": pages,
                 "hit_pages": hit_pages, "hit_bytes": hit_bytes}
 
