@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from replay.array import RECORD_KINDS, ArrayModel, ArrayState
-from replay.scenario import TIER_NAMES
+from replay.mech.backend.schema import TIER_NAMES
 from replay.skew import Skew
 from replay.tiering import MOVE_KINDS
 

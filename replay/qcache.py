@@ -2,7 +2,7 @@
 and the writes that reach it; a read miss on a block whose read count has reached
 ``populate_on_read`` populates it, and likewise a write with ``populate_on_write``; 0 disables
 either (doc). The I/O-type presets (Database, File System, Web Service) that set block size,
-sub-block size and both thresholds are ``replay.scenario.QCACHE_IO_TYPES``.
+sub-block size and both thresholds are ``replay.mech.ssd_cache.schema.QCACHE_IO_TYPES``.
 
 The block's counters (``accesses`` = reads, ``writes`` of ``replay.ssd_cache.CHUNK``) belong to this
 policy; the cache machinery (slots, sub-blocks, LRU, copies) is ``replay.ssd_cache``.

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import tomllib
 from collections.abc import Iterable
@@ -33,17 +32,23 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from replay.mech.backend.schema import DRIVE_CLASS, POOL, RAID_GROUP
+from replay.mech.dram_cache.schema import DRAM, FLARE, MCX
+from replay.mech.flash.schema import FLASH
+from replay.mech.host.schema import CONTROLLER, MAX_OUTSTANDING, MAX_WARMUP_PCT, MIN_INTERVAL_NS, REPLAY
+from replay.mech.snapshots.schema import SNAPSHOTS
+from replay.mech.ssd_cache.schema import KINDS as SSD_KINDS
+from replay.mech.ssd_cache.schema import OWN_KEYS as SSD_OWN_KEYS
+from replay.mech.ssd_cache.schema import QCACHE_IO_TYPES, SSD_CACHE
+from replay.mech.tiering.schema import POLICIES as TIER_POLICIES
+from replay.mech.tiering.schema import TIERING
 from replay.overrides import apply as apply_overrides
-from schemas.units import parse_duration_ns, parse_size
+from replay.schema import Param, Section
 
 PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
-RAID_LEVELS = (0, 1, 5, 6, 10)
 PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
 NOT_YET_MODELLED: tuple[str, ...] = ()
-MAX_OUTSTANDING = 1 << 20  # closed-loop I/Os in flight
-MAX_WARMUP_PCT = 99.0  # at least 1 % of the requests is measured
-MIN_INTERVAL_NS = 1_000_000  # per-interval outputs: 1 ms
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
 _INDEXED = re.compile(r"^(.*)\[(\d+)\]$")
 
@@ -106,50 +111,23 @@ def _check_keys(w: _Where, section: str, table: dict, allowed: set[str]) -> None
 def _get(w: _Where, section: str, table: dict, key: str, kind: str, default: Any = None, *,
          minimum: float | None = None, maximum: float | None = None, strict_min: bool = False,
          choices: tuple | None = None) -> Any:
-    """Read and check one value. kind: size, duration, int, float, str, bool."""
+    """Read and check one value that is not a declared parameter (names, lists' members)."""
     if key not in table:
         return default
-    v = table[key]
+    p = Param(key, kind, default, minimum=minimum, maximum=maximum, strict_min=strict_min, choices=choices or ())
     try:
-        if kind == "size":
-            if isinstance(v, bool) or not isinstance(v, (int, str)):
-                raise ValueError(f"expected a size such as 8192 or \"8KiB\", got {v!r}")
-            if isinstance(v, int) and v < 0:
-                raise ValueError(f"negative size {v}")
-            if isinstance(v, str) and v.strip().startswith("-"):
-                raise ValueError(f"negative size {v!r}")
-            v = parse_size(v)
-        elif kind == "duration":
-            if isinstance(v, bool) or not isinstance(v, (int, str)):
-                raise ValueError(f"expected a duration such as \"60s\", got {v!r}")
-            if isinstance(v, str) and v.strip().startswith("-"):
-                raise ValueError(f"negative duration {v!r}")
-            v = parse_duration_ns(v)
-        elif kind == "int":
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ValueError(f"expected an integer, got {v!r}")
-        elif kind == "float":
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"expected a number, got {v!r}")
-            v = float(v)
-            if not math.isfinite(v):
-                raise ValueError(f"expected a finite number, got {v!r}")
-        elif kind == "str":
-            if not isinstance(v, str):
-                raise ValueError(f"expected a string, got {v!r}")
-        elif kind == "bool":
-            if not isinstance(v, bool):
-                raise ValueError(f"expected true or false, got {v!r}")
+        v = p.convert(table[key])
     except ValueError as e:
         raise w.error(section, key, str(e)) from None
-    if choices is not None and v not in choices:
-        raise w.error(section, key, f"{v!r} is not one of {', '.join(map(repr, choices))}")
-    if minimum is not None and (v < minimum or (strict_min and v == minimum)):
-        op = ">" if strict_min else ">="
-        raise w.error(section, key, f"must be {op} {minimum}, got {v}")
-    if maximum is not None and v > maximum:
-        raise w.error(section, key, f"must be <= {maximum}, got {v}")
+    bad = p.check(v)
+    if bad:
+        raise w.error(section, key, bad)
     return v
+
+
+def _read(w: _Where, sec: str, section: Section, table: dict, **kw) -> dict[str, Any]:
+    """The values of ``section``'s parameters in ``table`` (errors at ``sec``, e.g. ``raid_groups[1]``)."""
+    return section.read(table, lambda key, msg: w.error(sec, key, msg), **kw)
 
 
 def _check_range(name: str, v: Any, lo: float, hi: float | None, integer: bool = False) -> None:
@@ -170,33 +148,17 @@ def _table(w: _Where, section: str, v: Any) -> dict:
 # --------------------------------------------------------------------------------------------
 # the model of a scenario
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DriveClass:
-    """A drive type. HDD service time = seek + half a rotation + transfer, where the seek depends
-    on the distance (``span_fraction`` of the pool, address-sorted flushing) and a queue of q
-    requests shortens positioning by ``min(q, queue_depth_max) ** queue_gain_exponent`` (command
-    reordering). SSD: a latency + transfer, with the same queue law as parallelism: given
-    ``read_iops`` (4 KiB random reads per second at depth) and ``read_latency_us`` (at queue
-    depth 1), the drive has P = ``read_iops x read_latency`` internal servers, rounded (gain
-    exponent 1 up to P queued requests), a latency that makes P servers give exactly ``read_iops``
-    (so the depth-1 latency is about ``read_latency_us``), and a write costs ``read_iops /
-    write_iops`` times a read; without ``read_iops`` an SSD is the planning latency
-    ``1 / planning_iops`` with the HDD queue law."""
-
-    name: str
-    kind: str = "hdd"  # hdd | ssd
-    planning_iops: float = 150.0  # seed 000: SAS 10k 150, 15k 180, NL-SAS 90, SSD eMLC 3500, SLC 5000
-    rpm: int = 10_000
-    avg_seek_ms: float | None = None  # None: 1000/planning_iops - half rotation - 8 KiB transfer
-    track_to_track_ms: float = 0.5  # est: short-seek floor of any HDD (data sheets 0.2-0.8 ms; SAS 10k presets 0.3)
-    transfer_mb_per_s: float = 150.0  # est: media rate of a 10k SAS drive
-    queue_gain_exponent: float = 0.12  # (fit: seed 000 peak 1.5-2x) q^0.12: 1.28x at q=8, 1.52x at 32
-    queue_depth_max: int = 256  # est: gain stops growing there (1.95x; MODELS: deep queues up to 2-2.5x)
-    capacity_bytes: int = 0  # informational (reports); 0 = unknown
-    read_iops: float = 0.0  # SSD: random reads/s at depth (0: planning_iops and the HDD queue law)
-    write_iops: float = 0.0  # SSD: random writes/s at depth (0: as reads)
-    read_latency_us: float = 100.0  # SSD: a read at queue depth 1 (est: SAS SSD data sheets 50-150 us)
-    tier: str = ""  # FAST VP tier ("": from the kind and rpm, see fast_vp_tier)
+class DriveClass(DRIVE_CLASS.base("DriveClass", before=(("name", str),))):
+    """A drive type (parameters: ``replay.mech.backend.schema.DRIVE_CLASS``). HDD service time =
+    seek + half a rotation + transfer, where the seek depends on the distance (``span_fraction`` of
+    the pool, address-sorted flushing) and a queue of q requests shortens positioning by
+    ``min(q, queue_depth_max) ** queue_gain_exponent`` (command reordering). SSD: a latency +
+    transfer, with the same queue law as parallelism: given ``read_iops`` (4 KiB random reads per
+    second at depth) and ``read_latency_us`` (at queue depth 1), the drive has P = ``read_iops x
+    read_latency`` internal servers, rounded (gain exponent 1 up to P queued requests), a latency
+    that makes P servers give exactly ``read_iops`` (so the depth-1 latency is about
+    ``read_latency_us``), and a write costs ``read_iops / write_iops`` times a read; without
+    ``read_iops`` an SSD is the planning latency ``1 / planning_iops`` with the HDD queue law."""
 
     @property
     def fast_vp_tier(self) -> str:
@@ -246,13 +208,8 @@ class DriveClass:
         return 1000.0 / self.planning_iops - 8192 / (self.transfer_mb_per_s * 1e3)
 
 
-@dataclass(frozen=True)
-class RaidGroup:
-    name: str
-    level: int
-    width: int
-    drive_class: str
-    stripe_element_bytes: int = 64 << 10  # doc: VNX stripe element 64 KB (128 blocks)
+class RaidGroup(RAID_GROUP.base("RaidGroup")):
+    """A RAID group (``replay.mech.backend.schema.RAID_GROUP``)."""
 
     @property
     def parity_drives(self) -> int:
@@ -263,12 +220,8 @@ class RaidGroup:
         return self.width // 2 if self.level in (1, 10) else self.width - self.parity_drives
 
 
-@dataclass(frozen=True)
-class Pool:
-    name: str
-    raid_groups: tuple[str, ...]
-    slice_bytes: int = 256 << 20  # doc: FAST VP slice 256 MB on VNX2 (1 GB on VNX1)
-    span_fraction: float = 1.0  # est: share of each drive's stroke the data occupies (1 = planning case)
+class Pool(POOL.base("Pool", before=(("name", str), ("raid_groups", tuple)))):
+    """A pool of RAID groups (``replay.mech.backend.schema.POOL``)."""
 
 
 @dataclass(frozen=True)
@@ -277,58 +230,17 @@ class VolumeMap:
     pool: str
 
 
-@dataclass(frozen=True)
-class Flare:
-    """FLARE (VNX1/CLARiiON) write cache: watermarks, idle, watermark and forced flushing."""
-
-    read_cache_bytes: int = 512 << 20  # est: FLARE splits SP memory into read and write cache
-    high_watermark_pct: float = 80.0  # doc: default high watermark 80 %
-    low_watermark_pct: float = 60.0  # doc: default low watermark 60 %
-    idle_after_ms: float = 1000.0  # est: a LUN with no host I/O for this long is idle
-    idle_flush_outstanding: int = 4  # est: idle flushing is gentle: writes in flight array-wide
+class Flare(FLARE.base("Flare")):
+    """FLARE (VNX1/CLARiiON) write cache (``replay.mech.dram_cache.schema.FLARE``)."""
 
 
-@dataclass(frozen=True)
-class Mcx:
-    """MCx (VNX2) cache: pre-cleaning age per RAID group and write throttling (see dram_cache)."""
-
-    initial_age_ms: float = 2000.0  # doc: initial pre-cleaning age 2 s
-    min_age_ms: float = 10.0  # doc: bounds 10 ms - 120 s
-    max_age_ms: float = 120_000.0  # doc
-    adapt_interval_ms: float = 100.0  # est: how often the four signals are re-read
-    rate_window_ms: float = 1000.0  # est: time constant of the rate averages
-    # (fit: seed 000 planning IOPS 1,130; 10 gives +17 %, outside the 15 % bar) dirty share of the
-    # pool (over active groups) when writes do not coalesce
-    dirty_target_pct: float = 5.0
-    dirty_max_pct: float = 80.0  # est: ... growing to this share as all writes coalesce
-    min_free_pct: float = 10.0  # est: below this many free pages every age shrinks
-    age_smoothing: float = 0.5  # est: fraction of the way to the target age per adaptation
-    throttle_drain_ms: float = 2000.0  # doc: no throttling while a group's drain time < 2 s
-    # doc: the incoming:flushed ratio falls "from 8x ... through 1x down to 0.5x"; a group is throttled
-    # only once it fills its room, where the ratio is 1x, so the 8x end is never reached
-    throttle_ratio_min: float = 0.5
-    throttle_overshoot_pct: float = 25.0  # est: 0.5x once a group holds 125 % of its dirty share
-    # est: a group flushes "at its maximum flush rate" (seed 002: the condition for throttling) when its
-    # flush window (flush_queue_depth x width writes in flight) was full this share of an adaptation interval
-    throttle_saturation_pct: float = 90.0
-    # est: a group is throttled only once its dirty pages fill its room, this share of the pool over the
-    # active groups: MCx buffers bursts and "levels off", leaving "ample room in the cache" (seed 002)
-    throttle_room_pct: float = 30.0
+class Mcx(MCX.base("Mcx")):
+    """MCx (VNX2) cache (``replay.mech.dram_cache.schema.MCX``; the control law in ``replay.dram_cache``)."""
 
 
-@dataclass(frozen=True)
-class Dram:
-    mode: str = "mcx"  # flare | mcx
-    cache_bytes: int = 4 << 30  # seed 000: ~4 GB usable SP cache on a VNX5400
-    page_bytes: int = 8 << 10  # doc: 2/4/8/16 KB pages, default 8 KB
-    flush_unit_bytes: int = 64 << 10  # doc: flushes in 64 KB units / MCx 64 KB logical blocks
-    mirror_latency_us: float = 100.0  # doc: write ack waits for the CMI mirror hop; value est
-    flush_queue_depth: int = 4  # est: flush writes kept in flight per drive of a RAID group
-    # age (oldest first, FLARE, doc) | address (sorted sweep, MCx, seed 002); a scenario file that omits
-    # it gets the one of its mode (parse), this field's value only when the dataclass is built directly
-    flush_order: str = "age"
-    flare: Flare = field(default_factory=Flare)
-    mcx: Mcx = field(default_factory=Mcx)
+class Dram(DRAM.base("Dram", after=(("flare", Any, field(default_factory=Flare)),
+                                    ("mcx", Any, field(default_factory=Mcx))))):
+    """The DRAM cache (``replay.mech.dram_cache.schema.DRAM``) and its FLARE and MCx sections."""
 
     @property
     def pages_per_unit(self) -> int:
@@ -339,19 +251,8 @@ class Dram:
         return self.cache_bytes - self.flare.read_cache_bytes if self.mode == "flare" else self.cache_bytes
 
 
-@dataclass(frozen=True)
-class Controller:
-    """The storage processor as one FCFS server: per-I/O CPU cost plus a bandwidth limit."""
-
-    # (fit: seed 000 2 GB file, ~29k IOPS at 192 outstanding) SP time per host I/O: caps cache-hit IOPS
-    overhead_us: float = 30.0
-    bandwidth_mb_per_s: float = 3200.0  # est: SP/front-end data rate
-
-
-#: FAST VP tiers, highest first (doc)
-TIER_NAMES = ("extreme_performance", "performance", "capacity")
-#: FAST VP tiering policies (doc); the VNX2 default is start_high_then_auto_tier
-TIER_POLICIES = ("highest_available", "auto_tier", "start_high_then_auto_tier", "lowest_available")
+class Controller(CONTROLLER.base("Controller")):
+    """The storage processor (``replay.mech.host.schema.CONTROLLER``)."""
 
 
 @dataclass(frozen=True)
@@ -360,31 +261,14 @@ class PolicyMap:
     policy: str
 
 
-@dataclass(frozen=True)
-class Tiering:
-    """FAST VP on ``pool`` (``replay.tiering``). Slices of the pool's ``slice_bytes`` live on one
-    RAID group of one tier each. New slices are placed by the volume's policy; each slice's
-    temperature is its I/O count decayed with ``half_life_h``, updated every ``rank_interval_s``;
-    in each relocation window (``window_start_h`` after the trace's time zero, then every
-    ``window_every_h``, lasting ``window_hours``) slices move to the tier their rank earns, at
-    ``relocation_mb_per_s``, keeping ``free_pct`` of every tier free, and hot slices are spread
-    over the RAID groups of a tier until no group carries more than ``rebalance_tolerance_pct``
-    above the tier's mean temperature."""
-
-    enabled: bool = True
-    pool: str = ""  # the tiered pool ("": the default pool)
-    policy: str = "start_high_then_auto_tier"  # doc: the VNX2 default policy
-    policies: tuple[PolicyMap, ...] = ()  # per-volume policies, first match wins
-    half_life_h: float = 24.0  # doc: temperature weights "about halved after ~24 h"
-    rank_interval_s: float = 3600.0  # doc: slices ranked hourly
-    window_start_h: float = 23.0  # doc: default relocation schedule 23:00 (from the trace's time zero)
-    window_hours: float = 8.0  # doc: ... for 8 hours
-    window_every_h: float = 24.0  # doc: once a day
-    relocation_mb_per_s: float = 100.0  # est: the Low/Medium/High rates are not published in MB/s
-    free_pct: float = 10.0  # seed 000: FAST VP keeps 10 % free in every tier
-    promote_margin_pct: float = 10.0  # est: a promotion that displaces a slice must be this much hotter
-    rebalance: bool = True  # seed 000/doc: hot slices spread over the RAID groups of a tier
-    rebalance_tolerance_pct: float = 10.0  # est: a group this much hotter than its tier's mean is rebalanced
+class Tiering(TIERING.base("Tiering", after=(("policies", tuple, field(default=())),))):
+    """FAST VP on ``pool`` (``replay.mech.tiering.schema.TIERING``; ``replay.tiering``). Slices of
+    the pool's ``slice_bytes`` live on one RAID group of one tier each. New slices are placed by
+    the volume's policy (``policies``: per-volume, first match wins); each slice's temperature is
+    its I/O count decayed with ``half_life_h``, updated every ``rank_interval_s``; in each
+    relocation window slices move to the tier their rank earns, at ``relocation_mb_per_s``,
+    keeping ``free_pct`` of every tier free, and hot slices are spread over the RAID groups of a
+    tier until no group carries more than ``rebalance_tolerance_pct`` above the tier's mean."""
 
     def policy_of(self, volume: str) -> str:
         for m in self.policies:
@@ -393,65 +277,16 @@ class Tiering:
         return self.policy
 
 
-@dataclass(frozen=True)
-class Snapshots:
-    """Snapshots on a schedule (``replay.snapshot_writes``): one every ``every_s`` from time zero,
-    each kept ``keep_s``; ``mode`` row (redirect-on-write: the write path unchanged, only the
-    space counted) or cofw (copy-on-first-write: the old chunk is copied before the write)."""
-
-    enabled: bool = True
-    every_s: float = 3600.0  # seed 004: hourly snapshots
-    keep_s: float = 86400.0  # seed 004: -keepFor 1d
-    mode: str = "row"  # seed 004: VNX Snapshots redirect on write (SnapView: cofw)
+class Snapshots(SNAPSHOTS.base("Snapshots")):
+    """Snapshots on a schedule (``replay.mech.snapshots.schema.SNAPSHOTS``; ``replay.snapshot_writes``)."""
 
 
-SSD_KINDS = ("fastcache", "qcache")
-#: QCache 2.0 I/O types (doc, QSAN 1.x manual): block bytes, sub-block bytes, populate-on-read,
-#: populate-on-write. "custom" takes the four values from the scenario.
-QCACHE_IO_TYPES = {
-    "database": (1 << 20, 8 << 10, 2, 0),
-    "file_system": (2 << 20, 16 << 10, 2, 2),
-    "web_service": (4 << 20, 64 << 10, 2, 0),
-}
-
-
-@dataclass(frozen=True)
-class SsdCache:
-    """An SSD cache below the DRAM cache (``replay.ssd_cache``). ``kind``:
-
-    * ``fastcache`` (EMC FAST Cache, seed 000): 64 KB chunks on RAID 1 SSD pairs, promoted after
-      ``promote_after_hits`` accesses (reads or writes; within ``promote_window_ms`` when not 0),
-      write-back (dirty chunks cleaned back, never forced flushing), LRU; VNX2's proactive
-      cleaner (``proactive_cleaning``) cleans dirty chunks while the array is idle;
-    * ``qcache`` (QSAN QCache 2.0, seed 003): blocks of ``block_bytes`` in sub-blocks of
-      ``sub_block_bytes``, populated when a block's read (write) count reaches
-      ``populate_on_read`` (``populate_on_write``; 0 disables); ``mode = "read"`` (NRAID+: no
-      redundancy, writes go to the drives and update a cached copy) or ``"read_write"`` (NRAID 1+:
-      SSDs mirrored in pairs, write-back); ``io_type`` sets block, sub-block and thresholds
-      (Database, File System, Web Service) unless ``custom``.
-
-    A promotion or population reads the whole chunk / block from the HDD pool (one large
-    background I/O per drive it spans) and writes it to the SSDs; at most ``fills_in_flight`` are
-    in progress (a miss that finds them all busy is not promoted and counts again next time).
-    Capacity: ``capacity_bytes``, or what the drives hold (halved when mirrored)."""
-
-    kind: str = "fastcache"
-    enabled: bool = True
-    drive_class: str = ""  # an SSD class of [drive_classes]
-    drives: int = 2  # seed 000: two 100 GB SSDs in RAID 1; seed 003: 8 SSDs
-    capacity_bytes: int = 0  # 0: from the drives
-    mode: str = "read_write"  # read (qcache NRAID+) | read_write
-    chunk_bytes: int = 64 << 10  # doc: FAST Cache tracks 64 KB chunks; qcache: the block size
-    sub_block_bytes: int = 0  # qcache sub-block (0: the chunk)
-    promote_after_hits: int = 3  # doc: FAST Cache promotes after 3 accesses
-    promote_window_ms: float = 0.0  # doc: "in a short period", not published (0: no window)
-    io_type: str = "custom"  # qcache: database | file_system | web_service | custom
-    populate_on_read: int = 0  # qcache thresholds (0 disables)
-    populate_on_write: int = 0
-    fills_in_flight: int = 1  # (fit: seed 000 150 GB ~20 % full after 75 min) promotions copying at once
-    proactive_cleaning: bool = False  # doc: VNX2 cleans dirty FAST Cache chunks when idle
-    idle_after_ms: float = 1000.0  # est: no host I/O for this long makes the array idle
-    clean_outstanding: int = 4  # est: proactive cleaning copies in flight
+class SsdCache(SSD_CACHE.base("SsdCache")):
+    """An SSD cache below the DRAM cache (``replay.mech.ssd_cache.schema.SSD_CACHE``;
+    ``replay.ssd_cache``). A promotion or population reads the whole chunk / block from the HDD
+    pool and writes it to the SSDs; at most ``fills_in_flight`` are in progress (a miss that finds
+    them all busy is not promoted and counts again next time). Capacity: ``capacity_bytes``, or
+    what the drives hold (halved when mirrored)."""
 
     @property
     def mirrored(self) -> bool:
@@ -474,26 +309,9 @@ class SsdCache:
         return self.sub_block_bytes or self.chunk_bytes
 
 
-@dataclass(frozen=True)
-class Flash:
-    """An all-flash array (``replay.flash``, seed 001 Violin 6232): no DRAM cache, full-stripe
-    writes without RAID penalty, free-space accounting with greedy-GC write amplification from
-    the spare factor, and a GC bandwidth limit. The defaults are the ``violin6232`` preset's."""
-
-    enabled: bool = True
-    user_capacity_bytes: int = 17 << 40  # est: 32 TB raw less 4 spare VIMMs of 64, vRAID parity and spare
-    spare_factor: float = 0.3  # est: spare / user space (Violin does not publish it; MODELS.md's example)
-    valid_pct: float = 100.0  # seed 001: LUNs cover the whole user capacity, written before the test
-    gc_mib_per_s: float = 818.5  # (fit: seed 001 ~600 MiB/s after the cliff: 600 x (WA(0.3) - 1) = 818.5)
-    gc_start_pct: float = 100.0  # est: GC reclaims while free space < this % of the space not holding data
-    stripe_unit_bytes: int = 1024  # seed 001: vRAID stripe unit 1 KB
-    stripe_data_units: int = 4  # seed 001: vRAID RAID 5 (4+P): 4 KB full stripes
-    stripe_parity_units: int = 1  # seed 001
-    read_iops: float = 300_000.0  # (fit: seed 001 4 KB random read 300,000 IOPS, QD 32)
-    read_latency_us: float = 210.0  # (fit: seed 001 minimum read latency 0.21 ms, 4 KB, jobs = 1)
-    write_iops: float = 307_000.0  # (fit: seed 001 4 KB random write 307,000 IOPS, QD 32)
-    write_latency_us: float = 146.0  # (fit: seed 001 minimum write latency 0.146 ms, 4 KB, jobs = 1)
-    media_mib_per_s: float = 2750.0  # (fit: seed 001 read bandwidth 2,750 MB/s, fio MB = MiB)
+class Flash(FLASH.base("Flash")):
+    """An all-flash array (``replay.mech.flash.schema.FLASH``; ``replay.flash``, seed 001 Violin
+    6232). The defaults are the ``violin6232`` preset's."""
 
 
 @dataclass(frozen=True)
@@ -665,27 +483,8 @@ def _names(cls) -> set[str]:
 
 def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
     sec = f"drive_classes.{name}"
-    _check_keys(w, sec, t, _names(DriveClass) - {"name"})
-    d = DriveClass(name=name)
-    kind = _get(w, sec, t, "kind", "str", d.kind, choices=("hdd", "ssd"))
-    dc = DriveClass(
-        name=name,
-        kind=kind,
-        planning_iops=_get(w, sec, t, "planning_iops", "float", d.planning_iops, minimum=0, strict_min=True),
-        rpm=_get(w, sec, t, "rpm", "int", d.rpm, minimum=1000),
-        avg_seek_ms=_get(w, sec, t, "avg_seek_ms", "float", None, minimum=0),
-        track_to_track_ms=_get(w, sec, t, "track_to_track_ms", "float", d.track_to_track_ms, minimum=0),
-        transfer_mb_per_s=_get(w, sec, t, "transfer_mb_per_s", "float", d.transfer_mb_per_s, minimum=0,
-                               strict_min=True),
-        queue_gain_exponent=_get(w, sec, t, "queue_gain_exponent", "float", d.queue_gain_exponent,
-                                 minimum=0, maximum=1),
-        queue_depth_max=_get(w, sec, t, "queue_depth_max", "int", d.queue_depth_max, minimum=1),
-        capacity_bytes=_get(w, sec, t, "capacity_bytes", "size", d.capacity_bytes),
-        read_iops=_get(w, sec, t, "read_iops", "float", d.read_iops, minimum=0),
-        write_iops=_get(w, sec, t, "write_iops", "float", d.write_iops, minimum=0),
-        read_latency_us=_get(w, sec, t, "read_latency_us", "float", d.read_latency_us, minimum=0, strict_min=True),
-        tier=_get(w, sec, t, "tier", "str", "", choices=TIER_NAMES),
-    )
+    dc = DriveClass(name=name, **_read(w, sec, DRIVE_CLASS, t))
+    kind = dc.kind
     if kind == "hdd":
         for k in ("read_iops", "write_iops", "read_latency_us"):
             if k in t:
@@ -706,16 +505,8 @@ def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
 
 def _parse_rg(w: _Where, i: int, t: dict, classes: dict[str, DriveClass]) -> RaidGroup:
     sec = f"raid_groups[{i}]"
-    t = _table(w, sec, t)
-    _check_keys(w, sec, t, _names(RaidGroup))
-    for k in ("name", "level", "width", "drive_class"):
-        if k not in t:
-            raise w.error(sec, None, f"lacks {k!r}")
-    name = _get(w, sec, t, "name", "str")
-    level = _get(w, sec, t, "level", "int", choices=RAID_LEVELS)
-    width = _get(w, sec, t, "width", "int", minimum=1)
-    dclass = _get(w, sec, t, "drive_class", "str")
-    elem = _get(w, sec, t, "stripe_element_bytes", "size", 64 << 10, minimum=512)
+    rg = RaidGroup(**_read(w, sec, RAID_GROUP, _table(w, sec, t)))
+    name, level, width, dclass, elem = rg.name, rg.level, rg.width, rg.drive_class, rg.stripe_element_bytes
     if dclass not in classes:
         raise w.error(sec, "drive_class", f"RAID group {name!r}: unknown drive class {dclass!r}; "
                       f"defined: {', '.join(classes) or 'none'}")
@@ -724,74 +515,27 @@ def _parse_rg(w: _Where, i: int, t: dict, classes: dict[str, DriveClass]) -> Rai
         raise w.error(sec, "width", f"RAID group {name!r}: RAID {level} cannot have {width} drives")
     if elem & (elem - 1):
         raise w.error(sec, "stripe_element_bytes", f"RAID group {name!r}: {elem} is not a power of two")
-    return RaidGroup(name, level, width, dclass, elem)
+    return rg
 
 
 def _parse_dram(w: _Where, t: dict) -> Dram:
-    d = Dram()
-    allowed = _names(Dram)
-    _check_keys(w, "dram", t, allowed)
-    mode = _get(w, "dram", t, "mode", "str", d.mode, choices=("flare", "mcx"))
     ft = _table(w, "dram.flare", t.get("flare", {}))
     mt = _table(w, "dram.mcx", t.get("mcx", {}))
-    _check_keys(w, "dram.flare", ft, _names(Flare))
-    _check_keys(w, "dram.mcx", mt, _names(Mcx))
-    f0, m0 = Flare(), Mcx()
-    flare = Flare(
-        read_cache_bytes=_get(w, "dram.flare", ft, "read_cache_bytes", "size", f0.read_cache_bytes),
-        high_watermark_pct=_get(w, "dram.flare", ft, "high_watermark_pct", "float", f0.high_watermark_pct,
-                                minimum=0, maximum=100),
-        low_watermark_pct=_get(w, "dram.flare", ft, "low_watermark_pct", "float", f0.low_watermark_pct,
-                               minimum=0, maximum=100),
-        idle_after_ms=_get(w, "dram.flare", ft, "idle_after_ms", "float", f0.idle_after_ms, minimum=0),
-        idle_flush_outstanding=_get(w, "dram.flare", ft, "idle_flush_outstanding", "int",
-                                    f0.idle_flush_outstanding, minimum=0),
-    )
+    flare = Flare(**_read(w, "dram.flare", FLARE, ft))
     if flare.low_watermark_pct >= flare.high_watermark_pct:
         raise w.error("dram.flare", "low_watermark_pct", f"low watermark {flare.low_watermark_pct} % must be "
                       f"below the high watermark {flare.high_watermark_pct} %")
     ms = "dram.mcx"
-    mcx = Mcx(
-        initial_age_ms=_get(w, ms, mt, "initial_age_ms", "float", m0.initial_age_ms, minimum=0, strict_min=True),
-        min_age_ms=_get(w, ms, mt, "min_age_ms", "float", m0.min_age_ms, minimum=0, strict_min=True),
-        max_age_ms=_get(w, ms, mt, "max_age_ms", "float", m0.max_age_ms, minimum=0, strict_min=True),
-        adapt_interval_ms=_get(w, ms, mt, "adapt_interval_ms", "float", m0.adapt_interval_ms, minimum=0,
-                               strict_min=True),
-        rate_window_ms=_get(w, ms, mt, "rate_window_ms", "float", m0.rate_window_ms, minimum=0, strict_min=True),
-        dirty_target_pct=_get(w, ms, mt, "dirty_target_pct", "float", m0.dirty_target_pct, minimum=0,
-                              maximum=100, strict_min=True),
-        dirty_max_pct=_get(w, ms, mt, "dirty_max_pct", "float", m0.dirty_max_pct, minimum=0, maximum=100),
-        min_free_pct=_get(w, ms, mt, "min_free_pct", "float", m0.min_free_pct, minimum=0, maximum=100),
-        age_smoothing=_get(w, ms, mt, "age_smoothing", "float", m0.age_smoothing, minimum=0, maximum=1,
-                           strict_min=True),
-        throttle_drain_ms=_get(w, ms, mt, "throttle_drain_ms", "float", m0.throttle_drain_ms, minimum=0),
-        throttle_ratio_min=_get(w, ms, mt, "throttle_ratio_min", "float", m0.throttle_ratio_min, minimum=0,
-                                maximum=1, strict_min=True),
-        throttle_overshoot_pct=_get(w, ms, mt, "throttle_overshoot_pct", "float", m0.throttle_overshoot_pct,
-                                    minimum=0, strict_min=True),
-        throttle_saturation_pct=_get(w, ms, mt, "throttle_saturation_pct", "float", m0.throttle_saturation_pct,
-                                     minimum=0, maximum=100, strict_min=True),
-        throttle_room_pct=_get(w, ms, mt, "throttle_room_pct", "float", m0.throttle_room_pct, minimum=0,
-                               maximum=100, strict_min=True),
-    )
+    mcx = Mcx(**_read(w, ms, MCX, mt))
     if mcx.dirty_max_pct < mcx.dirty_target_pct:
         raise w.error(ms, "dirty_max_pct", f"must be >= dirty_target_pct ({mcx.dirty_target_pct}), "
                       f"got {mcx.dirty_max_pct}")
     if not mcx.min_age_ms <= mcx.initial_age_ms <= mcx.max_age_ms:
         raise w.error(ms, "initial_age_ms", f"must lie within min_age_ms..max_age_ms "
                       f"({mcx.min_age_ms}..{mcx.max_age_ms}), got {mcx.initial_age_ms}")
-    dram = Dram(
-        mode=mode,
-        cache_bytes=_get(w, "dram", t, "cache_bytes", "size", d.cache_bytes),
-        page_bytes=_get(w, "dram", t, "page_bytes", "size", d.page_bytes, minimum=512),
-        flush_unit_bytes=_get(w, "dram", t, "flush_unit_bytes", "size", d.flush_unit_bytes, minimum=512),
-        mirror_latency_us=_get(w, "dram", t, "mirror_latency_us", "float", d.mirror_latency_us, minimum=0),
-        flush_queue_depth=_get(w, "dram", t, "flush_queue_depth", "int", d.flush_queue_depth, minimum=1),
-        flush_order=_get(w, "dram", t, "flush_order", "str", "address" if mode == "mcx" else "age",
-                         choices=("age", "address")),
-        flare=flare,
-        mcx=mcx,
-    )
+    mode = _get(w, "dram", t, "mode", "str", DRAM["mode"].default, choices=DRAM["mode"].choices)
+    dram = Dram(**_read(w, "dram", DRAM, t, defaults={"flush_order": "address" if mode == "mcx" else "age"}),
+                flare=flare, mcx=mcx)
     pb, fu = dram.page_bytes, dram.flush_unit_bytes
     if pb & (pb - 1):
         raise w.error("dram", "page_bytes", f"{pb} is not a power of two")
@@ -815,13 +559,7 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     description = _get(w, "", data, "description", "str", "")
 
     ct = _table(w, "controller", data.get("controller", {}))
-    _check_keys(w, "controller", ct, _names(Controller))
-    c0 = Controller()
-    controller = Controller(
-        overhead_us=_get(w, "controller", ct, "overhead_us", "float", c0.overhead_us, minimum=0),
-        bandwidth_mb_per_s=_get(w, "controller", ct, "bandwidth_mb_per_s", "float", c0.bandwidth_mb_per_s,
-                                minimum=0, strict_min=True),
-    )
+    controller = Controller(**_read(w, "controller", CONTROLLER, ct))
     dram = _parse_dram(w, _table(w, "dram", data.get("dram", {})))
 
     dct = _table(w, "drive_classes", data.get("drive_classes", {}))
@@ -847,7 +585,7 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     for i, pt in enumerate(pools_raw):
         sec = f"pools[{i}]"
         pt = _table(w, sec, pt)
-        _check_keys(w, sec, pt, _names(Pool))
+        values = _read(w, sec, POOL, pt)
         if "name" not in pt or "raid_groups" not in pt:
             raise w.error(sec, None, "needs 'name' and 'raid_groups'")
         pname = _get(w, sec, pt, "name", "str")
@@ -860,13 +598,7 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
             if m in used:
                 raise w.error(sec, "raid_groups", f"RAID group {m!r} is in pools {used[m]!r} and {pname!r}")
             used[m] = pname
-        p = Pool(
-            name=pname,
-            raid_groups=tuple(members),
-            slice_bytes=_get(w, sec, pt, "slice_bytes", "size", Pool.slice_bytes, minimum=0),
-            span_fraction=_get(w, sec, pt, "span_fraction", "float", Pool.span_fraction, minimum=0,
-                               maximum=1, strict_min=True),
-        )
+        p = Pool(name=pname, raid_groups=tuple(members), **values)
         if p.slice_bytes and p.slice_bytes % dram.flush_unit_bytes:
             raise w.error(sec, "slice_bytes", f"pool {pname!r}: slice is not a multiple of the flush unit")
         for m in members:
@@ -901,15 +633,10 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
         maps.append(VolumeMap(pat, pl))
 
     rt = _table(w, "replay", data.get("replay", {}))
-    _check_keys(w, "replay", rt, {"mode", "outstanding", "interval", "warmup_pct"})
-    r0 = ReplayOptions()
-    replay_opts = ReplayOptions(
-        mode=_get(w, "replay", rt, "mode", "str", r0.mode, choices=("open", "closed")),
-        outstanding=_get(w, "replay", rt, "outstanding", "int", r0.outstanding, minimum=1, maximum=MAX_OUTSTANDING),
-        interval_ns=0 if rt.get("interval", "auto") == "auto" else _get(w, "replay", rt, "interval", "duration",
-                                                                          r0.interval_ns, minimum=1, strict_min=False),
-        warmup_pct=_get(w, "replay", rt, "warmup_pct", "float", r0.warmup_pct, minimum=0, maximum=MAX_WARMUP_PCT),
-    )
+    auto = rt.get("interval") == "auto"
+    opts = _read(w, "replay", REPLAY, {k: v for k, v in rt.items() if not (auto and k == "interval")})
+    replay_opts = ReplayOptions(mode=opts["mode"], outstanding=opts["outstanding"], interval_ns=opts["interval"],
+                                warmup_pct=opts["warmup_pct"])
     if 0 < replay_opts.interval_ns < MIN_INTERVAL_NS:
         raise w.error("replay", "interval", "must be at least 1 ms")
 
@@ -929,23 +656,13 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
 
 
 def _parse_snapshots(w: _Where, t: dict) -> Snapshots:
-    sec = "snapshots"
-    _check_keys(w, sec, t, _names(Snapshots))
-    d = Snapshots()
-    s = Snapshots(
-        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
-        every_s=_get(w, sec, t, "every_s", "float", d.every_s, minimum=0.001),
-        keep_s=_get(w, sec, t, "keep_s", "float", d.keep_s, minimum=0, strict_min=True),
-        mode=_get(w, sec, t, "mode", "str", d.mode, choices=("row", "cofw")),
-    )
-    return s
+    return Snapshots(**_read(w, "snapshots", SNAPSHOTS, t))
 
 
 def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, ...],
                    classes: dict[str, DriveClass], default_pool: str) -> Tiering:
     sec = "tiering"
-    _check_keys(w, sec, t, _names(Tiering))
-    d = Tiering()
+    values = _read(w, sec, TIERING, t)
     maps = []
     raw = t.get("policies", [])
     if not isinstance(raw, list):
@@ -957,24 +674,7 @@ def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, 
         if "pattern" not in mt or "policy" not in mt:
             raise w.error(ms, None, "needs 'pattern' and 'policy'")
         maps.append(PolicyMap(_get(w, ms, mt, "pattern", "str"), _get(w, ms, mt, "policy", "str", choices=TIER_POLICIES)))
-    tg = Tiering(
-        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
-        pool=_get(w, sec, t, "pool", "str", default_pool) or default_pool,
-        policy=_get(w, sec, t, "policy", "str", d.policy, choices=TIER_POLICIES),
-        policies=tuple(maps),
-        half_life_h=_get(w, sec, t, "half_life_h", "float", d.half_life_h, minimum=0, strict_min=True),
-        rank_interval_s=_get(w, sec, t, "rank_interval_s", "float", d.rank_interval_s, minimum=1),
-        window_start_h=_get(w, sec, t, "window_start_h", "float", d.window_start_h, minimum=0),
-        window_hours=_get(w, sec, t, "window_hours", "float", d.window_hours, minimum=0, strict_min=True),
-        window_every_h=_get(w, sec, t, "window_every_h", "float", d.window_every_h, minimum=0, strict_min=True),
-        relocation_mb_per_s=_get(w, sec, t, "relocation_mb_per_s", "float", d.relocation_mb_per_s, minimum=0,
-                                 strict_min=True),
-        free_pct=_get(w, sec, t, "free_pct", "float", d.free_pct, minimum=0, maximum=90),
-        promote_margin_pct=_get(w, sec, t, "promote_margin_pct", "float", d.promote_margin_pct, minimum=0),
-        rebalance=_get(w, sec, t, "rebalance", "bool", d.rebalance),
-        rebalance_tolerance_pct=_get(w, sec, t, "rebalance_tolerance_pct", "float", d.rebalance_tolerance_pct,
-                                     minimum=0),
-    )
+    tg = Tiering(**{**values, "pool": values["pool"] or default_pool}, policies=tuple(maps))
     names = [p.name for p in pools]
     if tg.pool not in names:
         raise w.error(sec, "pool", f"unknown pool {tg.pool!r}; defined: {', '.join(names)}")
@@ -998,26 +698,7 @@ def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, 
 
 def _parse_flash(w: _Where, t: dict) -> Flash:
     sec = "flash"
-    _check_keys(w, sec, t, _names(Flash))
-    d = Flash()
-    pos = {"minimum": 0, "strict_min": True}
-    f = Flash(
-        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
-        user_capacity_bytes=_get(w, sec, t, "user_capacity_bytes", "size", d.user_capacity_bytes, minimum=1),
-        spare_factor=_get(w, sec, t, "spare_factor", "float", d.spare_factor, maximum=100, **pos),
-        valid_pct=_get(w, sec, t, "valid_pct", "float", d.valid_pct, minimum=0, maximum=100),
-        gc_mib_per_s=_get(w, sec, t, "gc_mib_per_s", "float", d.gc_mib_per_s, **pos),
-        gc_start_pct=_get(w, sec, t, "gc_start_pct", "float", d.gc_start_pct, maximum=100, **pos),
-        stripe_unit_bytes=_get(w, sec, t, "stripe_unit_bytes", "size", d.stripe_unit_bytes, minimum=512),
-        stripe_data_units=_get(w, sec, t, "stripe_data_units", "int", d.stripe_data_units, minimum=1, maximum=64),
-        stripe_parity_units=_get(w, sec, t, "stripe_parity_units", "int", d.stripe_parity_units, minimum=0,
-                                 maximum=2),
-        read_iops=_get(w, sec, t, "read_iops", "float", d.read_iops, **pos),
-        read_latency_us=_get(w, sec, t, "read_latency_us", "float", d.read_latency_us, **pos),
-        write_iops=_get(w, sec, t, "write_iops", "float", d.write_iops, **pos),
-        write_latency_us=_get(w, sec, t, "write_latency_us", "float", d.write_latency_us, **pos),
-        media_mib_per_s=_get(w, sec, t, "media_mib_per_s", "float", d.media_mib_per_s, **pos),
-    )
+    f = Flash(**_read(w, sec, FLASH, t))
     if f.stripe_unit_bytes & (f.stripe_unit_bytes - 1):
         raise w.error(sec, "stripe_unit_bytes", f"{f.stripe_unit_bytes} is not a power of two")
     return f
@@ -1025,51 +706,27 @@ def _parse_flash(w: _Where, t: dict) -> Flash:
 
 def _parse_ssd(w: _Where, t: dict, classes: dict[str, DriveClass], dram: Dram) -> SsdCache:
     sec = "ssd_cache"
-    _check_keys(w, sec, t, _names(SsdCache) | {"block_bytes"})
     kind = _get(w, sec, t, "kind", "str", None, choices=SSD_KINDS)
     if kind is None:
         raise w.error(sec, None, f"lacks 'kind' ({' or '.join(map(repr, SSD_KINDS))})")
-    d = SsdCache(kind=kind)
-    own = {"fastcache": {"chunk_bytes", "promote_after_hits", "promote_window_ms", "proactive_cleaning",
-                         "idle_after_ms", "clean_outstanding"},
-           "qcache": {"block_bytes", "mode", "io_type", "sub_block_bytes", "populate_on_read", "populate_on_write"}}
     size_key = "chunk_bytes" if kind == "fastcache" else "block_bytes"
-    for other, keys in own.items():
+    for other, keys in SSD_OWN_KEYS.items():
         if other != kind:
-            for k in sorted(keys & set(t)):
+            for k in sorted(set(keys) & set(t)):
                 raise w.error(sec, k, f"only for kind = {other!r}")
-    mode = _get(w, sec, t, "mode", "str", d.mode, choices=("read", "read_write"))
-    io_type = _get(w, sec, t, "io_type", "str", d.io_type, choices=(*QCACHE_IO_TYPES, "custom"))
+    io_type = _get(w, sec, t, "io_type", "str", SSD_CACHE["io_type"].default, choices=SSD_CACHE["io_type"].choices)
     if io_type != "custom":
         for k in ("block_bytes", "sub_block_bytes", "populate_on_read", "populate_on_write"):
             if k in t:
                 raise w.error(sec, k, f"set by io_type = {io_type!r}; use io_type = \"custom\" to choose it")
+    # a QCache block is its chunk (``block_bytes`` in the file, the vendor's word)
+    table = {("chunk_bytes" if k == "block_bytes" else k): v for k, v in t.items()}
+    values = SSD_CACHE.read(table, lambda key, msg: w.error(sec, size_key if key == "chunk_bytes" else key, msg))
+    if io_type != "custom":
         chunk, sub, por, pow_ = QCACHE_IO_TYPES[io_type]
-    else:
-        chunk = _get(w, sec, t, size_key, "size", d.chunk_bytes, minimum=512)
-        sub = _get(w, sec, t, "sub_block_bytes", "size", 0)
-        por = _get(w, sec, t, "populate_on_read", "int", d.populate_on_read, minimum=0, maximum=1 << 20)
-        pow_ = _get(w, sec, t, "populate_on_write", "int", d.populate_on_write, minimum=0, maximum=1 << 20)
-    s = SsdCache(
-        kind=kind,
-        enabled=_get(w, sec, t, "enabled", "bool", d.enabled),
-        drive_class=_get(w, sec, t, "drive_class", "str", ""),
-        drives=_get(w, sec, t, "drives", "int", d.drives, minimum=1, maximum=1024),
-        capacity_bytes=_get(w, sec, t, "capacity_bytes", "size", 0),
-        mode=mode,
-        chunk_bytes=chunk,
-        sub_block_bytes=sub,
-        promote_after_hits=_get(w, sec, t, "promote_after_hits", "int", d.promote_after_hits, minimum=1,
-                                maximum=1 << 20),
-        promote_window_ms=_get(w, sec, t, "promote_window_ms", "float", d.promote_window_ms, minimum=0),
-        io_type=io_type,
-        populate_on_read=por,
-        populate_on_write=pow_,
-        fills_in_flight=_get(w, sec, t, "fills_in_flight", "int", d.fills_in_flight, minimum=1, maximum=4096),
-        proactive_cleaning=_get(w, sec, t, "proactive_cleaning", "bool", d.proactive_cleaning),
-        idle_after_ms=_get(w, sec, t, "idle_after_ms", "float", d.idle_after_ms, minimum=0),
-        clean_outstanding=_get(w, sec, t, "clean_outstanding", "int", d.clean_outstanding, minimum=1, maximum=4096),
-    )
+        values |= {"chunk_bytes": chunk, "sub_block_bytes": sub, "populate_on_read": por, "populate_on_write": pow_}
+    s = SsdCache(**values)
+    mode = s.mode
     if kind == "fastcache" and mode != "read_write":
         raise w.error(sec, "mode", "FAST Cache is always a read-write cache")
     if not s.drive_class:

@@ -57,7 +57,9 @@ from replay import backend as be
 from replay import dram_cache as dc
 from replay.events import INF, K_RELOCATE, record
 from replay.jit import kernel
-from replay.scenario import TIER_NAMES, TIER_POLICIES, Scenario
+from replay.mech.backend.schema import TIER_NAMES
+from replay.mech.tiering.schema import POLICIES as TIER_POLICIES
+from replay.scenario import Scenario
 
 I4, I8, F8 = np.int32, np.int64, np.float64
 

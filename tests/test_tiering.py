@@ -13,7 +13,8 @@ import pytest
 from test_backend import assert_segmenting_invariant, replay_rows
 
 from pipelines.replay import replay_frames
-from replay.scenario import TIER_NAMES, load, loads
+from replay.mech.backend.schema import TIER_NAMES
+from replay.scenario import load, loads
 
 H = 3600 * 10**9
 S = 10**9

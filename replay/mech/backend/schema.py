@@ -1,0 +1,57 @@
+"""``[drive_classes.NAME]``, ``[[raid_groups]]`` and ``[[pools]]`` as data: the back end
+(``replay.backend``: placement, RAID groups, drive service times; queues in ``replay.queueing``)."""
+
+from __future__ import annotations
+
+from replay.schema import Param, Section
+
+RAID_LEVELS = (0, 1, 5, 6, 10)
+#: FAST VP tiers, highest first (doc)
+TIER_NAMES = ("extreme_performance", "performance", "capacity")
+
+DRIVE_CLASS = Section("drive_classes.NAME", (
+    Param("kind", "str", "hdd", "", "hdd: seek + half a rotation + transfer, with command reordering; ssd: a latency "
+          "+ transfer with internal parallelism", "choice", choices=("hdd", "ssd")),
+    Param("planning_iops", "float", 150.0, "IOPS", "planning IOPS per drive (sets the average seek when avg_seek_ms is "
+          "not given)", "seed", "seed 000: SAS 10k 150, 15k 180, NL-SAS 90, SSD eMLC 3500, SLC 5000", minimum=0,
+          strict_min=True),
+    Param("rpm", "int", 10_000, "rpm", "spindle speed: half a rotation is 2.0 / 3.0 / 4.17 ms at 15k / 10k / 7.2k",
+          "seed", "seed 000: SAS 10K", minimum=1000),
+    Param("avg_seek_ms", "float", None, "ms", "average full-stroke seek (default: 1000 / planning_iops - half a "
+          "rotation - an 8 KiB transfer)", minimum=0, optional=True),
+    Param("track_to_track_ms", "float", 0.5, "ms", "short-seek floor", "estimate", "data sheets 0.2-0.8 ms; SAS 10k "
+          "presets 0.3", minimum=0),
+    Param("transfer_mb_per_s", "float", 150.0, "MB/s", "media rate", "estimate", "a 10k SAS drive", minimum=0,
+          strict_min=True),
+    Param("queue_gain_exponent", "float", 0.12, "", "command reordering: positioning min(q, queue_depth_max) ** this "
+          "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
+          "IOPS", minimum=0, maximum=1),
+    Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (1.95x)", "estimate",
+          "MODELS.md: deep queues give up to 2-2.5x", minimum=1),
+    Param("capacity_bytes", "size", 0, "B", "drive capacity (FAST VP tiers fill by it; 0: unknown)"),
+    Param("read_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random reads per second at depth (0: planning_iops and the "
+          "HDD queue law)", minimum=0),
+    Param("write_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random writes per second at depth (0: as reads)",
+          minimum=0),
+    Param("read_latency_us", "float", 100.0, "us", "SSD: a read at queue depth 1", "estimate", "SAS SSD data sheets "
+          "50-150 us", minimum=0, strict_min=True),
+    Param("tier", "str", "", "", "FAST VP tier (default: flash extreme_performance, 10k/15k SAS performance, slower "
+          "capacity)", "doc", choices=TIER_NAMES),
+), doc="A drive type.")
+
+RAID_GROUP = Section("raid_groups", (
+    Param("name", "str", "", "", "the group's name (pools list it)", "choice", required=True),
+    Param("level", "int", 5, "", "RAID level", "choice", choices=RAID_LEVELS, required=True),
+    Param("width", "int", 5, "drives", "drives in the group (RAID 1: 2, RAID 10: even)", "choice", minimum=1,
+          required=True),
+    Param("drive_class", "str", "", "", "a class of [drive_classes]", "choice", required=True),
+    Param("stripe_element_bytes", "size", 64 << 10, "B", "stripe element (a power of two, a multiple of the flush "
+          "unit)", "doc", "VNX stripe element 64 KB (128 blocks)", minimum=512),
+), doc="A RAID group of drives of one class.")
+
+POOL = Section("pools", (
+    Param("slice_bytes", "size", 256 << 20, "B", "volumes spread over the pool's groups in slices of this size",
+          "doc", "FAST VP slice 256 MB on VNX2 (1 GB on VNX1)", minimum=0),
+    Param("span_fraction", "float", 1.0, "", "share of each drive's stroke the data occupies (1: the planning case)",
+          "estimate", minimum=0, maximum=1, strict_min=True),
+), doc="A pool of RAID groups; its volumes are spread over them in slices.", extra=("name", "raid_groups"))

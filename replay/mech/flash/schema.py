@@ -1,0 +1,38 @@
+"""``[flash]`` as data: an all-flash array (``replay.flash``, seed 001 Violin 6232)."""
+
+from __future__ import annotations
+
+from replay.schema import Param, Section
+
+_POS = {"minimum": 0, "strict_min": True}
+
+FLASH = Section("flash", (
+    Param("enabled", "bool", True, "", "false: the section is kept but the array has its DRAM cache and drives",
+          "choice"),
+    Param("user_capacity_bytes", "size", 17 << 40, "B", "user space", "estimate", "32 TB raw less 4 spare VIMMs of "
+          "64, vRAID parity and spare", minimum=1),
+    Param("spare_factor", "float", 0.3, "", "spare / user space (greedy-GC write amplification)", "estimate",
+          "Violin does not publish it; MODELS.md's example", maximum=100, **_POS),
+    Param("valid_pct", "float", 100.0, "%", "share of the user space holding valid data at the start", "seed",
+          "seed 001: LUNs cover the whole user capacity, written before the test", minimum=0, maximum=100),
+    Param("gc_mib_per_s", "float", 818.5, "MiB/s", "garbage collection's copy rate", "seed-fit",
+          "seed 001: ~600 MiB/s after the cliff: 600 x (WA(0.3) - 1) = 818.5", **_POS),
+    Param("gc_start_pct", "float", 100.0, "%", "GC reclaims while free space is below this share of the space not "
+          "holding data", maximum=100, **_POS),
+    Param("stripe_unit_bytes", "size", 1024, "B", "vRAID stripe unit", "seed", "seed 001: 1 KB", minimum=512),
+    Param("stripe_data_units", "int", 4, "units", "data units per stripe", "seed", "seed 001: RAID 5 (4+P)",
+          minimum=1, maximum=64),
+    Param("stripe_parity_units", "int", 1, "units", "parity units per stripe", "seed", "seed 001", minimum=0,
+          maximum=2),
+    Param("read_iops", "float", 300_000.0, "IOPS", "4 KB random reads per second at depth", "seed-fit",
+          "seed 001: 300,000 IOPS, QD 32", **_POS),
+    Param("read_latency_us", "float", 210.0, "us", "a 4 KB read at queue depth 1", "seed-fit",
+          "seed 001: minimum read latency 0.21 ms, jobs = 1", **_POS),
+    Param("write_iops", "float", 307_000.0, "IOPS", "4 KB random writes per second at depth", "seed-fit",
+          "seed 001: 307,000 IOPS, QD 32", **_POS),
+    Param("write_latency_us", "float", 146.0, "us", "a 4 KB write at queue depth 1", "seed-fit",
+          "seed 001: minimum write latency 0.146 ms, jobs = 1", **_POS),
+    Param("media_mib_per_s", "float", 2750.0, "MiB/s", "media bandwidth", "seed-fit",
+          "seed 001: read bandwidth 2,750 MB/s (fio MB = MiB)", **_POS),
+), doc="An all-flash array: no DRAM cache, full-stripe writes without RAID penalty, free space with greedy-GC "
+       "write amplification from the spare factor, and a GC bandwidth limit. Defaults: the violin6232 preset's.")
