@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from pipelines.catalog import TraceRef, volume_of
 from pipelines.dataset import key_of
 from pipelines.files import atomic_output
+from replay.mech.snapshots.space import SnapshotTimeline, snapshot_space
 from replay.skew import IO_SHARES_PCT, Skew, SkewCounter
-from replay.snapshots import SnapshotTimeline, snapshot_space
 from replay.version import SKEW_MODEL, model_version
 
 DEFAULT_BATCH_ROWS = 1 << 21

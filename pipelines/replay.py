@@ -77,10 +77,10 @@ from pipelines.dataset import package_version
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
+from replay.mech.snapshots.space import SnapshotTimeline
 from replay.model import Segment
 from replay.pages import SegmentBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
-from replay.snapshots import SnapshotTimeline
 from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
@@ -666,7 +666,7 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
 
 
 def _snapshot_timeline(model: ArrayModel, aggs: _Aggregates) -> SnapshotTimeline:
-    """The space held by the replay's snapshots (``replay.snapshots`` accounting, 64 KB chunks, on
+    """The space held by the replay's snapshots (``replay.mech.snapshots.space`` accounting, 64 KB chunks, on
     the replay's clock), from the per-snapshot-interval sums of first writes."""
     sp = model.kernel_params.snap
     df = aggs.snap.result()

@@ -63,7 +63,6 @@ from replay import dram_cache as dc
 from replay import flash as fl
 from replay import host
 from replay import queueing as qk
-from replay import snapshot_writes as snap
 from replay import ssd_cache as ssd
 from replay import tiering as tier
 from replay.events import (
@@ -79,6 +78,7 @@ from replay.events import (
 )
 from replay.ids import IdMap
 from replay.jit import kernel
+from replay.mech.snapshots import kernel as snap
 from replay.model import Model, Outcomes, Segment, register
 from replay.pages import PAGE_BITS
 from replay.scenario import Scenario, parse

@@ -27,6 +27,7 @@ from typing import TypeVar
 
 import numba
 
+from replay.mech import kernel_modules
 from replay.numba_cache import base_dir
 from replay.version import SCHEMA_MODULES, model_version
 
@@ -62,11 +63,8 @@ def _numpy_support_without_blas_probe() -> None:
 _numpy_support_without_blas_probe()
 
 #: Modules with compiled functions (or constants compiled into them); their source keys the cache.
-KERNEL_MODULES = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.tiering",
-                  "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.host",
-                  "replay.events", "replay.flash", "replay.prefetch",
-                  "replay.queueing", "replay.ids",
-                  "replay.pages", "replay.intervals", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)
+KERNEL_MODULES = ("replay.array", *kernel_modules(), "replay.events", "replay.prefetch", "replay.ids", "replay.pages",
+                  "replay.intervals", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)
 
 
 def cache_dir(modules: Sequence[str] = KERNEL_MODULES) -> Path:

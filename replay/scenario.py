@@ -278,7 +278,7 @@ class Tiering(TIERING.base("Tiering", after=(("policies", tuple, field(default=(
 
 
 class Snapshots(SNAPSHOTS.base("Snapshots")):
-    """Snapshots on a schedule (``replay.mech.snapshots.schema.SNAPSHOTS``; ``replay.snapshot_writes``)."""
+    """Snapshots on a schedule (``replay.mech.snapshots.schema.SNAPSHOTS``; ``replay.mech.snapshots.kernel``)."""
 
 
 class SsdCache(SSD_CACHE.base("SsdCache")):

@@ -23,11 +23,12 @@ from collections.abc import Iterable
 from importlib.util import find_spec
 from pathlib import Path
 
+from replay.mech import kernel_modules, schema_modules
+
 SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as constants
-ARRAY_MODEL = ("replay.array", "replay.backend", "replay.dram_cache", "replay.ssd_cache", "replay.tiering",
-               "replay.snapshot_writes", "replay.fast_cache", "replay.qcache", "replay.layout", "replay.host",
-               "replay.events", "replay.flash", "replay.prefetch",
-               "replay.queueing", "replay.pages",
+#: the array model's code: every mechanism (``replay.mech``), the event loop and what it shares
+ARRAY_MODEL = ("replay.array", *kernel_modules(), *schema_modules(), "replay.schema", "replay.mech",
+               "replay.mech.snapshots.space", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.jit",
                "pipelines.replay", "pipelines.physics", "pipelines.tiering", *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",

@@ -1,4 +1,4 @@
-"""Snapshots in the array replay (replay.snapshot_writes, seed 004): redirect-on-write leaves the
+"""Snapshots in the array replay (replay.mech.snapshots.kernel, seed 004): redirect-on-write leaves the
 write path exactly as it was and counts first writes; copy-on-first-write copies each chunk once
 per snapshot before the write; the pipeline's space timeline equals the trace-level accounting of
 replay.snapshots; chunked replay = one pass."""
@@ -11,8 +11,8 @@ import pytest
 from test_backend import assert_segmenting_invariant, replay_rows
 
 from pipelines.replay import replay_frames
+from replay.mech.snapshots.space import snapshot_space
 from replay.scenario import load, loads
-from replay.snapshots import snapshot_space
 
 S = 10**9
 UNIT = 64 << 10

@@ -1,4 +1,4 @@
-"""``replay.snapshots`` / ``tiercast snapshots``: redirect-on-write snapshot space checked
+"""``replay.mech.snapshots.space`` / ``tiercast snapshots``: redirect-on-write snapshot space checked
 against a plain Python count; retention, blocks straddled by one write, reads not counted, and
 the same result for any chunking of the trace."""
 
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.ingest import ingest_file
-from replay.snapshots import SnapshotSpace, snapshot_space
+from replay.mech.snapshots.space import SnapshotSpace, snapshot_space
 from schemas.trace import OPS, POLARS_SCHEMA
 from traces import synth
 

@@ -1,4 +1,4 @@
-"""``[snapshots]`` as data: snapshots on a schedule (``replay.snapshot_writes``)."""
+"""``[snapshots]`` as data: snapshots on a schedule (``replay.mech.snapshots.kernel``)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ path sees of them.
 Snapshot k is taken at ``k x every_s`` of simulated time (snapshot 0 at time zero). A host write
 to a chunk (a DRAM flush unit, 64 KB: the SnapView chunk and the unit the cache tracks) that the
 chunk has not seen since the latest snapshot is that chunk's *first write* after it; the chunk's
-old contents then belong to that snapshot (the space accounting of :mod:`replay.snapshots`, at
+old contents then belong to that snapshot (the space accounting of :mod:`replay.mech.snapshots.space`, at
 chunk granularity and on the replay's own clock).
 
 * ``mode = "row"`` (VNX Snapshots, redirect-on-write, seed 004): the new data goes to a new

@@ -1,0 +1,68 @@
+"""The array model's mechanisms, one package each, and their registry (:data:`MECHANISMS`).
+
+A mechanism lives in ``replay/mech/<name>/``:
+
+* ``schema.py``: its scenario tables as data (``replay.schema.Section``): every parameter with its
+  type, unit, range, default and source. ``replay.scenario`` makes the scenario classes and reads
+  the TOML from them; nothing in it imports numba or Polars.
+* ``kernel.py``: its compiled steps (numba) with its parameters (``params(sc)``, a NamedTuple
+  named as the schema names them) and its state (NamedTuples of arrays; tables are structured
+  arrays with named fields).
+* ``outputs.py``: what it adds to a replay's results, as data: its per-request outcome columns
+  (:class:`replay.outputs.Column`), its counters and summary fields with their units, and the lines
+  ``tiercast replay`` prints for it.
+
+``replay.array.run_requests`` is the one hand-written place where the steps are composed (numba
+needs static calls); everything else (the scenario's sections, the kernel's parameter and state
+tuples, the outcome columns, the summary, the numba cache key and the model version) loops over
+:data:`MECHANISMS`. Adding a mechanism is a new package, one line here and its calls in
+``run_requests``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One mechanism of the array model: its name (the key of its parameters, state and outputs)
+    and the modules that make it up (``kernel_modules``: the compiled code, which keys the numba
+    cache; beyond ``kernel`` itself, modules it splits its steps into)."""
+
+    name: str
+    kernel_modules: tuple[str, ...]
+
+    @property
+    def package(self) -> str:
+        return f"replay.mech.{self.name}"
+
+    def module(self, part: str) -> ModuleType:
+        """``schema``, ``kernel`` or ``outputs`` of this mechanism."""
+        return importlib.import_module(f"{self.package}.{part}")
+
+
+#: In composition order: the host issues, the DRAM cache serves, the back end stores, the SSD
+#: cache sits between them, FAST VP places slices, snapshots see writes, flash replaces the rest.
+MECHANISMS = (
+    Mechanism("host", ("replay.host",)),
+    Mechanism("dram_cache", ("replay.dram_cache",)),
+    Mechanism("backend", ("replay.backend", "replay.queueing")),
+    Mechanism("ssd_cache", ("replay.ssd_cache", "replay.fast_cache", "replay.qcache")),
+    Mechanism("tiering", ("replay.tiering",)),
+    Mechanism("snapshots", ("replay.mech.snapshots.kernel",)),
+    Mechanism("flash", ("replay.flash",)),
+)
+BY_NAME = {m.name: m for m in MECHANISMS}
+
+
+def kernel_modules() -> tuple[str, ...]:
+    """Every mechanism's compiled modules, in registry order."""
+    return tuple(mod for m in MECHANISMS for mod in m.kernel_modules)
+
+
+def schema_modules() -> tuple[str, ...]:
+    """Every mechanism's schema module (their parameters' defaults change results too)."""
+    return tuple(f"{m.package}.schema" for m in MECHANISMS)
