@@ -53,6 +53,7 @@ any number of segments gives identical outcomes, records and counters (tested).
 from __future__ import annotations
 
 import sys
+from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -78,33 +79,24 @@ from replay.events import (
 )
 from replay.ids import IdMap
 from replay.jit import kernel
+from replay.mech import MECHANISMS
 from replay.mech.snapshots import kernel as snap
 from replay.model import Model, Outcomes, Segment, register
 from replay.pages import PAGE_BITS
 from replay.scenario import Scenario, parse
 from schemas.trace import OP_READ, OP_TRIM, OP_WRITE
 
-__all__ = ["ArrayModel", "ArrayState", "OUTCOMES", "REC_COLUMNS", "RECORD_KINDS", "K_FLUSH", "K_FULL_STRIPE",
+__all__ = ["ArrayModel", "ArrayState", "OUTCOME_COLUMNS", "REC_COLUMNS", "RECORD_KINDS", "K_FLUSH", "K_FULL_STRIPE",
            "K_IDLE_FLUSH", "K_STALL", "run_requests"]
 
-# per-request output columns
-O_ARR, O_DONE, O_RP, O_RH, O_WP, O_WH, O_STALL, O_THR, O_RG, O_BIOS, O_BBUSY, O_DIRTY, O_RGDIRTY = range(13)
-# with an SSD cache: the request's reads reaching it (DRAM misses) and its writes the DRAM cache
-# wrote through, hits and misses, and its dirty slots after it (flushes to it and promotions are
-# records, with their own times)
-O_SSD_RH, O_SSD_RM, O_SSD_WH, O_SSD_WM, O_SSD_DIRTY = range(13, 18)
-# with snapshots: the chunks the request wrote first since the latest snapshot
-O_SNAP = 18
-N_O = 13
-N_O_SSD = 18
-N_O_ALL = 21  # with snapshots or all-flash (rows a run does not use are not written)
-# all-flash: free space after the request, GC bytes copied while it was processed
-O_FL_FREE, O_FL_GC = 19, 20
-FLASH_OUTCOMES = ("flash_free_bytes", "flash_gc_bytes")
-OUTCOMES = ("arrival_ns", "done_ns", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
-            "stall_ns", "throttle_ns", "rg", "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages")
-SSD_OUTCOMES = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
-SNAP_OUTCOMES = ("snapshot_first_writes",)
+#: Per-request outcome columns, by mechanism (``replay/mech/<name>/outputs.py``): the kernel writes
+#: ``out.<column>[i]``; a run has the columns of its mechanisms (the host, DRAM cache and back end
+#: always; the SSD cache, snapshots, all-flash when on), the others are empty and never written.
+OUTCOME_COLUMNS = {m.name: m.module("outputs").OUTCOMES for m in MECHANISMS}
+Outcome = namedtuple("Outcome", [c.name for cols in OUTCOME_COLUMNS.values() for c in cols])
+#: the mechanisms whose columns every run has
+ALWAYS = ("host", "dram_cache", "backend")
+_NO_COLUMN = np.zeros(0, dtype=np.int64)
 
 
 #: Memory prefetch distances (requests ahead, ``replay.prefetch``): a later request's cache units
@@ -267,7 +259,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
             if np_.on:
                 tw, first = snap.before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, req.unit, req.unit_no, arr, tc,
                                                tmp)
-                out[O_SNAP, i] = first
+                out.snapshot_first_writes[i] = first
             done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0,
                                                             p1, req.unit, req.pbit, req.unit_no, tw, tmp)
             stall += st
@@ -276,27 +268,27 @@ def run_requests(params, state, req, shift, start, out, tmp):
         # OP_FLUSH (a host cache flush): the write cache is mirrored and battery backed: ack at once
         dc.touch_volume(ds, v, tc)
         # outputs
-        out[O_ARR, i] = arr
-        out[O_DONE, i] = done
-        out[O_RP, i] = rp
-        out[O_RH, i] = rh
-        out[O_WP, i] = wp
-        out[O_WH, i] = wh
-        out[O_STALL, i] = stall
-        out[O_THR, i] = thr
-        out[O_RG, i] = rg_req
-        out[O_BIOS, i] = bios
-        out[O_BBUSY, i] = bbusy
-        out[O_DIRTY, i] = cache.dirty
-        out[O_RGDIRTY, i] = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
+        out.arrival_ns[i] = arr
+        out.done_ns[i] = done
+        out.read_pages[i] = rp
+        out.read_hit_pages[i] = rh
+        out.write_pages[i] = wp
+        out.write_hit_pages[i] = wh
+        out.stall_ns[i] = stall
+        out.throttle_ns[i] = thr
+        out.rg[i] = rg_req
+        out.backend_ios[i] = bios
+        out.backend_busy_ns[i] = bbusy
+        out.dirty_pages[i] = cache.dirty
+        out.rg_dirty_pages[i] = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
         if np_.on and o != OP_WRITE:
-            out[O_SNAP, i] = 0
+            out.snapshot_first_writes[i] = 0
         if sp.on:
-            out[O_SSD_RH, i] = sc.read_hits - rh0
-            out[O_SSD_RM, i] = sc.read_misses - rm0
-            out[O_SSD_WH, i] = sc.through_hits - wh0
-            out[O_SSD_WM, i] = sc.through_misses - wm0
-            out[O_SSD_DIRTY, i] = sc.dirty_slots
+            out.ssd_read_hits[i] = sc.read_hits - rh0
+            out.ssd_read_misses[i] = sc.read_misses - rm0
+            out.ssd_through_hits[i] = sc.through_hits - wh0
+            out.ssd_through_misses[i] = sc.through_misses - wm0
+            out.ssd_dirty_slots[i] = sc.dirty_slots
         host.complete(hp, hs, arr, done, stall, thr)
     return n
 
@@ -323,14 +315,21 @@ def run_flash_requests(params, state, req, start, out):
             ev.now = tc
         gc0 = fc.gc_moved
         done, thr = fl.request(fp, fs, o, req.size[i], tc, hs.c[0].requests)
-        out[O_ARR, i] = arr
-        out[O_DONE, i] = done
-        out[O_RP:O_RGDIRTY + 1, i] = 0
-        out[O_STALL, i] = 0
-        out[O_THR, i] = thr
-        out[O_RG, i] = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
-        out[O_FL_FREE, i] = np.int64(fc.free + 0.5)
-        out[O_FL_GC, i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
+        out.arrival_ns[i] = arr
+        out.done_ns[i] = done
+        out.read_pages[i] = 0
+        out.read_hit_pages[i] = 0
+        out.write_pages[i] = 0
+        out.write_hit_pages[i] = 0
+        out.stall_ns[i] = 0
+        out.throttle_ns[i] = thr
+        out.dirty_pages[i] = 0
+        out.rg_dirty_pages[i] = 0
+        out.rg[i] = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
+        out.backend_ios[i] = 0
+        out.backend_busy_ns[i] = 0
+        out.flash_free_bytes[i] = np.int64(fc.free + 0.5)
+        out.flash_gc_bytes[i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
         host.complete(hp, hs, arr, done, np.int64(0), thr)
     return req.ts.shape[0]
 
@@ -559,11 +558,11 @@ class ArrayModel(Model):
 
     def replay(self, state: ArrayState, segment: Segment) -> Outcomes:
         n = segment.n_requests
-        ssd_on = bool(self.kernel_params.ssd.on)
-        snap_on = bool(self.kernel_params.snap.on)
         flash_on = bool(self.kernel_params.flash.on)
-        # one contiguous row per outcome, all written (with flash: the SSD rows are not)
-        out = self._spare("out", (N_O_ALL if (snap_on or flash_on) else N_O_SSD if ssd_on else N_O, n))
+        names = self.outcome_names()
+        rows = self._spare("out", (len(names), n))  # one contiguous row per outcome column
+        have = dict(zip(names, rows, strict=True))
+        out = Outcome(**{f: have.get(f, _NO_COLUMN) for f in Outcome._fields})
         if n:
             self._ensure_volumes(state, int(segment.volume.max()) + 1)
             if flash_on:  # no cache units: the flash path reads requests only
@@ -592,14 +591,14 @@ class ArrayModel(Model):
                     self._stash_records(state)
                     if state.rec.shape[0] < REC_ROWS_MAX:
                         state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
-        rows = list(enumerate(OUTCOMES))
-        if ssd_on and not flash_on:
-            rows += list(enumerate(SSD_OUTCOMES, N_O))
-        if snap_on:
-            rows += list(enumerate(SNAP_OUTCOMES, O_SNAP))
-        if flash_on:
-            rows += list(zip((O_FL_FREE, O_FL_GC), FLASH_OUTCOMES, strict=True))
-        return {name: out[k] for k, name in rows}
+        return have
+
+    def outcome_names(self) -> list[str]:
+        """The outcome columns of this scenario's runs (``OUTCOME_COLUMNS`` of its mechanisms)."""
+        p = self.kernel_params
+        on = {*ALWAYS, *(m for m, flag in (("ssd_cache", p.ssd.on and not p.flash.on), ("snapshots", p.snap.on),
+                                           ("flash", p.flash.on)) if flag)}
+        return [c.name for m, cols in OUTCOME_COLUMNS.items() if m in on for c in cols]
 
     def _stash_records(self, state: ArrayState) -> None:
         """Move the record buffer's rows out, as columns (N_REC x rows: the transposing copy

@@ -1,0 +1,9 @@
+"""The back end's per-request outcomes."""
+
+from replay.outputs import Column
+
+OUTCOMES = (
+    Column("rg", "", "RAID group of the request's first page (-1: none)"),
+    Column("backend_ios", "I/Os", "host-read drive operations the request caused"),
+    Column("backend_busy_ns", "ns", "drive time of those operations"),
+)
