@@ -75,7 +75,7 @@ from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
-from replay.array import RECORD_KINDS, ArrayModel
+from replay.array import ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
 from replay.mech.snapshots.space import SnapshotTimeline
 from replay.model import Segment
@@ -88,13 +88,6 @@ from traces.source import prefetch as prefetch_items
 Progress = Callable[[int, int], None]
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
-K_STALL = RECORD_KINDS.index("forced_flush")
-K_PROMOTE = RECORD_KINDS.index("ssd_promotion")
-K_RELOCATE = RECORD_KINDS.index("relocation")
-K_THROTTLE = RECORD_KINDS.index("throttle")
-K_FULL_WAIT = RECORD_KINDS.index("cache_full_wait")
-#: record kinds that are not flushes (flush tables and back-end write counts leave them out)
-NOT_FLUSHES = [K_STALL, K_PROMOTE, K_RELOCATE, K_THROTTLE, K_FULL_WAIT]
 
 
 def array_model_version() -> str:
@@ -152,17 +145,15 @@ _FLUSH_SUMS = {
     "flush_bytes": pl.col("bytes").sum(),
     "backend_write_ios": pl.col("ios").sum(),
     "backend_write_busy_ns": pl.col("busy_ns").sum(),
-    "age_sum_ns": pl.col("value_ns").sum(),
+    "age_sum_ns": pl.col("age_ns").sum(),
 }
-_STALL_SUMS = {"forced_flushes": pl.len().cast(pl.Int64), "forced_flush_stall_ns": pl.col("value_ns").sum()}
+_STALL_SUMS = {"forced_flushes": pl.len().cast(pl.Int64), "forced_flush_stall_ns": pl.col("stall_ns").sum()}
 #: MCx, per RAID group: throttled adaptation ticks and their weakest trigger (throttle records,
 #: ``replay.events``), and writes that waited for room in a pool 100 % dirty (cache-full waits)
-_THROTTLE_SUMS = {"throttle_ticks": pl.col("pages").sum()}
-_THROTTLE_MINS = {"throttle_past_age_min_ns": pl.col("value_ns").min(),
-                  "throttle_window_full_min_ns": pl.col("busy_ns").min(),
-                  "throttle_drain_min_ns": pl.col("bytes").min(),
-                  "throttle_admit_min_pages_per_s": pl.col("ios").min()}
-_FULL_WAIT_SUMS = {"cache_full_waits": pl.len().cast(pl.Int64), "cache_full_wait_ns": pl.col("value_ns").sum()}
+_THROTTLE_SUMS = {"throttle_ticks": pl.col("ticks").sum()}
+_THROTTLE_MINS = {f"throttle_{k}": pl.col(k).min() for k in ("past_age_min_ns", "window_full_min_ns", "drain_min_ns",
+                                                            "admit_min_pages_per_s")}
+_FULL_WAIT_SUMS = {"cache_full_waits": pl.len().cast(pl.Int64), "cache_full_wait_ns": pl.col("wait_ns").sum()}
 #: With an SSD cache: reads reaching it and writes the DRAM cache wrote through (per request) ...
 _SSD_REQ_SUMS = {name: pl.col(name).sum() for name in ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits",
                                                        "ssd_through_misses")}
@@ -171,7 +162,7 @@ _SSD_REQ_MAXES = {"ssd_dirty_max": pl.col("ssd_dirty_slots").max()}
 _SSD_FLUSH_SUMS = {"ssd_flush_hits": pl.col("ssd_hits").sum(), "ssd_flush_misses": pl.col("ssd_misses").sum()}
 #: ... and promotions (records at their own times; slots in use after each: never falls)
 _PROMO_SUMS = {"ssd_promotions": pl.len().cast(pl.Int64), "ssd_promotion_bytes": pl.col("bytes").sum()}
-_PROMO_MAXES = {"ssd_used_max": pl.col("rg_dirty_pages").max()}
+_PROMO_MAXES = {"ssd_used_max": pl.col("slots_used").max()}
 #: per-interval SSD event counts (also as ``_per_s``)
 SSD_EVENTS = ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits", "ssd_write_misses", "ssd_promotions")
 #: the SSD hit ratio of the run's last 10 % of simulated time comes from per-second sums
@@ -281,8 +272,9 @@ class _Aggregates:
         """Auto interval: grow it (merging what was summed) before a segment runs past
         ``AUTO_MAX_INTERVALS`` of the current one."""
         span = int(out["done_ns"].max()) if len(out["done_ns"]) else 0
-        if len(records["ts_ns"]):
-            span = max(span, int(records["ts_ns"].max()))
+        for cols in records.values():
+            if len(cols["ts_ns"]):
+                span = max(span, int(cols["ts_ns"].max()))
         n = auto_interval_ns(span, self.interval_ns)
         if n == self.interval_ns:
             return
@@ -311,23 +303,27 @@ class _Aggregates:
         if self.flash is not None:
             self.flash.add(frame)
             self._split_at_cliff(segment, out)
-        rec = pl.DataFrame(records)
-        self._count_write_ios(records)
-        if rec.height:
-            flushes = rec.filter(~pl.col("kind").is_in(NOT_FLUSHES)).sort("ts_ns")
+        self._count_write_ios(records["flush"])
+        logs = {kind: pl.DataFrame(cols).sort("ts_ns") for kind, cols in records.items() if len(cols["ts_ns"])}
+        flushes = logs.get("flush")
+        if flushes is not None:
             self.flush.add(flushes)
-            stalls = rec.filter(pl.col("kind") == K_STALL).sort("ts_ns")
+        stalls = logs.get("forced_flush")
+        if stalls is not None:
             self.stalls.add(stalls)
-            self.stall_spans += zip(stalls["ts_ns"].to_list(), (stalls["ts_ns"] + stalls["value_ns"]).to_list(),
+            self.stall_spans += zip(stalls["ts_ns"].to_list(), (stalls["ts_ns"] + stalls["stall_ns"]).to_list(),
                                     strict=True)
-            if self.throttles is not None:
-                self.throttles.add(rec.filter(pl.col("kind") == K_THROTTLE))
-                self.full_waits.add(rec.filter(pl.col("kind") == K_FULL_WAIT))
-            if self.promo is not None:
-                self.promo.add(rec.filter(pl.col("kind") == K_PROMOTE).sort("ts_ns"))
+        if self.throttles is not None:
+            for kind, agg in (("throttle", self.throttles), ("cache_full_wait", self.full_waits)):
+                if kind in logs:
+                    agg.add(logs[kind])
+        if self.promo is not None:
+            if "ssd_promotion" in logs:
+                self.promo.add(logs["ssd_promotion"])
+            if flushes is not None:
                 self.ssd_fine_flush.add(flushes)
-            if self.moves is not None:
-                self.moves.add(rec)
+        if self.moves is not None and "relocation" in logs:
+            self.moves.add(logs["relocation"])
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - segment.first_request)
         if skip >= segment.n_requests:
@@ -408,10 +404,9 @@ class _Aggregates:
         c["post_writes"] += int(w.sum())
         c["post_bytes"] += int(segment.size_bytes[cut:][w].sum())
 
-    def _count_write_ios(self, records: dict[str, np.ndarray]) -> None:
+    def _count_write_ios(self, flushes: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""
-        flush = ~np.isin(records["kind"], NOT_FLUSHES)
-        ts, ios = records["ts_ns"][flush], records["ios"][flush]
+        ts, ios = flushes["ts_ns"], flushes["ios"]
         if self.sums["first_ns"] is None:
             self._pending_write_ios.append((ts, ios))
         else:

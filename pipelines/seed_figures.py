@@ -209,7 +209,7 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
     through (the model raises the loop at the first segment boundary past each step's end; segments
     of 20,000 requests, a few seconds). Per step: IOPS, mean response time, FAST Cache fill at
     the step's end."""
-    from replay.array import RECORD_KINDS, ArrayModel
+    from replay.array import ArrayModel
     from replay.pages import SegmentBuilder
 
     df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
@@ -217,16 +217,14 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
     m = ArrayModel(sc)
     st = m.new_state()
     b = SegmentBuilder(sc.dram.page_bytes)
-    promo = RECORD_KINDS.index("ssd_promotion")
     steps, step = [], 0
     acc = {"n": 0, "lat": 0, "t0": 0, "used": 0}
     for i in range(0, df.height, 20_000):
         out = m.replay(st, b.build(df.slice(i, 20_000)))
-        rec = m.drain_records(st)
+        used = m.drain_records(st)["ssd_promotion"]["slots_used"]
         arr, done = out["arrival_ns"], out["done_ns"]
         acc["n"] += arr.size
         acc["lat"] += int((done - arr).sum())
-        used = rec["rg_dirty_pages"][rec["kind"] == promo]
         acc["used"] = max(acc["used"], int(used.max()) if used.size else 0)
         if int(arr[-1]) >= (step + 1) * FC_STEP_NS:
             span = (int(arr[-1]) - acc["t0"]) / 1e9

@@ -20,12 +20,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from replay.array import RECORD_KINDS, ArrayModel, ArrayState
+from replay.array import ArrayModel, ArrayState
+from replay.events import LOG_COLUMNS
 from replay.mech.backend.schema import TIER_NAMES
 from replay.skew import Skew
 from replay.tiering import MOVE_KINDS
 
-K_RELOCATE = RECORD_KINDS.index("relocation")
 TIER_TABLES = ("tier_intervals", "tier_moves", "tier_slices", "tier_windows")
 
 
@@ -35,15 +35,14 @@ class TierRecords:
     def __init__(self) -> None:
         self._parts: list[pl.DataFrame] = []
 
-    def add(self, rec: pl.DataFrame) -> None:
-        moves = rec.filter(pl.col("kind") == K_RELOCATE)
+    def add(self, moves: pl.DataFrame) -> None:
+        """A segment's relocation log (``replay.mech.tiering.outputs.RECORDS``)."""
         if moves.height:
             self._parts.append(moves)
 
     def result(self) -> pl.DataFrame:
         if not self._parts:
-            return pl.DataFrame(schema={c: pl.Int64 for c in ("ts_ns", "rg", "rg_dirty_pages", "pages", "bytes", "ios",
-                                                              "busy_ns", "value_ns", "volume")})
+            return pl.DataFrame(schema={c.name: pl.Int64 for c in LOG_COLUMNS["relocation"]})
         return pl.concat(self._parts).sort("ts_ns")
 
 
@@ -67,13 +66,13 @@ def moves_table(model: ArrayModel, rec: pl.DataFrame, volume_names: list[str]) -
     vols = dict(enumerate(volume_names))
     tier_rank = {t: k for k, t in enumerate(TIER_NAMES)}
     df = rec.select(
-        start_ns=pl.col("ts_ns"), end_ns=pl.col("ts_ns") + pl.col("value_ns"),
+        start_ns=pl.col("ts_ns"), end_ns=pl.col("ts_ns") + pl.col("copy_ns"),
         volume=pl.col("volume").replace_strict(vols, default=None, return_dtype=pl.String),
-        slice=pl.col("pages"),
-        from_rg=pl.col("rg_dirty_pages").replace_strict(names, return_dtype=pl.String),
-        to_rg=pl.col("rg").replace_strict(names, return_dtype=pl.String),
-        from_tier=pl.col("rg_dirty_pages").replace_strict(tiers, default=None, return_dtype=pl.String),
-        to_tier=pl.col("rg").replace_strict(tiers, default=None, return_dtype=pl.String),
+        slice=pl.col("slice"),
+        from_rg=pl.col("source_rg").replace_strict(names, return_dtype=pl.String),
+        to_rg=pl.col("target_rg").replace_strict(names, return_dtype=pl.String),
+        from_tier=pl.col("source_rg").replace_strict(tiers, default=None, return_dtype=pl.String),
+        to_tier=pl.col("target_rg").replace_strict(tiers, default=None, return_dtype=pl.String),
         bytes=pl.col("bytes"), ios=pl.col("ios"), busy_ns=pl.col("busy_ns"))
     up = pl.col("to_tier").replace_strict(tier_rank, return_dtype=pl.Int32)
     down = pl.col("from_tier").replace_strict(tier_rank, return_dtype=pl.Int32)

@@ -20,11 +20,13 @@ read misses share the drives. So the model is an event loop over host requests i
    new dirty pages need room (FLARE: forced flush if none; MCx: throttling admission per RAID
    group, a wait for the next flush if the pool is all dirty), ack after the mirror latency.
 
-Outputs: per request (``replay`` return) issue/completion times, pages and hits, stall and
-throttle time, its RAID group (the group of its first page), back-end reads and their busy time,
-dirty pages at that moment; per flush (``drain_records``) time, group, pages, bytes, back-end
-I/Os, drive busy time, the group's dirty pages after it and its pre-cleaning age; per forced
-flush its start and duration. ``replay.intervals``-style aggregation is in ``pipelines.replay``.
+Outputs, declared by each mechanism (``replay/mech/<name>/outputs.py``): per request (``replay``'s
+return, :data:`OUTCOME_COLUMNS`) issue and completion times, pages and hits, stall and throttle
+time, its RAID group (the group of its first page), back-end reads and their busy time, dirty
+pages at that moment, and the SSD cache's, snapshots' and all-flash array's columns; and records
+at their own times (``drain_records``, ``replay.events.LOG_COLUMNS``): flushes, forced flushes,
+throttled ticks, cache-full waits, SSD cache promotions, FAST VP relocations. The per-interval
+aggregation is in ``pipelines.replay``.
 
 Structure: one module per mechanism, each with its immutable parameters (a NamedTuple of
 scalars or arrays built from the scenario) and its state (a NamedTuple of numpy arrays; tables
@@ -66,17 +68,7 @@ from replay import host
 from replay import queueing as qk
 from replay import ssd_cache as ssd
 from replay import tiering as tier
-from replay.events import (
-    K_FLUSH,
-    K_FULL_STRIPE,
-    K_IDLE_FLUSH,
-    K_STALL,
-    N_REC,
-    REC_COLUMNS,
-    RECORD_KINDS,
-    columns,
-    new_events,
-)
+from replay.events import LOG_COLUMNS, Log, Logs, columns, new_events, new_logs, room
 from replay.ids import IdMap
 from replay.jit import kernel
 from replay.mech import MECHANISMS
@@ -86,8 +78,7 @@ from replay.pages import PAGE_BITS
 from replay.scenario import Scenario, parse
 from schemas.trace import OP_READ, OP_TRIM, OP_WRITE
 
-__all__ = ["ArrayModel", "ArrayState", "OUTCOME_COLUMNS", "REC_COLUMNS", "RECORD_KINDS", "K_FLUSH", "K_FULL_STRIPE",
-           "K_IDLE_FLUSH", "K_STALL", "run_requests"]
+__all__ = ["ArrayModel", "ArrayState", "OUTCOME_COLUMNS", "LOG_COLUMNS", "run_requests"]
 
 #: Per-request outcome columns, by mechanism (``replay/mech/<name>/outputs.py``): the kernel writes
 #: ``out.<column>[i]``; a run has the columns of its mechanisms (the host, DRAM cache and back end
@@ -105,10 +96,10 @@ _NO_COLUMN = np.zeros(0, dtype=np.int64)
 #: benchmarks/array.py (16 / 8 gained 15-24 %, 32 / 16 19-25 %; 48 / 24 and 24 / 12 less).
 AHEAD_FAR = 32
 AHEAD_NEAR = 16
-#: The record buffer doubles (from 64 k rows) each time the kernel stops to empty it in the middle
-#: of a segment, up to this many rows (24 MiB): then a segment's records are usually copied out once,
-#: when drained, instead of once per 64 k records.
-REC_ROWS_MAX = 1 << 18
+#: A record log that was more than half full when the kernel stopped to empty the logs in the middle
+#: of a segment doubles, up to this many rows: then a segment's records are usually copied out once,
+#: when drained, instead of once per 16 k records.
+LOG_ROWS_MAX = 1 << 18
 
 
 class Params(NamedTuple):
@@ -133,7 +124,7 @@ class KernelState(NamedTuple):
     tier: tier.TierState
     snap: snap.SnapState
     events: np.ndarray  # one replay.events.EVENTS record
-    rec: np.ndarray  # int64 [n, N_REC] record buffer
+    logs: Logs  # the record logs (replay.events)
     utab: np.ndarray  # the unit id table (replay.ids.IdMap)
     flash: fl.FlashState
 
@@ -192,18 +183,20 @@ def run_requests(params, state, req, shift, start, out, tmp):
     tcr = ts.c[0]
     sc = ss.c[0]
     ev = state.events[0]
-    rec = state.rec
+    logs = state.logs
     utab = state.utab
     cache = ds.c[0]
     n = req.ts.shape[0]
-    cap_rec = rec.shape[0]
     n_rg = ds.groups.shape[0]
     for i in range(start, n):
         p0 = req.pstart[i]
         p1 = req.pstart[i + 1]
-        # room for this request's records: flushes (and a cache-full wait each), promotions, one
-        # throttle record per RAID group
-        if ev.rec_n + 3 * cache.dirty_units + n_rg + (p1 - p0) + 64 > cap_rec:
+        # room for this request's records: a flush per dirty unit (and per unit it dirties), a
+        # forced flush or cache-full wait per page, a promotion per flush or page, one throttle
+        # record per RAID group
+        k = cache.dirty_units + (p1 - p0) + 64
+        if not (room(logs.flush, k) and room(logs.forced_flush, k) and room(logs.cache_full_wait, k)
+                and room(logs.ssd_promotion, k) and room(logs.throttle, n_rg + 1)):
             return i
         if i + AHEAD_FAR < n:
             q = i + AHEAD_FAR
@@ -216,7 +209,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         if tp.on:
             # FAST VP: relocation pieces due, then (between kernel calls) the ranking
             if ev.now >= tcr.next_move_ns:
-                tier.relocate(tp, ts, dp, ds, bp, bs, ev, rec, utab, shift, ev.now, cap_rec - 64)
+                tier.relocate(tp, ts, dp, ds, bp, bs, logs.relocation, utab, shift, ev.now)
                 if tcr.next_move_ns <= ev.now:
                     return i
             if ev.now >= tcr.next_rank_ns:
@@ -236,7 +229,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         tc = host.storage_processor(hp, hs, t, req.size[i], o)
         # 4. background work due by now
         if tc >= ev.next_ev:
-            dc.advance(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, tc, 0)
+            dc.catch_up(dp, ds, bp, bs, sp, ss, ev, logs.flush, logs.throttle, logs.ssd_promotion, utab, shift, tc, 0)
         if ev.now < tc:
             ev.now = tc
         # 5. pages
@@ -252,7 +245,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         bbusy = np.int64(0)
         rg_req = -1
         if o == OP_READ:
-            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, ev, rec, v, p0, p1, req.unit,
+            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, ev, logs.ssd_promotion, v, p0, p1, req.unit,
                                                         req.pbit, req.unit_no, tc, tmp)
         elif o == OP_WRITE:
             tw = tc
@@ -260,7 +253,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
                 tw, first = snap.before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, req.unit, req.unit_no, arr, tc,
                                                tmp)
                 out.snapshot_first_writes[i] = first
-            done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, rec, utab, shift, v, p0,
+            done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0,
                                                             p1, req.unit, req.pbit, req.unit_no, tw, tmp)
             stall += st
         elif o == OP_TRIM:
@@ -350,17 +343,17 @@ class ArrayState:
     tier: tier.TierState
     snap: snap.SnapState
     events: np.ndarray
-    rec: np.ndarray
+    logs: Logs
     unit_ids: IdMap = field(default_factory=IdMap)
     chunk_ids: IdMap = field(default_factory=IdMap)  # SSD cache chunks (volume, chunk number)
     volume_names: list[str] = field(default_factory=list)
     n_vol: int = 0
-    records: list[np.ndarray] = field(default_factory=list)
+    records: dict[str, list[dict[str, np.ndarray]]] = field(default_factory=dict)  # stashed log rows
     flash: fl.FlashState | None = None
 
     def kernel_state(self) -> KernelState:
         return KernelState(self.host, self.dram, self.backend, self.ssd, self.tier, self.snap, self.events,
-                           self.rec, self.unit_ids.table, self.flash)
+                           self.logs, self.unit_ids.table, self.flash)
 
 
 #: counters(): name -> (mechanism, field)
@@ -461,7 +454,7 @@ class ArrayModel(Model):
             tier=self.tiering.new_state(),
             snap=snap.new_state(),
             events=new_events(),
-            rec=np.zeros((1 << 16, N_REC), dtype=np.int64),  # grows when one request could overflow it
+            logs=new_logs(),
             flash=fl.new_state(p.flash),
         )
 
@@ -584,13 +577,12 @@ class ArrayModel(Model):
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
                 if state.tier.c[0]["rank_due"]:
                     state.tier = self.tiering.rank(state.tier, state.backend, int(state.events[0]["now"]))
-                elif nxt == i and state.events[0]["rec_n"] == 0:  # one request may need more room than the buffer
-                    state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
+                elif nxt == i and not any(log.n[0] for log in state.logs):  # one request needs more room
+                    state.logs = Logs(*(Log(np.zeros(2 * log.rows.shape[0], log.rows.dtype), log.n)
+                                        for log in state.logs))
                 i = nxt
-                if i < n and state.events[0]["rec_n"]:  # the kernel stopped to make room
+                if i < n and any(log.n[0] for log in state.logs):  # the kernel stopped to make room
                     self._stash_records(state)
-                    if state.rec.shape[0] < REC_ROWS_MAX:
-                        state.rec = np.zeros((2 * state.rec.shape[0], N_REC), dtype=np.int64)
         return have
 
     def outcome_names(self) -> list[str]:
@@ -601,24 +593,30 @@ class ArrayModel(Model):
         return [c.name for m, cols in OUTCOME_COLUMNS.items() if m in on for c in cols]
 
     def _stash_records(self, state: ArrayState) -> None:
-        """Move the record buffer's rows out, as columns (N_REC x rows: the transposing copy
-        ``drain_records`` would make anyway), and empty the buffer."""
-        r = int(state.events[0]["rec_n"])
-        if r:
-            state.records.append(columns(state.rec, r))
-            state.events[0]["rec_n"] = 0
+        """Move every log's rows out, as columns, and empty the logs; a log more than half full
+        doubles (up to ``LOG_ROWS_MAX`` rows)."""
+        logs = []
+        for kind, log in zip(Logs._fields, state.logs, strict=True):
+            full = 2 * int(log.n[0]) > log.rows.shape[0]
+            if log.n[0]:
+                state.records.setdefault(kind, []).append(columns(log))
+            if full and log.rows.shape[0] < LOG_ROWS_MAX:
+                log = Log(np.zeros(2 * log.rows.shape[0], log.rows.dtype), log.n)
+            logs.append(log)
+        state.logs = Logs(*logs)
 
-    def drain_records(self, state: ArrayState) -> dict[str, np.ndarray]:
-        """Flush and forced-flush records produced since the last drain (columns REC_COLUMNS).
-        Each record is copied once, into columns (it was copied out of the buffer, concatenated,
-        then transposed: 3 passes over ~100 B per request of a flush-heavy replay)."""
+    def drain_records(self, state: ArrayState) -> dict[str, dict[str, np.ndarray]]:
+        """The records written since the last drain: per kind (``replay.events.LOG_COLUMNS``) its
+        columns (each record is copied once, into columns)."""
         self._stash_records(state)
-        blocks, state.records = state.records, []
-        if not blocks:
-            cols = np.zeros((N_REC, 0), dtype=np.int64)
-        else:
-            cols = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
-        return {name: cols[k] for k, name in enumerate(REC_COLUMNS)}
+        blocks, state.records = state.records, {}
+        out = {}
+        for kind, cols in LOG_COLUMNS.items():
+            parts = blocks.get(kind, [])
+            out[kind] = {c.name: (parts[0][c.name] if len(parts) == 1 else
+                                  np.concatenate([p[c.name] for p in parts]) if parts else np.zeros(0, np.int64))
+                         for c in cols}
+        return out
 
     def counters(self, state: ArrayState) -> dict[str, int | float]:
         rec = {"host": state.host.c[0], "dram": state.dram.c[0], "backend": state.backend.c[0]}

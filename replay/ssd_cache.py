@@ -44,7 +44,7 @@ import numpy as np
 from replay import backend as be
 from replay import fast_cache, qcache
 from replay import queueing as qk
-from replay.events import K_PROMOTE, record
+from replay.events import append
 from replay.jit import kernel, step
 from replay.layout import aligned_records
 from replay.prefetch import prefetch
@@ -390,7 +390,7 @@ def alloc(sp, ss, bp, bs, t):
 
 
 @kernel
-def promote(sp, ss, bp, bs, ev, rec, k, t):
+def promote(sp, ss, bp, bs, ev, plog, k, t):
     """Copy chunk k into the cache at t (HDD read, then SSD write), unless ``fills`` copies are
     already in flight (then nothing: the chunk counts again on its next access)."""
     c = ss.c[0]
@@ -412,7 +412,13 @@ def promote(sp, ss, bp, bs, ev, rec, k, t):
     ch.writes = 0
     lru_push_front(ss, k)
     c.promotions += 1
-    record(ev, rec, t, K_PROMOTE, -1, 0, sp.chunk, rios + wios, 0, c.used, dw - t, ch.vol)
+    x = plog.rows[append(plog)]
+    x.ts_ns = t
+    x.volume = ch.vol
+    x.bytes = sp.chunk
+    x.ios = rios + wios
+    x.slots_used = c.used
+    x.copy_ns = dw - t
     if n < sp.fills:
         c.fills_n = qk.heap_push(ss.fills, n, dw)
     else:
@@ -518,7 +524,7 @@ def holds(sp, ss, u):
 
 
 @step
-def read(sp, ss, bp, bs, ev, rec, u, r, d, p1, b0, nbytes, t):
+def read(sp, ss, bp, bs, ev, plog, u, r, d, p1, b0, nbytes, t):
     """A DRAM read miss: ``nbytes`` from page ``b0`` of unit u (on data drive d / mirror p1 of
     RAID group r). Returns (done, service, 1 if it went to the HDDs)."""
     if not sp.on:
@@ -537,12 +543,12 @@ def read(sp, ss, bp, bs, ev, rec, u, r, d, p1, b0, nbytes, t):
     c.read_misses += 1
     dn, s = be.read(bp, bs, r, d, p1, nbytes, t)
     if slot < 0 and not sp.flash[r] and admit(sp, ss, k, False, t):
-        promote(sp, ss, bp, bs, ev, rec, k, t)
+        promote(sp, ss, bp, bs, ev, plog, k, t)
     return dn, s, 1
 
 
 @step
-def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch, through):
+def write(sp, ss, bp, bs, ev, plog, u, r, d, p1, p2, b0, tau, nops, nbytes, batch, through):
     """A flush run from the DRAM cache (``through``: a write the DRAM cache could not hold):
     ``nbytes`` from page ``b0`` of unit u. Returns (done, HDD busy, HDD I/Os, 1 if the SSD cache
     took it)."""
@@ -578,5 +584,5 @@ def write(sp, ss, bp, bs, ev, rec, u, r, d, p1, p2, b0, tau, nops, nbytes, batch
     c.through_misses += through
     done, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
     if not sp.flash[r] and admit(sp, ss, k, True, tau):
-        promote(sp, ss, bp, bs, ev, rec, k, tau)
+        promote(sp, ss, bp, bs, ev, plog, k, tau)
     return done, busy, hios, 0

@@ -55,7 +55,7 @@ import numpy as np
 
 from replay import backend as be
 from replay import dram_cache as dc
-from replay.events import INF, K_RELOCATE, record
+from replay.events import INF, append, room
 from replay.jit import kernel
 from replay.mech.backend.schema import TIER_NAMES
 from replay.mech.tiering.schema import POLICIES as TIER_POLICIES
@@ -218,12 +218,12 @@ def touch(tp, ts, bs, v, u_first, u_last, t):
 
 
 @kernel
-def relocate(tp, ts, dp, ds, bp, bs, ev, rec, utab, shift, now, rec_limit):
+def relocate(tp, ts, dp, ds, bp, bs, rlog, utab, shift, now):
     """Run the plan's pieces due by ``now`` (each at its own time); a slice switches group when
-    its last piece is written. Stops early when the record buffer reaches ``rec_limit`` (then
-    ``next_move_ns`` is still due: the caller drains the buffer and calls again)."""
+    its last piece is written. Stops early when the relocation log is full (then ``next_move_ns``
+    is still due: the caller drains the logs and calls again)."""
     c = ts.c[0]
-    while c.plan_k < c.plan_n and ev.rec_n < rec_limit:
+    while c.plan_k < c.plan_n and room(rlog, 1):
         k = c.plan_k
         t = ts.plan_ts[k] + c.piece * tp.piece_ns
         if t > now:
@@ -246,7 +246,16 @@ def relocate(tp, ts, dp, ds, bp, bs, ev, rec, utab, shift, now, rec_limit):
             ts.slices[gid].moves += 1
             dc.forget_placement(dp, ds, utab, shift, v, s * tp.units_per_slice, tp.units_per_slice)
             t0 = ts.plan_ts[k]
-            record(ev, rec, t0, K_RELOCATE, dst, s, tp.slice, c.move_ios, c.move_busy_ns, src, done - t0, v)
+            x = rlog.rows[append(rlog)]
+            x.ts_ns = t0
+            x.volume = v
+            x.slice = s
+            x.source_rg = src
+            x.target_rg = dst
+            x.bytes = tp.slice
+            x.ios = c.move_ios
+            x.busy_ns = c.move_busy_ns
+            x.copy_ns = done - t0
             c.move_ios = 0
             c.move_busy_ns = 0
             c.moves += 1

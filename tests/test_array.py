@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from test_backend import assert_segmenting_invariant, replay_rows
 
-from replay.array import REC_ROWS_MAX, RECORD_KINDS, ArrayModel
-from replay.events import N_REC
+from replay.array import LOG_ROWS_MAX, ArrayModel
+from replay.events import new_log
 from replay.pages import SegmentBuilder
 from replay.scenario import loads
 
@@ -120,7 +120,7 @@ def test_watermark_flushing_stops_at_the_low_mark():
     m, st, out, rec = replay_rows(sc, rows)
     c = m.counters(st)
     assert (c["dirty_pages"], c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (60, 20, 20, 80)
-    assert rec["rg_dirty_pages"].tolist() == list(range(79, 59, -1))  # dirty pages after each flush
+    assert rec["flush"]["rg_dirty_pages"].tolist() == list(range(79, 59, -1))  # dirty pages after each flush
     assert c["forced_flush_count"] == 0 and out["stall_ns"].sum() == 0
     # flushed pages are the oldest (lowest offsets were written first) and stay readable
     rows2 = rows + [(10_001 * ms, "a", "read", 3 * i * 8192, 8192) for i in range(20)]
@@ -132,12 +132,12 @@ def test_forced_flush_stalls_another_volume_on_another_raid_group_under_flare():
     rows, app = flood_and_app()
     m, st, out, rec = replay_rows(loads(two_groups("flare"), "ff.toml"), rows)
     c = m.counters(st)
-    stalls = rec["kind"] == RECORD_KINDS.index("forced_flush")
-    assert c["forced_flush_count"] == 1 == stalls.sum()
-    t0, dur = int(rec["ts_ns"][stalls][0]), int(rec["value_ns"][stalls][0])
+    stalls = rec["forced_flush"]
+    assert c["forced_flush_count"] == 1 == len(stalls["ts_ns"])
+    t0, dur = int(stalls["ts_ns"][0]), int(stalls["stall_ns"][0])
     assert dur == c["forced_flush_stall_ns"] > 100_000_000  # flushing 40 % of 1024 pages on 7.2k drives
     # the flush that ended the stall brought dirty pages to the low watermark (60 % of 1024)
-    assert rec["rg_dirty_pages"][~stalls].min() <= int(1024 * 0.6)
+    assert rec["flush"]["rg_dirty_pages"].min() <= int(1024 * 0.6)
     arr = out["arrival_ns"]
     inside = app & (arr >= t0) & (arr < t0 + dur)
     assert inside.sum() >= 10  # the application kept issuing reads during the stall...
@@ -204,19 +204,20 @@ def test_records_kept_in_order_when_the_buffer_fills_mid_segment():
     _, _, out1, rec1 = replay_rows(sc, rows)
     m = ArrayModel(sc)
     st = m.new_state()
-    st.rec = np.zeros((128, N_REC), dtype=np.int64)
+    st.logs = st.logs._replace(flush=new_log("flush", 128))
     b = SegmentBuilder(sc.dram.page_bytes)
     ch = b.build(pl.DataFrame(rows, schema=["ts_ns", "volume", "op", "offset", "size"], orient="row"))
     st.volume_names = list(b.volumes)
     out2 = m.replay(st, ch)
-    assert len(st.records) >= 1 and 128 < st.rec.shape[0] <= REC_ROWS_MAX  # it stopped and grew
+    assert len(st.records["flush"]) >= 1 and 128 < st.logs.flush.rows.shape[0] <= LOG_ROWS_MAX  # stopped, grew
     rec2 = m.drain_records(st)
-    assert rec1["ts_ns"].shape[0] > 4 * 128
-    for k in rec1:
-        assert np.array_equal(rec1[k], rec2[k]), k
+    assert rec1["flush"]["ts_ns"].shape[0] > 4 * 128
+    for kind in rec1:
+        for k in rec1[kind]:
+            assert np.array_equal(rec1[kind][k], rec2[kind][k]), (kind, k)
     for k in out1:
         assert np.array_equal(out1[k], out2[k]), k
-    assert st.records == [] and m.drain_records(st)["ts_ns"].shape[0] == 0
+    assert st.records == {} and m.drain_records(st)["flush"]["ts_ns"].shape[0] == 0
 
 
 def test_outcome_arrays_are_reused_only_once_the_caller_let_them_go():

@@ -68,8 +68,9 @@ def assert_segmenting_invariant(sc, rows, segmentings) -> dict:
         m2, st2, out2, rec2 = replay_rows(sc, rows, segment_rows=segment_rows)
         for k in out1:
             assert np.array_equal(out1[k], out2[k]), (segment_rows, k)
-        for k in rec1:
-            assert np.array_equal(rec1[k], rec2[k]), (segment_rows, k)
+        for kind in rec1:
+            for k in rec1[kind]:
+                assert np.array_equal(rec1[kind][k], rec2[kind][k]), (segment_rows, kind, k)
         assert m1.counters(st1) == m2.counters(st2)
     return m1.counters(st1)
 
@@ -89,7 +90,7 @@ def test_small_write_costs_the_raid_penalty(level, width, ios):
     c = m.counters(st)
     assert (c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (1, 1, ios)
     assert c["backend_read_ios"] == 1 and c["dirty_pages"] == 0
-    assert rec["ios"].tolist() == [ios] and rec["pages"].tolist() == [1]
+    assert rec["flush"]["ios"].tolist() == [ios] and rec["flush"]["pages"].tolist() == [1]
 
 
 def test_full_stripe_write_avoids_the_penalty():

@@ -37,8 +37,9 @@ def test_redirect_on_write_changes_no_timing_and_counts_first_writes():
     m, st, out, rec = replay_rows(preset("snapshots.every_s=4"), rows)
     for k in plain:
         assert np.array_equal(plain[k], out[k]), k
-    for k in rec_plain:
-        assert np.array_equal(rec_plain[k], rec[k]), k
+    for kind in rec_plain:
+        for k in rec_plain[kind]:
+            assert np.array_equal(rec_plain[kind][k], rec[kind][k]), (kind, k)
     seen, per_request = set(), []
     for ts, _, op, off, size in rows:
         new = 0

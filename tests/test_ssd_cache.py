@@ -11,7 +11,6 @@ from test_backend import assert_segmenting_invariant, replay_rows
 
 from replay import backend as be
 from replay import queueing as qk
-from replay.array import RECORD_KINDS
 from replay.scenario import load, loads
 
 MS = 1_000_000
@@ -76,9 +75,8 @@ def reads(chunk: int, pages, t0: int = 0, step: int = S, vol: str = "a"):
 
 
 def promotions(rec: dict) -> dict:
-    """The promotion records (replay.events: start, bytes, I/Os, slots in use after, duration)."""
-    keep = rec["kind"] == RECORD_KINDS.index("ssd_promotion")
-    return {k: v[keep] for k, v in rec.items()}
+    """The promotion records (replay.mech.ssd_cache.outputs: start, bytes, I/Os, slots in use after, duration)."""
+    return rec["ssd_promotion"]
 
 
 def test_third_access_promotes_and_the_fourth_hits():
@@ -90,9 +88,9 @@ def test_third_access_promotes_and_the_fourth_hits():
     assert out["ssd_read_misses"].tolist() == [1, 1, 1, 0]
     assert out["ssd_read_hits"].tolist() == [0, 0, 0, 1]
     p = promotions(rec)  # one record, at the third read's storage-processor exit, 1 slot in use after it
-    assert p["ts_ns"].tolist() == [out["arrival_ns"][2] + 32_560] and p["rg_dirty_pages"].tolist() == [1]
+    assert p["ts_ns"].tolist() == [out["arrival_ns"][2] + 32_560] and p["slots_used"].tolist() == [1]
     assert p["bytes"].tolist() == [CHUNK] and p["ios"].tolist() == [3]  # 1 HDD read, 2 SSD writes
-    assert 0 < p["value_ns"][0] < S  # the copy's duration
+    assert 0 < p["copy_ns"][0] < S  # the copy's duration
     assert (c["ssd_promotions"], c["ssd_fill_read_ios"], c["ssd_fill_write_ios"]) == (1, 1, 2)
     # back end: 3 host misses of 8 KiB and one 64 KiB promotion read; the hit is not an HDD I/O
     assert (c["backend_read_ios"], c["backend_read_bytes"]) == (4, 3 * 8 * KIB + CHUNK)

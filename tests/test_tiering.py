@@ -161,13 +161,12 @@ def test_a_window_moves_the_hottest_slices_up_at_the_rate_inside_the_window():
     fits 5 moves: down, up, down, up, down -> 2 hot slices on flash; flash never above its limit."""
     sc = loads(scenario(), "t.toml")
     m, st, out, rec = replay_rows(sc, window_rows())
-    k = rec["kind"] == 5
-    starts = rec["ts_ns"][k]
-    assert starts.tolist() == [H + i * S for i in range(5)]
-    assert (rec["ts_ns"][k] + rec["value_ns"][k]).max() <= H + 5 * S + S // 2  # ends with the window (+ queueing)
-    to_flash = rec["rg"][k] == 0
+    mv = rec["relocation"]
+    assert mv["ts_ns"].tolist() == [H + i * S for i in range(5)]
+    assert (mv["ts_ns"] + mv["copy_ns"]).max() <= H + 5 * S + S // 2  # ends with the window (+ queueing)
+    to_flash = mv["target_rg"] == 0
     assert to_flash.tolist() == [False, True, False, True, False]
-    assert rec["pages"][k][to_flash].tolist() == [14, 15]  # hottest first (equal heat: first touched)
+    assert mv["slice"][to_flash].tolist() == [14, 15]  # hottest first (equal heat: first touched)
     c = m.counters(st)
     assert (c["tier_moves"], c["tier_promotions"], c["tier_demotions"]) == (5, 2, 3)
     assert st.tier.rg_used[0] == 13 <= 14
@@ -182,12 +181,11 @@ def test_a_move_copies_the_slice_through_the_drives():
     rows = reads([(s, 1) for s in range(14)]) + reads([(14, 20)], t0=10**9)
     rows += [(H + k * 10**8, "a", "read", 0, 8192) for k in range(100)]
     m, st, out, rec = replay_rows(sc, rows)
-    k = rec["kind"] == 5
-    assert k.sum() >= 1
-    first = np.flatnonzero(k)[0]
-    assert rec["rg_dirty_pages"][first] == 0 and rec["rg"][first] > 0  # flash -> a disk group
-    assert rec["ios"][first] == 1024 + 1280
-    assert rec["bytes"][first] == SLICE
+    mv = rec["relocation"]
+    assert len(mv["ts_ns"]) >= 1
+    assert mv["source_rg"][0] == 0 and mv["target_rg"][0] > 0  # flash -> a disk group
+    assert mv["ios"][0] == 1024 + 1280
+    assert mv["bytes"][0] == SLICE
 
 
 def test_requests_follow_their_slice_after_it_moved():
@@ -208,9 +206,9 @@ def test_rebalancing_spreads_hot_slices_over_the_groups_of_a_tier():
                                                                          for k in range(100)]
     # lowest available on a pool without a capacity tier: the performance tier first
     m, st, out, rec = replay_rows(sc, rows)
-    k = rec["kind"] == 5
+    mv = rec["relocation"]
     names = [rg.name for rg in sc.raid_groups]
-    assert [(names[a], names[b]) for a, b in zip(rec["rg_dirty_pages"][k], rec["rg"][k], strict=True)] == [
+    assert [(names[a], names[b]) for a, b in zip(mv["source_rg"], mv["target_rg"], strict=True)] == [
         ("perf0", "perf1")]
     assert m.counters(st)["tier_rebalances"] == 1
 

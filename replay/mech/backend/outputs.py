@@ -7,3 +7,5 @@ OUTCOMES = (
     Column("backend_ios", "I/Os", "host-read drive operations the request caused"),
     Column("backend_busy_ns", "ns", "drive time of those operations"),
 )
+
+RECORDS: dict = {}

@@ -12,3 +12,47 @@ OUTCOMES = (
     Column("dirty_pages", "pages", "dirty pages of the whole cache after the request"),
     Column("rg_dirty_pages", "pages", "dirty pages of the request's RAID group after it"),
 )
+
+#: Records (``replay.events``: one log per kind, appended in time order by the kernel).
+RECORDS = {
+    "flush": (
+        Column("ts_ns", "ns", "when the flush was issued"),
+        Column("kind", "", "0 flush (a unit's dirty runs), 1 full stripe, 2 FLARE idle flush (FLUSH_KINDS)"),
+        Column("rg", "", "RAID group"),
+        Column("volume", "", "volume (dense id) of the unit"),
+        Column("pages", "pages", "pages written"),
+        Column("bytes", "B", "bytes written"),
+        Column("ios", "I/Os", "back-end drive operations (reads of a read-modify-write included)"),
+        Column("busy_ns", "ns", "drive time of those operations"),
+        Column("rg_dirty_pages", "pages", "the group's dirty pages after it"),
+        Column("age_ns", "ns", "MCx: the group's pre-cleaning age at the time"),
+        Column("ssd_hits", "runs", "with an SSD cache: dirty runs written into it"),
+        Column("ssd_misses", "runs", "... written past it to the drives"),
+    ),
+    "forced_flush": (
+        Column("ts_ns", "ns", "FLARE: when a write found the write cache 100 % dirty"),
+        Column("volume", "", "the volume of that write"),
+        Column("dirty_pages", "pages", "dirty pages at that moment"),
+        Column("stall_ns", "ns", "how long all host I/O was suspended"),
+    ),
+    "throttle": (
+        Column("ts_ns", "ns", "MCx: the last throttled adaptation tick of a catch-up of background work"),
+        Column("rg", "", "RAID group"),
+        Column("ticks", "ticks", "throttled ticks summed in this row"),
+        Column("past_age_min_ns", "ns", "their weakest trigger: the least time the oldest dirty page was past the "
+                                        "pre-cleaning age"),
+        Column("window_full_min_ns", "ns", "... the least time the flush window was full in a tick"),
+        Column("drain_min_ns", "ns", "... the shortest drain time of the group's dirty pages at its maximum rate"),
+        Column("admit_min_pages_per_s", "pages/s", "the lowest admitted rate of new dirty pages"),
+        Column("rg_dirty_pages", "pages", "the group's dirty pages"),
+    ),
+    "cache_full_wait": (
+        Column("ts_ns", "ns", "MCx: when a write found the pool 100 % dirty"),
+        Column("rg", "", "its RAID group"),
+        Column("volume", "", "its volume"),
+        Column("dirty_pages", "pages", "dirty pages of the cache"),
+        Column("wait_ns", "ns", "how long it waited for the next flush"),
+    ),
+}
+#: the values of a flush record's ``kind``
+FLUSH_KINDS = ("flush", "full_stripe", "idle_flush")

@@ -7,3 +7,5 @@ OUTCOMES = (
                                "(closed loop)"),
     Column("done_ns", "ns", "completion time: the response time is done_ns - arrival_ns"),
 )
+
+RECORDS: dict = {}

@@ -5,3 +5,5 @@ from replay.outputs import Column
 OUTCOMES = (
     Column("snapshot_first_writes", "chunks", "chunks the request wrote first since the latest snapshot"),
 )
+
+RECORDS: dict = {}

@@ -9,3 +9,14 @@ OUTCOMES = (
     Column("ssd_through_misses", "I/Os", "... past it"),
     Column("ssd_dirty_slots", "slots", "dirty SSD slots after the request"),
 )
+
+RECORDS = {
+    "ssd_promotion": (
+        Column("ts_ns", "ns", "when the copy started"),
+        Column("volume", "", "the chunk's volume"),
+        Column("bytes", "B", "bytes copied (the chunk / block)"),
+        Column("ios", "I/Os", "HDD reads and SSD writes of the copy"),
+        Column("slots_used", "slots", "SSD slots in use after it"),
+        Column("copy_ns", "ns", "the copy's duration"),
+    ),
+}
