@@ -1,4 +1,6 @@
 """Ingest step: one raw trace file -> validated Parquet dataset partitioned by volume + manifest.
+The skeleton every ingest step follows (:func:`ingest_source`) is here too; measured logs
+(pipelines.ingest_logs) bring their own reader, tables and manifest fields to it.
 
 Guarantees (tested):
 - rows read = rows accepted + rows rejected; every rejected row is kept with its source line,
@@ -22,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -56,6 +59,10 @@ PARQUET_COMPRESSION_LEVEL = 1
 GX_IN_INGEST = ("full", "sample")
 
 Progress = Callable[[int, int], None]
+R = TypeVar("R")
+#: what a kind's reading step gives: its manifest fields, and the contract check of the rows it
+#: wrote, run on the finished manifest (-> the validation report, what the manifest keeps of it)
+Contents = tuple[dict, Callable[[dict], tuple[dict, dict]]]
 
 
 @dataclass
@@ -142,6 +149,62 @@ def make_reader(fmt: str, options: dict | None = None) -> TraceReader:
     return reader_class(fmt)(**(options or {}))
 
 
+def ingest_source(
+    path: str | Path,
+    root: Path,
+    id_key: str,
+    reader_of: Callable[[str], Any],
+    read: Callable[[Path, Source, Any], Contents],
+    result: Callable[[dict, Path, Path, bool], R],
+    contract: str,
+    fmt: str | None = None,
+    validate: str = "auto",
+    force: bool = False,
+) -> R:
+    """One raw file into a dataset under ``root`` by :func:`ingest_once`, with what every kind
+    shares: the reader (``reader_of``) of the forced or detected format, the manifest's common
+    fields (id, source, reader, versions, timing) around the kind's own (``read`` writes the rows
+    into the staging directory), and the contract gate: unless ``validate`` is "off", the check's
+    report is kept as ``validation.json`` and a failed one publishes nothing.
+    ``result(manifest, path, dataset_dir, already)`` makes the caller's result."""
+    check_validate_mode(validate)
+    path = Path(path)
+    source = Source(path)
+    reader = reader_of(fmt or detect(source))
+
+    def build(tmp: Path) -> dict:
+        started = time.time()
+        fields, check = read(tmp, source, reader)
+        identity = reader.identity()
+        manifest = {
+            id_key: content_id(source.sha256, identity),
+            "format": reader.name,
+            "kind": reader.kind,
+            "reader_options": identity,
+            "source_path": str(source.path.resolve()),
+            "source_bytes": source.path.stat().st_size,
+            "compression": source.compression,
+            "sha256": source.sha256,
+            "reader_metadata": reader.metadata,
+            **fields,
+            "ingested_at": datetime.now(tz=UTC).isoformat(),
+            "ingest_seconds": round(time.time() - started, 3),
+            "tiercast_version": package_version(),
+            "reader_version": reader_version(),
+        }
+        if validate != "off":
+            report, manifest["validation"] = check(manifest)
+            write_json_atomic(tmp / "validation.json", report)
+            if not report["success"]:
+                raise TraceFormatError(source.path, None, f"accepted rows fail the {contract} contract: "
+                                       + report["summary"])
+        write_json_atomic(tmp / "manifest.json", manifest)
+        return manifest
+
+    return ingest_once(root, path, reader.identity(), id_key, build,
+                       lambda man, final, already: result(man, path, final, already), force=force)
+
+
 def ingest_file(
     path: str | Path,
     data_dir: str | Path,
@@ -153,19 +216,17 @@ def ingest_file(
 ) -> IngestResult:
     """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring.
     ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
-    check_validate_mode(validate)
-    path = Path(path)
-    source = Source(path)
-    fmt = fmt or detect(source)
-    reader = make_reader(fmt, options)
-    return ingest_once(
-        traces_root(data_dir),
+    return ingest_source(
         path,
-        reader.identity(),
+        traces_root(data_dir),
         "trace_id",
-        lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
-        lambda man, final, already: _result(man, path, final, already),
-        force=force,
+        lambda f: make_reader(f, options),
+        lambda tmp, source, reader: _contents(tmp, source, reader, progress, validate),
+        _result,
+        "trace",
+        fmt,
+        validate,
+        force,
     )
 
 
@@ -257,8 +318,8 @@ def _goes_back(tmp: Path) -> bool:
     )
 
 
-def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> dict:
-    started = time.time()
+def _contents(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> Contents:
+    """The trace's rows under ``tmp``, in time order per volume (sorted when they were not)."""
     if validate in GX_IN_INGEST:
         # importing Great Expectations takes seconds; do it while the file is being parsed
         threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
@@ -274,17 +335,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         origin += min(min_ts, 0)
         counts, stats = exact_check(tmp, reader.capacities)
 
-    identity = reader.identity()
-    trace_id = content_id(source.sha256, identity)
-    manifest = {
-        "trace_id": trace_id,
-        "format": reader.name,
-        "kind": reader.kind,
-        "reader_options": identity,
-        "source_path": str(source.path.resolve()),
-        "source_bytes": source.path.stat().st_size,
-        "compression": source.compression,
-        "sha256": source.sha256,
+    fields = {
         "ts_origin_raw_ns": origin,
         "start_time": (
             datetime.fromtimestamp(origin / 1e9, tz=UTC).isoformat() if reader.absolute_clock else None
@@ -293,29 +344,22 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         "rows_accepted": counts["rows"],
         "rows_rejected": got.rows_rejected,
         "lines_skipped": got.skipped,
-        "reader_metadata": reader.metadata,
         "sorted_rows": sorted_rows,
         "volumes": {
             v: {**{k: x for k, x in s.items() if k != "out_of_order"}, "span_ns": s["last_ts_ns"] - s["first_ts_ns"],
                 "capacity_bytes": reader.capacities.get(v)}
             for v, s in sorted(stats.items())
         },
-        "ingested_at": datetime.now(tz=UTC).isoformat(),
-        "ingest_seconds": round(time.time() - started, 3),
-        "tiercast_version": package_version(),
-        "reader_version": reader_version(),
     }
-    if validate != "off":
-        # the exact counts of every contract rule gate publication; GX runs here only when asked
-        report = exact_report(counts)
-        if report["success"] and validate in GX_IN_INGEST:
-            report = validate_trace_dir(tmp, manifest, mode=validate)
-        write_json_atomic(tmp / "validation.json", report)
-        manifest["validation"] = {k: report[k] for k in ("success", "mode", "rows_validated", "gx") if k in report}
-        if not report["success"]:
-            raise TraceFormatError(source.path, None, "accepted rows fail the trace contract: " + report["summary"])
-    write_json_atomic(tmp / "manifest.json", manifest)
-    return manifest
+    return fields, lambda manifest: _check(tmp, manifest, counts, validate)
+
+
+def _check(tmp: Path, manifest: dict, counts: dict, validate: str) -> tuple[dict, dict]:
+    """The exact counts of every contract rule gate publication; GX runs here only when asked."""
+    report = exact_report(counts)
+    if report["success"] and validate in GX_IN_INGEST:
+        report = validate_trace_dir(tmp, manifest, mode=validate)
+    return report, {k: report[k] for k in ("success", "mode", "rows_validated", "gx") if k in report}
 
 
 def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
