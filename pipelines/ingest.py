@@ -15,7 +15,6 @@ Guarantees (tested):
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 import time
 from collections import Counter
@@ -40,6 +39,7 @@ from pipelines.dataset import (
     package_version,
     reader_version,
 )
+from pipelines.files import atomic_file
 from pipelines.ingest_streaming import discard, stream_csv
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from schemas.trace_suite import exact_check, exact_report, validate_trace_dir, volume_files
@@ -377,13 +377,12 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
             params={"shift_ns": int(shift_ns), "files": [str(p) for p in parts]},
         )
         reader = rel.fetch_record_batch(1_000_000)
-        out = d / "sorted.parquet.tmp"
-        with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION,
-                              compression_level=PARQUET_COMPRESSION_LEVEL) as w:
-            for batch in reader:
-                w.write_table(to_arrow(pl.from_arrow(batch)))
-        for p in parts:
-            p.unlink()
-        os.rename(out, d / "part-00000.parquet")
+        with atomic_file(d / "part-00000.parquet") as out:
+            with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION,
+                                  compression_level=PARQUET_COMPRESSION_LEVEL) as w:
+                for batch in reader:
+                    w.write_table(to_arrow(pl.from_arrow(batch)))
+            for p in parts:
+                p.unlink()
     con.close()
 

@@ -507,6 +507,7 @@ def _skew_parts(root: Path, trace_id: str, slice_bytes: int) -> Path:
 def skew_volume(root: Path, item: dict) -> dict:
     """Count one volume's I/Os per slice (``replay.skew.SkewCounter``) into its part file."""
     from pipelines.catalog import find_trace, volume_dir
+    from pipelines.files import write_parquet
     from replay.skew import SkewCounter
 
     trace = find_trace(root, item["trace_id"])
@@ -515,10 +516,7 @@ def skew_volume(root: Path, item: dict) -> dict:
     stats = (trace.manifest.get("volumes") or {}).get(item["volume"])
     rows = sum(counter.add_parquet(f, stats) for f in files)
     out = _skew_parts(root, trace.trace_id, counter.slice_bytes) / f"{volume_dir(Path(), item['volume']).name}.parquet"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    counter.partial().write_parquet(tmp)
-    os.replace(tmp, out)
+    write_parquet(counter.partial(), out)
     return {**item, "rows": rows, "part": out.relative_to(root).as_posix()}
 
 

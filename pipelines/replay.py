@@ -59,7 +59,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -70,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines import physics
+from pipelines import files, physics
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
@@ -809,10 +808,7 @@ def _ssd_summary(c: dict, aggs: _Aggregates) -> dict:
 
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
     """``df`` to ``path`` atomically (a temporary file renamed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
+    files.write_parquet(df, path)
 
 
 def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
