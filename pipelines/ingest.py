@@ -41,6 +41,7 @@ from pipelines.dataset import (
 )
 from pipelines.files import atomic_file
 from pipelines.ingest_streaming import discard, stream_csv
+from pipelines.progress import Progress
 from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
 from schemas.trace_suite import exact_check, exact_report, validate_trace_dir, volume_files
 from traces.base import TraceReader
@@ -58,7 +59,6 @@ PARQUET_COMPRESSION_LEVEL = 1
 #: ``--validate`` modes that run the GX suite inside the ingest (``auto`` leaves it to a batch)
 GX_IN_INGEST = ("full", "sample")
 
-Progress = Callable[[int, int], None]
 R = TypeVar("R")
 #: what a kind's reading step gives: its manifest fields, and the contract check of the rows it
 #: wrote, run on the finished manifest (-> the validation report, what the manifest keeps of it)

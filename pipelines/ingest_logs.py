@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +29,7 @@ import pyarrow.parquet as pq
 from pipelines.catalog import find_by_prefix
 from pipelines.dataset import RejectsWriter, check_counts
 from pipelines.ingest import Contents, ingest_source
+from pipelines.progress import Progress
 from schemas.measured import TIME_COLUMN, arrow_schema, conform
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredReader
@@ -39,8 +39,6 @@ from traces.source import Source
 PARQUET_COMPRESSION = "zstd"
 FLUSH_ROWS = 1_000_000
 MAX_LISTED_KEYS = 10_000
-
-Progress = Callable[[int, int], None]
 
 #: the column naming the measured object in each table (for the manifest's ``devices``)
 KEY_COLUMN = {

@@ -73,6 +73,7 @@ from pipelines import files, physics
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
+from pipelines.progress import Progress
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import RECORD_KINDS, ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
@@ -84,7 +85,6 @@ from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
 
-Progress = Callable[[int, int], None]
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 K_STALL = RECORD_KINDS.index("forced_flush")

@@ -39,6 +39,7 @@ import polars as pl
 from pipelines.catalog import PAGES_DIR, TraceRef
 from pipelines.dataset import Staging, key_of, remove_stale_staging
 from pipelines.files import write_parquet
+from pipelines.progress import Progress
 from replay.intervals import CacheIntervals
 from replay.kernels import cache_model
 from replay.model import Chunk
@@ -58,7 +59,6 @@ DEFAULT_BATCH_ROWS = 1 << 21
 #: 1.33 / 1.76 s; repeat runs (page stream) alike at both; 1 M: 0.43 / 0.58 GB; 64 k: 371 MiB
 #: but +0.2-0.3 s
 CACHE_BATCH_ROWS = 1 << 17
-Progress = Callable[[int, int], None]  # (rows done, rows total)
 T = TypeVar("T")
 
 #: what decides a page stream's content besides the trace: page split, dense ids, the stream
