@@ -42,7 +42,7 @@ from pipelines.dataset import (
 from pipelines.files import atomic_file
 from pipelines.ingest_streaming import discard, stream_csv
 from pipelines.progress import Progress
-from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
+from schemas.trace import ARROW_SCHEMA, conform
 from schemas.trace_suite import exact_check, exact_report, validate_trace_dir, volume_files
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
@@ -137,12 +137,12 @@ class _PartitionWriter:
 def _write_part(frames: list[pl.DataFrame], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Polars' writer compresses columns in parallel (~1.6x pyarrow's write_table here)
-    frame = pl.concat(frames).select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items())
+    frame = conform(pl.concat(frames))
     frame.write_parquet(path, compression=PARQUET_COMPRESSION, compression_level=PARQUET_COMPRESSION_LEVEL)
 
 
 def to_arrow(df: pl.DataFrame) -> pa.Table:
-    return df.select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items()).to_arrow().cast(ARROW_SCHEMA)
+    return conform(df).to_arrow().cast(ARROW_SCHEMA)
 
 
 def make_reader(fmt: str, options: dict | None = None) -> TraceReader:

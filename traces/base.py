@@ -21,21 +21,10 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from schemas.trace import OP_DTYPE, REJECT_SCHEMA
+from schemas.trace import OP_DTYPE, READ_SCHEMA, REJECT_SCHEMA
 from traces.source import Source
 
 INT32_MAX = 2**31 - 1
-
-#: Columns of an accepted chunk, before the pipeline rebases time to the trace start.
-CHUNK_SCHEMA: dict[str, pl.DataType] = {
-    "ts_raw_ns": pl.Int64,
-    "volume": pl.String,
-    "op": OP_DTYPE,
-    "offset": pl.Int64,
-    "size": pl.Int32,
-    "latency_ns": pl.Int64,
-    "src_line": pl.Int64,
-}
 
 ORDER_POLICIES = ("sort", "reject")
 
@@ -180,7 +169,7 @@ class TraceReader(ABC):
                     bad = pl.concat([bad, late], how="vertical_relaxed")
                     out_of_order = 0
 
-        rows = ok.select(pl.col(c).cast(t) for c, t in CHUNK_SCHEMA.items())
+        rows = ok.select(pl.col(c).cast(t) for c, t in READ_SCHEMA.items())
         rejects = self._rejects(bad, raw_of)
         return Chunk(rows, rejects, skipped or Counter(), out_of_order)
 

@@ -50,9 +50,9 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from schemas.trace import OPS
+from schemas.trace import OPS, READ_SCHEMA
 from schemas.units import parse_size
-from traces.base import CHUNK_SCHEMA, Chunk, decimal_scaled, op_from_codes, scaled_int, with_reason
+from traces.base import Chunk, decimal_scaled, op_from_codes, scaled_int, with_reason
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
 from traces.msr import FILETIME_TICK_NS, FILETIME_UNIX_EPOCH_TICKS
@@ -257,7 +257,7 @@ class GenericReader(DelimitedReader):
         """One field per column, named as in the header (so reasons say "field 'lba' ...")
         unless the header names are unusable (duplicates, blanks, names the engine uses
         itself); then ``c1..cN``. The mapped offset and size are integers, the rest text."""
-        reserved = set(CHUNK_SCHEMA) | {"line"}
+        reserved = set(READ_SCHEMA) | {"line"}
         usable = (
             named
             and len(set(names)) == len(names)
