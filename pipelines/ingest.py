@@ -268,11 +268,11 @@ def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progr
     origin: int | None = None
     read = 0
     skipped: Counter = Counter()
-    for chunk in prefetch(reader.chunks(source), depth=1):
-        read += chunk.n_read
-        skipped.update(chunk.skipped)
-        rejects.write(chunk.rejects)
-        rows = chunk.rows
+    for batch in prefetch(reader.batches(source), depth=1):
+        read += batch.n_read
+        skipped.update(batch.skipped)
+        rejects.write(batch.rejects)
+        rows = batch.rows
         if rows.height:
             if origin is None:
                 origin = int(rows["ts_raw_ns"][0])

@@ -201,11 +201,11 @@ def _contents(tmp: Path, source: Source, reader: MeasuredReader, progress: Progr
     writers: dict[str, _TableWriter] = {}
     rejects: dict[str, RejectsWriter] = {}
     skipped: Counter = Counter()
-    for chunk in reader.chunks(source):
-        skipped.update(chunk.skipped)
-        for table, df in chunk.tables.items():
+    for batch in reader.batches(source):
+        skipped.update(batch.skipped)
+        for table, df in batch.tables.items():
             writers.setdefault(table, _TableWriter(tmp, table)).add(df)
-        for table, rej in chunk.rejects.items():
+        for table, rej in batch.rejects.items():
             writers.setdefault(table, _TableWriter(tmp, table))
             rejects.setdefault(table, RejectsWriter(tmp / table)).write(rej.sort("src_line", nulls_last=True))
         if progress:

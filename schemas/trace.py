@@ -54,7 +54,8 @@ TRACE_COLUMNS: tuple[Column, ...] = (
 
 POLARS_SCHEMA: dict[str, pl.DataType] = {c.name: c.dtype for c in TRACE_COLUMNS}
 ARROW_SCHEMA = pa.schema([c.field() for c in TRACE_COLUMNS])
-#: Columns of a reader's accepted rows, before the ingest step rebases time to the trace start.
+#: Columns of a reader's accepted rows (``traces.base.ReadBatch``), before the ingest step rebases
+#: time to the trace start.
 READ_SCHEMA: dict[str, pl.DataType] = {c.read_name or c.name: c.read_dtype or c.dtype for c in TRACE_COLUMNS}
 
 REJECT_SCHEMA: dict[str, pl.DataType] = {

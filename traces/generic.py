@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 
 from schemas.trace import OPS, READ_SCHEMA
 from schemas.units import parse_size
-from traces.base import Chunk, decimal_scaled, op_from_codes, scaled_int, with_reason
+from traces.base import ReadBatch, decimal_scaled, op_from_codes, scaled_int, with_reason
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
 from traces.msr import FILETIME_TICK_NS, FILETIME_UNIX_EPOCH_TICKS
@@ -292,7 +292,7 @@ class GenericReader(DelimitedReader):
         self._set_fields(names, extra=False, named=True)
 
     # -- reading ---------------------------------------------------------------------------
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         kind = self.map.type or ("parquet" if source.head(4) == b"PAR1" else "csv")
         self.metadata["file_type"] = kind
         if kind == "parquet":
@@ -303,9 +303,9 @@ class GenericReader(DelimitedReader):
                 f"generic mapping {self.map.path}: {self.map.names_need_header()} (the file is CSV)"
             )
         self._path = source.path
-        yield from super().chunks(source)
+        yield from super().batches(source)
 
-    def _parquet(self, source: Source) -> Iterator[Chunk]:
+    def _parquet(self, source: Source) -> Iterator[ReadBatch]:
         try:
             pf = pq.ParquetFile(source.path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several types for corrupt files
