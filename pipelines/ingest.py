@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -48,6 +48,9 @@ from traces.base import TraceReader
 from traces.errors import TraceFormatError
 from traces.registry import detect, reader_class
 from traces.source import Source, prefetch
+
+if TYPE_CHECKING:
+    from pipelines.ingest_logs import MeasuredIngestResult
 
 FLUSH_ROWS_PER_VOLUME = 1_000_000
 FLUSH_ROWS_TOTAL = 3_000_000
@@ -228,6 +231,19 @@ def ingest_file(
         validate,
         force,
     )
+
+
+def ingest_trace_or_log(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None,
+                        progress: Progress | None = None, validate: str = "auto",
+                        measured_validate: str | None = None, force: bool = False) -> IngestResult | MeasuredIngestResult:
+    """Ingest ``path`` as what it is: a measured log (iostat, vxstat, fio, ...: pipelines.ingest_logs,
+    own step and tables) when its format, forced or detected, is one, else a block trace.
+    ``validate`` for a trace, ``measured_validate`` (default: the same) for a measured log."""
+    from pipelines.ingest_logs import ingest_log_file, measured_format  # it builds on this module
+
+    if mfmt := measured_format(path, fmt):
+        return ingest_log_file(path, data_dir, mfmt, options, progress, measured_validate or validate, force)
+    return ingest_file(path, data_dir, fmt, options, progress, validate, force)
 
 
 def _result(man: dict, source_path: Path, final: Path, already: bool = False) -> IngestResult:
