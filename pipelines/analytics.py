@@ -6,7 +6,7 @@ after another: no global merge), so memory does not grow with the trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 from pipelines.catalog import TraceRef, volume_of
 from pipelines.dataset import key_of
 from pipelines.files import atomic_output
+from pipelines.progress import Progress
 from replay.mech.snapshots.space import SnapshotTimeline, snapshot_space
 from replay.skew import IO_SHARES_PCT, Skew, SkewCounter
 from replay.version import SKEW_MODEL, model_version
 
 DEFAULT_BATCH_ROWS = 1 << 21
-Progress = Callable[[int, int], None]  # (rows done, rows total)
 
 
 def part_frames(trace: TraceRef, columns: Sequence[str], batch_rows: int = DEFAULT_BATCH_ROWS,

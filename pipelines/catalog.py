@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, unquote
 
+from pipelines.files import atomic_file
 from pipelines.sql import identifier
 
 if TYPE_CHECKING:  # Polars is imported where a trace is read, not by `tiercast traces`
@@ -46,12 +47,8 @@ def traces_root(data_dir: Path) -> Path:
 def write_json_atomic(path: Path, obj) -> None:
     """Write ``obj`` as JSON through a temporary file renamed over ``path``: the file is whole or
     absent. The temporary file is removed when writing fails (a full disk leaves nothing)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_file(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def volume_dir(root: Path, volume: str) -> Path:

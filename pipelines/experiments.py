@@ -197,7 +197,8 @@ FINDING_SCHEMA = {"seed": pl.String, "finding": pl.String, "ok": pl.Boolean}
 def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
     """The figure and finding rows as result files (``results/seed_figures/``,
     ``results/seed_findings/``), one per (model version, mode, seeds), for the loader."""
-    from pipelines.replay import array_model_version, write_parquet
+    from pipelines.files import write_parquet
+    from pipelines.replay import array_model_version
 
     version = array_model_version()
     mode = "quick" if quick else "full"

@@ -2,6 +2,8 @@
 through a temporary file beside the target and an atomic rename, so a crash or Ctrl-C never leaves
 a half-written file under the target's name, and never over something that is not a regular file
 (a directory, a device such as /dev/full, a FIFO, a socket): those are refused before any work.
+tiercast's own files under the data directory (results, manifests, indexes) take the same
+temporary file and rename (:func:`atomic_file`), without the checks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 class OutputPathError(ValueError):
@@ -65,18 +71,37 @@ def check_output_dir(path: str | Path, what: str = "output directory", *, parent
 
 
 @contextmanager
+def atomic_file(path: Path, keep_suffix: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` to write; rename it over ``path`` when the block ends
+    without an exception, remove it otherwise: ``path`` is whole or absent. The temporary name is
+    hidden and ends ``.tmp`` (no ``*.parquet`` glob of a reader takes a half-written file), or with
+    ``keep_suffix`` the suffix of ``path``. No check of what ``path`` is (tiercast's own files;
+    :func:`atomic_output` for a path the user gives); its directory must exist."""
+    unique = f"{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = path.with_name(f".{path.stem}.{unique}.tmp{path.suffix}" if keep_suffix else f".{path.name}.{unique}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
 def atomic_output(path: str | Path, what: str = "output") -> Iterator[Path]:
     """Yield a temporary path beside ``path`` (same suffix) to write; rename it over ``path`` when the
     block ends without an exception, remove it otherwise."""
     target = check_output(path, what)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.stem}.{os.getpid()}-{secrets.token_hex(4)}.tmp{target.suffix}")
-    try:
+    with atomic_file(target, keep_suffix=True) as tmp:
         yield tmp
         check_output(target, what)  # still a regular file (or absent) just before the rename
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+
+def write_parquet(df: pl.DataFrame, path: Path) -> None:
+    """Write ``df`` to ``path`` (its directory created) atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as tmp:
+        df.write_parquet(tmp)
 
 
 def write_text(path: str | Path, text: str, what: str = "output") -> Path:

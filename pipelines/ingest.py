@@ -1,4 +1,6 @@
 """Ingest step: one raw trace file -> validated Parquet dataset partitioned by volume + manifest.
+The skeleton every ingest step follows (:func:`ingest_source`) is here too; measured logs
+(pipelines.ingest_logs) bring their own reader, tables and manifest fields to it.
 
 Guarantees (tested):
 - rows read = rows accepted + rows rejected; every rejected row is kept with its source line,
@@ -13,7 +15,6 @@ Guarantees (tested):
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -37,13 +39,18 @@ from pipelines.dataset import (
     package_version,
     reader_version,
 )
+from pipelines.files import atomic_file
 from pipelines.ingest_streaming import discard, stream_csv
-from schemas.trace import ARROW_SCHEMA, POLARS_SCHEMA
+from pipelines.progress import Progress
+from schemas.trace import ARROW_SCHEMA, conform
 from schemas.trace_suite import exact_check, exact_report, validate_trace_dir, volume_files
 from traces.base import TraceReader
 from traces.errors import TraceFormatError
 from traces.registry import detect, reader_class
 from traces.source import Source, prefetch
+
+if TYPE_CHECKING:
+    from pipelines.ingest_logs import MeasuredIngestResult
 
 FLUSH_ROWS_PER_VOLUME = 1_000_000
 FLUSH_ROWS_TOTAL = 3_000_000
@@ -55,7 +62,10 @@ PARQUET_COMPRESSION_LEVEL = 1
 #: ``--validate`` modes that run the GX suite inside the ingest (``auto`` leaves it to a batch)
 GX_IN_INGEST = ("full", "sample")
 
-Progress = Callable[[int, int], None]
+R = TypeVar("R")
+#: what a kind's reading step gives: its manifest fields, and the contract check of the rows it
+#: wrote, run on the finished manifest (-> the validation report, what the manifest keeps of it)
+Contents = tuple[dict, Callable[[dict], tuple[dict, dict]]]
 
 
 @dataclass
@@ -130,16 +140,72 @@ class _PartitionWriter:
 def _write_part(frames: list[pl.DataFrame], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Polars' writer compresses columns in parallel (~1.6x pyarrow's write_table here)
-    frame = pl.concat(frames).select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items())
+    frame = conform(pl.concat(frames))
     frame.write_parquet(path, compression=PARQUET_COMPRESSION, compression_level=PARQUET_COMPRESSION_LEVEL)
 
 
 def to_arrow(df: pl.DataFrame) -> pa.Table:
-    return df.select(pl.col(c).cast(t) for c, t in POLARS_SCHEMA.items()).to_arrow().cast(ARROW_SCHEMA)
+    return conform(df).to_arrow().cast(ARROW_SCHEMA)
 
 
 def make_reader(fmt: str, options: dict | None = None) -> TraceReader:
     return reader_class(fmt)(**(options or {}))
+
+
+def ingest_source(
+    path: str | Path,
+    root: Path,
+    id_key: str,
+    reader_of: Callable[[str], Any],
+    read: Callable[[Path, Source, Any], Contents],
+    result: Callable[[dict, Path, Path, bool], R],
+    contract: str,
+    fmt: str | None = None,
+    validate: str = "auto",
+    force: bool = False,
+) -> R:
+    """One raw file into a dataset under ``root`` by :func:`ingest_once`, with what every kind
+    shares: the reader (``reader_of``) of the forced or detected format, the manifest's common
+    fields (id, source, reader, versions, timing) around the kind's own (``read`` writes the rows
+    into the staging directory), and the contract gate: unless ``validate`` is "off", the check's
+    report is kept as ``validation.json`` and a failed one publishes nothing.
+    ``result(manifest, path, dataset_dir, already)`` makes the caller's result."""
+    check_validate_mode(validate)
+    path = Path(path)
+    source = Source(path)
+    reader = reader_of(fmt or detect(source))
+
+    def build(tmp: Path) -> dict:
+        started = time.time()
+        fields, check = read(tmp, source, reader)
+        identity = reader.identity()
+        manifest = {
+            id_key: content_id(source.sha256, identity),
+            "format": reader.name,
+            "kind": reader.kind,
+            "reader_options": identity,
+            "source_path": str(source.path.resolve()),
+            "source_bytes": source.path.stat().st_size,
+            "compression": source.compression,
+            "sha256": source.sha256,
+            "reader_metadata": reader.metadata,
+            **fields,
+            "ingested_at": datetime.now(tz=UTC).isoformat(),
+            "ingest_seconds": round(time.time() - started, 3),
+            "tiercast_version": package_version(),
+            "reader_version": reader_version(),
+        }
+        if validate != "off":
+            report, manifest["validation"] = check(manifest)
+            write_json_atomic(tmp / "validation.json", report)
+            if not report["success"]:
+                raise TraceFormatError(source.path, None, f"accepted rows fail the {contract} contract: "
+                                       + report["summary"])
+        write_json_atomic(tmp / "manifest.json", manifest)
+        return manifest
+
+    return ingest_once(root, path, reader.identity(), id_key, build,
+                       lambda man, final, already: result(man, path, final, already), force=force)
 
 
 def ingest_file(
@@ -153,20 +219,31 @@ def ingest_file(
 ) -> IngestResult:
     """Read one raw trace file into ``data_dir/traces/<trace_id>``; see the module docstring.
     ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
-    check_validate_mode(validate)
-    path = Path(path)
-    source = Source(path)
-    fmt = fmt or detect(source)
-    reader = make_reader(fmt, options)
-    return ingest_once(
-        traces_root(data_dir),
+    return ingest_source(
         path,
-        reader.identity(),
+        traces_root(data_dir),
         "trace_id",
-        lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
-        lambda man, final, already: _result(man, path, final, already),
-        force=force,
+        lambda f: make_reader(f, options),
+        lambda tmp, source, reader: _contents(tmp, source, reader, progress, validate),
+        _result,
+        "trace",
+        fmt,
+        validate,
+        force,
     )
+
+
+def ingest_trace_or_log(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None,
+                        progress: Progress | None = None, validate: str = "auto",
+                        measured_validate: str | None = None, force: bool = False) -> IngestResult | MeasuredIngestResult:
+    """Ingest ``path`` as what it is: a measured log (iostat, vxstat, fio, ...: pipelines.ingest_logs,
+    own step and tables) when its format, forced or detected, is one, else a block trace.
+    ``validate`` for a trace, ``measured_validate`` (default: the same) for a measured log."""
+    from pipelines.ingest_logs import ingest_log_file, measured_format  # it builds on this module
+
+    if mfmt := measured_format(path, fmt):
+        return ingest_log_file(path, data_dir, mfmt, options, progress, measured_validate or validate, force)
+    return ingest_file(path, data_dir, fmt, options, progress, validate, force)
 
 
 def _result(man: dict, source_path: Path, final: Path, already: bool = False) -> IngestResult:
@@ -207,11 +284,11 @@ def _read_blocks(tmp: Path, source: Source, reader: TraceReader, progress: Progr
     origin: int | None = None
     read = 0
     skipped: Counter = Counter()
-    for chunk in prefetch(reader.chunks(source), depth=1):
-        read += chunk.n_read
-        skipped.update(chunk.skipped)
-        rejects.write(chunk.rejects)
-        rows = chunk.rows
+    for batch in prefetch(reader.batches(source), depth=1):
+        read += batch.n_read
+        skipped.update(batch.skipped)
+        rejects.write(batch.rejects)
+        rows = batch.rows
         if rows.height:
             if origin is None:
                 origin = int(rows["ts_raw_ns"][0])
@@ -257,8 +334,8 @@ def _goes_back(tmp: Path) -> bool:
     )
 
 
-def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> dict:
-    started = time.time()
+def _contents(tmp: Path, source: Source, reader: TraceReader, progress: Progress | None, validate: str) -> Contents:
+    """The trace's rows under ``tmp``, in time order per volume (sorted when they were not)."""
     if validate in GX_IN_INGEST:
         # importing Great Expectations takes seconds; do it while the file is being parsed
         threading.Thread(target=importlib.import_module, args=("great_expectations",), daemon=True).start()
@@ -274,17 +351,7 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         origin += min(min_ts, 0)
         counts, stats = exact_check(tmp, reader.capacities)
 
-    identity = reader.identity()
-    trace_id = content_id(source.sha256, identity)
-    manifest = {
-        "trace_id": trace_id,
-        "format": reader.name,
-        "kind": reader.kind,
-        "reader_options": identity,
-        "source_path": str(source.path.resolve()),
-        "source_bytes": source.path.stat().st_size,
-        "compression": source.compression,
-        "sha256": source.sha256,
+    fields = {
         "ts_origin_raw_ns": origin,
         "start_time": (
             datetime.fromtimestamp(origin / 1e9, tz=UTC).isoformat() if reader.absolute_clock else None
@@ -293,29 +360,22 @@ def _ingest_into(tmp: Path, source: Source, reader: TraceReader, progress: Progr
         "rows_accepted": counts["rows"],
         "rows_rejected": got.rows_rejected,
         "lines_skipped": got.skipped,
-        "reader_metadata": reader.metadata,
         "sorted_rows": sorted_rows,
         "volumes": {
             v: {**{k: x for k, x in s.items() if k != "out_of_order"}, "span_ns": s["last_ts_ns"] - s["first_ts_ns"],
                 "capacity_bytes": reader.capacities.get(v)}
             for v, s in sorted(stats.items())
         },
-        "ingested_at": datetime.now(tz=UTC).isoformat(),
-        "ingest_seconds": round(time.time() - started, 3),
-        "tiercast_version": package_version(),
-        "reader_version": reader_version(),
     }
-    if validate != "off":
-        # the exact counts of every contract rule gate publication; GX runs here only when asked
-        report = exact_report(counts)
-        if report["success"] and validate in GX_IN_INGEST:
-            report = validate_trace_dir(tmp, manifest, mode=validate)
-        write_json_atomic(tmp / "validation.json", report)
-        manifest["validation"] = {k: report[k] for k in ("success", "mode", "rows_validated", "gx") if k in report}
-        if not report["success"]:
-            raise TraceFormatError(source.path, None, "accepted rows fail the trace contract: " + report["summary"])
-    write_json_atomic(tmp / "manifest.json", manifest)
-    return manifest
+    return fields, lambda manifest: _check(tmp, manifest, counts, validate)
+
+
+def _check(tmp: Path, manifest: dict, counts: dict, validate: str) -> tuple[dict, dict]:
+    """The exact counts of every contract rule gate publication; GX runs here only when asked."""
+    report = exact_report(counts)
+    if report["success"] and validate in GX_IN_INGEST:
+        report = validate_trace_dir(tmp, manifest, mode=validate)
+    return report, {k: report[k] for k in ("success", "mode", "rows_validated", "gx") if k in report}
 
 
 def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
@@ -333,13 +393,12 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
             params={"shift_ns": int(shift_ns), "files": [str(p) for p in parts]},
         )
         reader = rel.fetch_record_batch(1_000_000)
-        out = d / "sorted.parquet.tmp"
-        with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION,
-                              compression_level=PARQUET_COMPRESSION_LEVEL) as w:
-            for batch in reader:
-                w.write_table(to_arrow(pl.from_arrow(batch)))
-        for p in parts:
-            p.unlink()
-        os.rename(out, d / "part-00000.parquet")
+        with atomic_file(d / "part-00000.parquet") as out:
+            with pq.ParquetWriter(out, ARROW_SCHEMA, compression=PARQUET_COMPRESSION,
+                                  compression_level=PARQUET_COMPRESSION_LEVEL) as w:
+                for batch in reader:
+                    w.write_table(to_arrow(pl.from_arrow(batch)))
+            for p in parts:
+                p.unlink()
     con.close()
 

@@ -18,26 +18,18 @@ Layout::
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipelines.catalog import find_by_prefix, write_json_atomic
-from pipelines.dataset import (
-    RejectsWriter,
-    check_counts,
-    check_validate_mode,
-    content_id,
-    ingest_once,
-    package_version,
-    reader_version,
-)
+from pipelines.catalog import find_by_prefix
+from pipelines.dataset import RejectsWriter, check_counts
+from pipelines.ingest import Contents, ingest_source
+from pipelines.progress import Progress
 from schemas.measured import TIME_COLUMN, arrow_schema, conform
 from traces.errors import TraceFormatError
 from traces.measured import MeasuredReader
@@ -47,8 +39,6 @@ from traces.source import Source
 PARQUET_COMPRESSION = "zstd"
 FLUSH_ROWS = 1_000_000
 MAX_LISTED_KEYS = 10_000
-
-Progress = Callable[[int, int], None]
 
 #: the column naming the measured object in each table (for the manifest's ``devices``)
 KEY_COLUMN = {
@@ -169,19 +159,17 @@ def ingest_log_file(
 ) -> MeasuredIngestResult:
     """Read one measured log into ``data_dir/measured/<dataset_id>``; see the module docstring.
     ``force`` re-reads the file even when it is already ingested and replaces the dataset."""
-    check_validate_mode(validate)
-    path = Path(path)
-    source = Source(path)
-    fmt = fmt or detect(source)
-    reader = make_measured_reader(fmt, options)
-    return ingest_once(
-        measured_root(data_dir),
+    return ingest_source(
         path,
-        reader.identity(),
+        measured_root(data_dir),
         "dataset_id",
-        lambda tmp: _ingest_into(tmp, source, reader, progress, validate),
-        lambda man, final, already: _result(man, path, final, already),
-        force=force,
+        lambda f: make_measured_reader(f, options),
+        lambda tmp, source, reader: _contents(tmp, source, reader, progress, validate),
+        _result,
+        "measured-log",
+        fmt,
+        validate,
+        force,
     )
 
 
@@ -206,17 +194,18 @@ def _iso(v) -> object:
     return v.isoformat() if isinstance(v, datetime) else v
 
 
-def _ingest_into(tmp: Path, source: Source, reader: MeasuredReader, progress: Progress | None, validate: str) -> dict:
-    started = time.time()
+def _contents(tmp: Path, source: Source, reader: MeasuredReader, progress: Progress | None,
+              validate: str) -> Contents:
+    """The log's tables under ``tmp``, each with its rejects."""
     total_bytes = source.path.stat().st_size
     writers: dict[str, _TableWriter] = {}
     rejects: dict[str, RejectsWriter] = {}
     skipped: Counter = Counter()
-    for chunk in reader.chunks(source):
-        skipped.update(chunk.skipped)
-        for table, df in chunk.tables.items():
+    for batch in reader.batches(source):
+        skipped.update(batch.skipped)
+        for table, df in batch.tables.items():
             writers.setdefault(table, _TableWriter(tmp, table)).add(df)
-        for table, rej in chunk.rejects.items():
+        for table, rej in batch.rejects.items():
             writers.setdefault(table, _TableWriter(tmp, table))
             rejects.setdefault(table, RejectsWriter(tmp / table)).write(rej.sort("src_line", nulls_last=True))
         if progress:
@@ -252,49 +241,32 @@ def _ingest_into(tmp: Path, source: Source, reader: MeasuredReader, progress: Pr
         first = next(t["first_reject"] for t in tables.values() if t["first_reject"])
         raise TraceFormatError(source.path, first[0], f"no line could be read as {reader.name}: {first[1]} "
                                                       f"(and {rejected - 1} more rejected)")
-    identity = reader.identity()
-    dataset_id = content_id(source.sha256, identity)
     meta = reader.metadata
     devices = sorted({k for t in ("iostat_device", "iostat_device_boot", "vxstat", "vxdmp", "fio_disk_util")
                       if t in tables for k in (tables[t]["keys"] or [])})
-    manifest = {
-        "dataset_id": dataset_id,
-        "format": reader.name,
-        "kind": "measured",
+    fields = {
         "tool": reader.tool,
         "tool_version": meta.get("tool_version"),
         "hosts": meta.get("hosts", []),
         "devices": devices,
         "intervals": max((t["intervals"] or 0 for t in tables.values()), default=0),
-        "reader_options": identity,
-        "source_path": str(source.path.resolve()),
-        "source_bytes": total_bytes,
-        "compression": source.compression,
-        "sha256": source.sha256,
         "rows_read": read,
         "rows_accepted": accepted,
         "rows_rejected": rejected,
         "tables": tables,
         "lines_skipped": dict(skipped),
-        "reader_metadata": meta,
         "warnings": reader.warnings,
-        "ingested_at": datetime.now(tz=UTC).isoformat(),
-        "ingest_seconds": round(time.time() - started, 3),
-        "tiercast_version": package_version(),
-        "reader_version": reader_version(),
     }
-    if validate != "off":
-        from schemas.measured_suite import validate_measured_dir
+    return fields, lambda manifest: _check(tmp, manifest, validate)
 
-        report = validate_measured_dir(tmp, manifest, mode=validate)
-        write_json_atomic(tmp / "validation.json", report)
-        manifest["validation"] = {"success": report["success"], "mode": report["mode"],
-                                  "tables": {t: r["success"] for t, r in report["tables"].items()}}
-        if not report["success"]:
-            raise TraceFormatError(source.path, None, "accepted rows fail the measured-log contract: "
-                                   + report["summary"])
-    write_json_atomic(tmp / "manifest.json", manifest)
-    return manifest
+
+def _check(tmp: Path, manifest: dict, validate: str) -> tuple[dict, dict]:
+    """The measured-log contract (Great Expectations) over the written tables."""
+    from schemas.measured_suite import validate_measured_dir
+
+    report = validate_measured_dir(tmp, manifest, mode=validate)
+    return report, {"success": report["success"], "mode": report["mode"],
+                    "tables": {t: r["success"] for t, r in report["tables"].items()}}
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,14 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from pipelines.catalog import ENV_DATA_DIR, write_json_atomic
 from pipelines.object_store import is_url
+
+if TYPE_CHECKING:  # the DAG files import this module: nothing heavy at import
+    from replay.scenario import Scenario
 
 VARIABLE = "tiercast_data_dir"
 CONFIG_FILE = "replay.toml"
@@ -385,7 +389,7 @@ def scenario_ref(root: Path, name: str) -> str:
 
 @dataclass(frozen=True)
 class ReplayConfig:
-    scenarios: tuple[str, ...]
+    scenarios: dict[str, Scenario]  # by name (preset or .toml under the root), parsed once, when checked
     traces: tuple[str, ...]  # globs over trace id and source file name
     formats: tuple[str, ...]  # empty: any
     skew_slice_bytes: tuple[int, ...] = ()  # I/O skew at these slice sizes, mapped over volumes; empty: none
@@ -411,11 +415,10 @@ def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[s
         unknown = sorted(set(doc) - CONFIG_KEYS)
         if unknown:
             raise InputError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(CONFIG_KEYS))})")
-    names = tuple(scenarios or doc.get("scenarios") or DEFAULT_SCENARIOS)
-    bad = []
-    for name in names:
+    parsed, bad = {}, []
+    for name in scenarios or doc.get("scenarios") or DEFAULT_SCENARIOS:
         try:
-            load_scenario(scenario_ref(root, name))
+            parsed[name] = load_scenario(scenario_ref(root, name))
         except (OSError, ValueError, LookupError) as e:
             bad.append(f"{name}: {e}")
     slices = doc.get("skew_slice_bytes") or []
@@ -427,7 +430,7 @@ def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[s
     if bad:
         raise InputError("replay configuration refused before any replay: " + "; ".join(bad))
     globs = tuple(traces or doc.get("traces") or ("*",))
-    return ReplayConfig(names, globs, tuple(doc.get("formats") or ()), tuple(slices), task_requests)
+    return ReplayConfig(parsed, globs, tuple(doc.get("formats") or ()), tuple(slices), task_requests)
 
 
 def _matching_traces(root: Path, config: ReplayConfig) -> list:
@@ -448,12 +451,10 @@ def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tup
     every trace that matches the config, times every scenario; a pair carries its trace's
     request count (:func:`replay_batches`)."""
     from pipelines.replay import run_id, run_paths
-    from replay.scenario import load as load_scenario
 
-    scenarios = {name: load_scenario(scenario_ref(root, name)) for name in config.scenarios}
     todo, done = [], 0
     for t in _matching_traces(root, config):
-        for name, sc in scenarios.items():
+        for name, sc in config.scenarios.items():
             if run_paths(root, run_id(t.trace_id, sc, t.data_version))["summary_json"].is_file():
                 done += 1
             else:
@@ -507,6 +508,7 @@ def _skew_parts(root: Path, trace_id: str, slice_bytes: int) -> Path:
 def skew_volume(root: Path, item: dict) -> dict:
     """Count one volume's I/Os per slice (``replay.skew.SkewCounter``) into its part file."""
     from pipelines.catalog import find_trace, volume_dir
+    from pipelines.files import write_parquet
     from replay.skew import SkewCounter
 
     trace = find_trace(root, item["trace_id"])
@@ -515,10 +517,7 @@ def skew_volume(root: Path, item: dict) -> dict:
     stats = (trace.manifest.get("volumes") or {}).get(item["volume"])
     rows = sum(counter.add_parquet(f, stats) for f in files)
     out = _skew_parts(root, trace.trace_id, counter.slice_bytes) / f"{volume_dir(Path(), item['volume']).name}.parquet"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    counter.partial().write_parquet(tmp)
-    os.replace(tmp, out)
+    write_parquet(counter.partial(), out)
     return {**item, "rows": rows, "part": out.relative_to(root).as_posix()}
 
 

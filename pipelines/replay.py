@@ -59,7 +59,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -70,10 +69,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines import physics
+from pipelines import files, physics
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
+from pipelines.progress import Progress
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
@@ -85,7 +85,6 @@ from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
 
-Progress = Callable[[int, int], None]
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 
@@ -804,10 +803,7 @@ def _ssd_summary(c: dict, aggs: _Aggregates) -> dict:
 
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
     """``df`` to ``path`` atomically (a temporary file renamed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
+    files.write_parquet(df, path)
 
 
 def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:

@@ -28,7 +28,6 @@ stream that fails its checks is removed and the trace read again.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,6 +38,8 @@ import polars as pl
 
 from pipelines.catalog import PAGES_DIR, TraceRef
 from pipelines.dataset import Staging, key_of, remove_stale_staging
+from pipelines.files import write_parquet
+from pipelines.progress import Progress
 from replay.intervals import CacheIntervals
 from replay.kernels import cache_model
 from replay.model import Segment
@@ -58,7 +59,6 @@ DEFAULT_BATCH_ROWS = 1 << 21
 #: 1.33 / 1.76 s; repeat runs (page stream) alike at both; 1 M: 0.43 / 0.58 GB; 64 k: 371 MiB
 #: but +0.2-0.3 s
 CACHE_BATCH_ROWS = 1 << 17
-Progress = Callable[[int, int], None]  # (rows done, rows total)
 T = TypeVar("T")
 
 #: what decides a page stream's content besides the trace: page split, dense ids, the stream
@@ -249,14 +249,6 @@ def results_dir(data_dir: str | Path, kind: str, trace_id: str) -> Path:
     return Path(data_dir) / "results" / kind / trace_id
 
 
-def _write_atomic(df: pl.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.write_parquet(tmp)
-    os.replace(tmp, path)
-    return path
-
-
 def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_bytes: int,
              page_size: int = 4096, interval: str | int | None = "60s", params: dict | None = None,
              batch_rows: int = CACHE_BATCH_ROWS, progress: Progress | None = None, page_stream: bool = True) -> dict:
@@ -286,12 +278,12 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
                "model_version": model_version(CACHE_MODEL), **c}
     if data_dir is not None:
         out = results_dir(data_dir, "simulate", trace.trace_id) / f"{model.name}-{model.cache_bytes}-{model.page_size_bytes}"
-        _write_atomic(pl.DataFrame([summary]), out / "summary.parquet")
+        write_parquet(pl.DataFrame([summary]), out / "summary.parquet")
         if agg is not None:
             intervals = agg.result().with_columns(pl.lit(trace.trace_id).alias("trace_id"),
                                                   pl.lit(model.name).alias("policy"),
                                                   pl.lit(model.cache_bytes).alias("cache_bytes"))
-            _write_atomic(intervals, out / "intervals.parquet")
+            write_parquet(intervals, out / "intervals.parquet")
         summary["results_dir"] = str(out)
     return summary
 
@@ -367,7 +359,7 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
     rows = curve_frame(trace.trace_id, page_size, cache_sizes, hr, bhr, name, sample_rate, model_version(CACHE_MODEL),
                        footprint)
     if data_dir is not None:
-        _write_atomic(rows, mrc_path(data_dir, trace.trace_id, name, page_size, sample_rate))
+        write_parquet(rows, mrc_path(data_dir, trace.trace_id, name, page_size, sample_rate))
     return rows
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.ingest import ingest_file
-from pipelines.ingest_logs import ingest_log_file, measured_format
+from pipelines.ingest import IngestResult, ingest_trace_or_log
 
 
 def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, options: dict | None = None,
@@ -17,16 +16,10 @@ def ingest_any(path: str | Path, data_dir: str | Path, fmt: str | None = None, o
     """Ingest a trace or a measured log (detected), idempotently; returns a small summary.
     ``validate`` for a trace, ``measured_validate`` (default: the same) for a measured log;
     ``"off"`` leaves its contract check to the caller (the DAG runs GX once per batch)."""
-    mfmt = measured_format(path, fmt)
-    if mfmt:
-        r = ingest_log_file(path, data_dir, mfmt, options, validate=measured_validate or validate)
-        return {"kind": "measured", "id": r.dataset_id, "format": r.format, "rows_read": r.rows_read,
-                "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
-                "already_ingested": r.already_ingested}
-    r = ingest_file(path, data_dir, fmt=fmt, options=options, validate=validate)
-    return {"kind": "trace", "id": r.trace_id, "format": r.format, "rows_read": r.rows_read,
-            "rows_accepted": r.rows_accepted, "rows_rejected": r.rows_rejected,
-            "already_ingested": r.already_ingested}
+    r = ingest_trace_or_log(path, data_dir, fmt, options, validate=validate, measured_validate=measured_validate)
+    kind, rid = ("trace", r.trace_id) if isinstance(r, IngestResult) else ("measured", r.dataset_id)
+    return {"kind": kind, "id": rid, "format": r.format, "rows_read": r.rows_read, "rows_accepted": r.rows_accepted,
+            "rows_rejected": r.rows_rejected, "already_ingested": r.already_ingested}
 
 
 def replay_pair(trace_id: str, scenario: str, data_dir: str | Path) -> dict:

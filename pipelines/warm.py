@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.catalog import PAGES_DIR, TraceRef
-
-Progress = Callable[[int, int], None]
+from pipelines.progress import Progress
 
 #: (pattern, requests per volume, region bytes, volumes): one volume, enough requests to run every
 #: kernel of a replay (flushes, promotions, interval ends); two volumes (page keys beyond the

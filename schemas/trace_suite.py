@@ -11,8 +11,8 @@ runs then.
 GX itself runs where its ~9 s import is paid once for many datasets (``tiercast validate``, the
 ingest DAG's validate task) or in the ingest when asked (``--validate full|sample``). Up to
 ``FULL_ROWS`` rows (env ``TIERCAST_GX_FULL_ROWS``) GX sees every row; above it a seeded sample
-of about ``SAMPLE_ROWS`` rows in file order (hashed on ``src_line``, so the same whatever the
-chunking), with the exact counts stored beside its result.
+of about ``SAMPLE_ROWS`` rows in file order (hashed on ``src_line``, so the same however the
+rows were read or split), with the exact counts stored beside its result.
 """
 
 from __future__ import annotations

@@ -290,9 +290,9 @@ def test_fio_trace_needs_a_latency_unit_and_offsets(tmp_path):
     p.write_text("1, 5, 0, 4096, 7\n")  # fio >= 3.18: the 5th field is the priority, not an offset
     from traces.base import TraceReader  # noqa: F401 - the reader is a canonical trace reader
 
-    chunks = list(FioTraceReader(fio_version="3.19").chunks(__import__("traces.source").source.Source(p)))
-    assert chunks[0].rows.height == 0 and "no offset" in chunks[0].rejects["reason"][0]
-    us = list(FioTraceReader(fio_version="2.18").chunks(__import__("traces.source").source.Source(p)))
+    batches = list(FioTraceReader(fio_version="3.19").batches(__import__("traces.source").source.Source(p)))
+    assert batches[0].rows.height == 0 and "no offset" in batches[0].rejects["reason"][0]
+    us = list(FioTraceReader(fio_version="2.18").batches(__import__("traces.source").source.Source(p)))
     assert us[0].rows["latency_ns"].to_list() == [5000] and us[0].rows["offset"].to_list() == [7]
 
 

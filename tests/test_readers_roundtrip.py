@@ -29,10 +29,10 @@ def read_back(fmt: str, data: bytes, **options) -> tuple[list[tuple], int, Count
         p = Path(d) / "trace"
         p.write_bytes(data)
         reader = reader_class(fmt)(**options)
-        chunks = list(reader.chunks(Source(p)))
-    rows = pl.concat([c.rows for c in chunks])
-    rejected = sum(c.rejects.height for c in chunks)
-    skipped = sum((c.skipped for c in chunks), Counter())
+        batches = list(reader.batches(Source(p)))
+    rows = pl.concat([c.rows for c in batches])
+    rejected = sum(c.rejects.height for c in batches)
+    skipped = sum((c.skipped for c in batches), Counter())
     cols = ["ts_raw_ns", "volume", "op", "offset", "size", "latency_ns"]
     return [tuple(r) for r in rows.select(cols).iter_rows()], rejected, skipped
 

@@ -46,9 +46,9 @@ BLOCK_FORMATS = (
 
 
 def read_all(reader, path) -> tuple[pl.DataFrame, pl.DataFrame, Counter]:
-    """Accepted rows, rejects and skipped-line counts of a whole file, straight from chunks()."""
+    """Accepted rows, rejects and skipped-line counts of a whole file, straight from batches()."""
     rows, rejects, skipped = [], [], Counter()
-    for ch in reader.chunks(Source(path)):
+    for ch in reader.batches(Source(path)):
         rows.append(ch.rows)
         rejects.append(ch.rejects)
         skipped.update(ch.skipped)
@@ -160,19 +160,19 @@ def test_blkparse_latency_pairing_matches_oracle(data_dir):
     assert sum(v is not None for v in want.values()) == 56
 
 
-def test_blkparse_same_result_in_small_chunks(monkeypatch):
-    """Chunk boundaries (summary state, pending dispatches for pairing) change nothing."""
+def test_blkparse_same_result_in_small_batches(monkeypatch):
+    """Batch boundaries (summary state, pending dispatches for pairing) change nothing."""
     path = shared_path(*BLKPARSE)
     whole = read_all(reader_class("blkparse")(), path)
     orig = Source.iter_bytes
     monkeypatch.setattr(Source, "iter_bytes", lambda self, size=0: orig(self, 50_000))
     monkeypatch.setattr(blkparse_mod, "BLOCK_BYTES", 40_000)
     reader = reader_class("blkparse")()
-    chunks = list(reader.chunks(Source(path)))
-    assert len(chunks) > 20
-    rows = pl.concat([c.rows for c in chunks])
+    batches = list(reader.batches(Source(path)))
+    assert len(batches) > 20
+    rows = pl.concat([c.rows for c in batches])
     assert rows.equals(whole[0])
-    assert sum((c.skipped for c in chunks), Counter()) == whole[2]
+    assert sum((c.skipped for c in batches), Counter()) == whole[2]
 
 
 def test_blkparse_sample_dispatches(data_dir):

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from traces.base import Chunk, op_from_codes, scaled_int, with_reason
+from traces.base import ReadBatch, op_from_codes, scaled_int, with_reason
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
 from traces.source import Source
@@ -86,14 +86,14 @@ class AlibabaReader(DelimitedReader):
         ident.pop("device_sizes", None)
         return ident
 
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         if "device_sizes" not in self.metadata:
             beside = source.path.parent / DEVICE_SIZES_NAME
             if beside.is_file():
                 self._load_capacities(beside, "found next to the trace")
             else:
                 self.metadata["device_sizes"] = None
-        yield from super().chunks(source)
+        yield from super().batches(source)
 
     def _load_capacities(self, path: Path, how: str) -> None:
         sizes = read_device_sizes(path)

@@ -1,6 +1,6 @@
 """The reader interface shared by every block-trace format.
 
-A reader turns a :class:`~traces.source.Source` into :class:`Chunk` s: accepted rows in the
+A reader turns a :class:`~traces.source.Source` into :class:`ReadBatch` s: accepted rows in the
 canonical columns (with the timestamp still on the format's own clock, ``ts_raw_ns``) and
 rejected rows with their line number, raw text and reason. Row-level checks that are the same
 for every format (size > 0, offset >= 0, capacity, time order per volume) live here, in Polars,
@@ -21,27 +21,18 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from schemas.trace import OP_DTYPE, REJECT_SCHEMA
+from schemas.trace import OP_DTYPE, READ_SCHEMA, REJECT_SCHEMA
 from traces.source import Source
 
 INT32_MAX = 2**31 - 1
-
-#: Columns of an accepted chunk, before the pipeline rebases time to the trace start.
-CHUNK_SCHEMA: dict[str, pl.DataType] = {
-    "ts_raw_ns": pl.Int64,
-    "volume": pl.String,
-    "op": OP_DTYPE,
-    "offset": pl.Int64,
-    "size": pl.Int32,
-    "latency_ns": pl.Int64,
-    "src_line": pl.Int64,
-}
 
 ORDER_POLICIES = ("sort", "reject")
 
 
 @dataclass
-class Chunk:
+class ReadBatch:
+    """One block of a file as a reader parsed it: accepted rows (``READ_SCHEMA``), rejects, skipped lines."""
+
     rows: pl.DataFrame
     rejects: pl.DataFrame
     skipped: Counter = field(default_factory=Counter)
@@ -55,7 +46,7 @@ class Chunk:
 class TraceReader(ABC):
     """Base of every block-trace reader.
 
-    Subclasses set ``name`` and ``description``, implement :meth:`sniff` and :meth:`chunks`,
+    Subclasses set ``name`` and ``description``, implement :meth:`sniff` and :meth:`batches`,
     and pass the per-row results through :meth:`finish` so the shared checks apply.
     ``absolute_clock`` says whether ``ts_raw_ns`` counts from the Unix epoch (then the trace
     has an absolute start time) or from an arbitrary origin.
@@ -97,8 +88,8 @@ class TraceReader(ABC):
         """True when the first decompressed bytes of a file look like this format."""
 
     @abstractmethod
-    def chunks(self, source: Source) -> Iterator[Chunk]:
-        """Stream the file as chunks of accepted and rejected rows."""
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
+        """Stream the file as batches of accepted and rejected rows."""
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes the output table; part of the trace id."""
@@ -148,7 +139,7 @@ class TraceReader(ABC):
         df: pl.DataFrame,
         raw_of: Callable[[np.ndarray], list[str]],
         skipped: Counter | None = None,
-    ) -> Chunk:
+    ) -> ReadBatch:
         """Apply the shared checks to a parsed block and split it into accepted and rejects.
 
         ``df`` holds the canonical columns (any integer widths), ``src_line``, ``_idx``
@@ -180,13 +171,13 @@ class TraceReader(ABC):
                     bad = pl.concat([bad, late], how="vertical_relaxed")
                     out_of_order = 0
 
-        rows = ok.select(pl.col(c).cast(t) for c, t in CHUNK_SCHEMA.items())
+        rows = ok.select(pl.col(c).cast(t) for c, t in READ_SCHEMA.items())
         rejects = self._rejects(bad, raw_of)
-        return Chunk(rows, rejects, skipped or Counter(), out_of_order)
+        return ReadBatch(rows, rejects, skipped or Counter(), out_of_order)
 
     def _order_check(self, ok: pl.DataFrame) -> pl.Series | None:
         """Flag rows whose timestamp is below an earlier one of the same volume (across
-        chunks); None when nothing goes backwards (the common case, checked cheaply first)."""
+        batches); None when nothing goes backwards (the common case, checked cheaply first)."""
         ts = pl.col("ts_raw_ns")
         per_volume = ok.group_by("volume").agg(first=ts.first(), high=ts.max())
         earlier = [self._last_ts.get(v) for v in per_volume["volume"].to_list()]

@@ -22,7 +22,7 @@ Per-action counts are in the reader metadata. Any other line is rejected with it
 
 Latency (``-o latency=pair``, the default for C events): each completion is paired with the
 latest earlier dispatch of the same device, sector and length (a backward as-of join in
-Polars, carried across chunks); a dispatch is used by one completion only, and pairs more
+Polars, carried across batches); a dispatch is used by one completion only, and pairs more
 than 30 s apart are not made (30 s is the Linux SCSI disk command timeout, ``SD_TIMEOUT``,
 after which the kernel aborts a command). Completions without a dispatch in the trace (it
 began before the trace, or the request was merged differently) keep latency null.
@@ -38,7 +38,7 @@ from collections.abc import Iterator
 import polars as pl
 import pyarrow.compute as pc
 
-from traces.base import Chunk, TraceReader, decimal_scaled, scaled_int, with_reason
+from traces.base import ReadBatch, TraceReader, decimal_scaled, scaled_int, with_reason
 from traces.delimited import _lines_series
 from traces.source import LineBlock, Source
 
@@ -99,12 +99,12 @@ class BlkparseReader(TraceReader):
         hits = sum(bool(re.match(SNIFF_RE, ln)) for ln in lines)
         return hits * 2 > len(lines)
 
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         for block in source.iter_line_blocks(BLOCK_BYTES):
             yield self._block(block)
         self.metadata["events_by_action"] = dict(sorted(self._by_action.items()))
 
-    def _block(self, block: LineBlock) -> Chunk:
+    def _block(self, block: LineBlock) -> ReadBatch:
         lines, idx = _lines_series(block, None)
         df = _fields(lines).with_columns(_idx=pl.Series(idx), line=lines)
         line = pl.col("line")
@@ -226,7 +226,7 @@ class BlkparseReader(TraceReader):
     def _pair(self, dispatches: pl.DataFrame, records: pl.DataFrame) -> pl.DataFrame:
         """latency_ns per completion ``_idx``: its time minus the time of its dispatch.
 
-        Carried to the next chunk: per (device, sector, length) only the latest dispatch of
+        Carried to the next batch: per (device, sector, length) only the latest dispatch of
         the last 30 s and whether a completion already used it; an older one can never be the
         latest earlier dispatch of a later completion, so nothing else is needed.
         """

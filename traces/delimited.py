@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from traces.base import Check, Chunk, TraceReader, with_reason
+from traces.base import Check, ReadBatch, TraceReader, with_reason
 from traces.source import LineBlock, Source
 
 _TYPE_WORD = {pl.Int64: "an integer", pl.Float64: "a number", pl.String: "text"}
@@ -142,7 +142,7 @@ class DelimitedReader(TraceReader):
     def _n_min(self) -> int:
         return self.required_fields if self.required_fields is not None else len(self.fields)
 
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         first = True
         for block in source.iter_line_blocks(self.block_bytes):
             skipped: Counter = Counter()

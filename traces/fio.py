@@ -36,7 +36,7 @@ from schemas.units import parse_size
 from traces.base import op_from_codes, with_reason
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
-from traces.measured import MeasuredChunk, MeasuredReader, lines_frame, reject_frame
+from traces.measured import MeasuredBatch, MeasuredReader, lines_frame, reject_frame
 from traces.source import LineBlock, Source
 
 DIRS = ("read", "write", "trim")
@@ -132,23 +132,23 @@ class FioJsonReader(MeasuredReader):
         text = head.decode("utf-8", errors="replace")
         return bool(re.search(r'\{\s*"fio version"\s*:\s*"fio-', text))
 
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         raw = b"".join(source.iter_bytes())
         text = raw.decode("utf-8", errors="replace").replace("\ufeff", "")
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         docs, messages = self._split(text, source)
         if not docs:
             raise TraceFormatError(source.path, None, "no fio JSON document found")
         if messages:
-            chunk.skipped["text"] += len(messages)
+            batch.skipped["text"] += len(messages)
             self.metadata["messages"] = messages[:50]
         versions = []
         for d, (line, doc) in enumerate(docs):
             versions.append(doc.get("fio version"))
-            self._doc(chunk, d, line, doc)
+            self._doc(batch, d, line, doc)
         self.metadata["tool_version"] = versions[0]
         self.metadata["documents"] = len(docs)
-        yield chunk
+        yield batch
 
     def _split(self, text: str, source: Source) -> tuple[list[tuple[int, dict]], list[str]]:
         """JSON documents (with the line each starts on) and the non-JSON text lines around them."""
@@ -184,7 +184,7 @@ class FioJsonReader(MeasuredReader):
             raise TraceFormatError(source.path, first_error[0], f"invalid fio JSON: {first_error[1]}")
         return docs, messages
 
-    def _doc(self, chunk: MeasuredChunk, d: int, line: int, doc: dict) -> None:
+    def _doc(self, batch: MeasuredBatch, d: int, line: int, doc: dict) -> None:
         version = doc.get("fio version")
         ts = doc.get("timestamp")
         when = datetime.fromtimestamp(ts, tz=UTC) if isinstance(ts, int | float) else None
@@ -194,7 +194,7 @@ class FioJsonReader(MeasuredReader):
         if jobs is None and "client_stats" in doc:
             jobs, client = doc["client_stats"], True
         if not isinstance(jobs, list):
-            chunk.add("fio_job", rejects=reject_frame([line], [str(version)], "document has no jobs[] array"))
+            batch.add("fio_job", rejects=reject_frame([line], [str(version)], "document has no jobs[] array"))
             return
         job_rows, pct_rows, bucket_rows, bin_rows, bad = [], [], [], [], []
         for j, job in enumerate(jobs):
@@ -251,9 +251,9 @@ class FioJsonReader(MeasuredReader):
         for table, rows in (("fio_job", job_rows), ("fio_percentile", pct_rows), ("fio_lat_bucket", bucket_rows),
                             ("fio_clat_bins", bin_rows), ("fio_disk_util", disk_rows)):
             if rows:
-                chunk.add(table, rows=pl.DataFrame(rows, infer_schema_length=None, strict=False))
+                batch.add(table, rows=pl.DataFrame(rows, infer_schema_length=None, strict=False))
         if bad:
-            chunk.add("fio_job", rejects=reject_frame([b[0] for b in bad], [b[1] for b in bad], [b[2] for b in bad]))
+            batch.add("fio_job", rejects=reject_frame([b[0] for b in bad], [b[1] for b in bad], [b[2] for b in bad]))
 
     def _direction(self, base: dict, direction: str, dd: dict, pct_rows: list, bin_rows: list) -> tuple[dict, str | None]:
         row = {**base, "dir": direction, "bs_bytes": _bs_for_dir(base["bs"], direction)}
@@ -335,21 +335,21 @@ class FioTerseReader(MeasuredReader):
         lines = head.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()[:20]
         return any(re.match(r"^\d;fio-[^;]*;[^;]*;\d+;\d+;", ln) for ln in lines)
 
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         for block in source.iter_line_blocks(8 << 20):
             yield self._block(block)
 
-    def _block(self, block: LineBlock) -> MeasuredChunk:
-        chunk = MeasuredChunk()
+    def _block(self, block: LineBlock) -> MeasuredBatch:
+        batch = MeasuredBatch()
         df = lines_frame(block)
         jobs, pcts, buckets, disks, bad = [], [], [], [], []
         for idx, (line, src) in enumerate(df.iter_rows()):
             s = line.strip()
             if not s:
-                chunk.skipped["blank"] += 1
+                batch.skipped["blank"] += 1
                 continue
             if not re.match(r"^\d+;", s):
-                chunk.skipped["text"] += 1
+                batch.skipped["text"] += 1
                 self.metadata.setdefault("messages", []).append(s[:200]) if len(
                     self.metadata.get("messages", [])) < 50 else None
                 continue
@@ -367,10 +367,10 @@ class FioTerseReader(MeasuredReader):
         for table, rows in (("fio_job", jobs), ("fio_percentile", pcts), ("fio_lat_bucket", buckets),
                             ("fio_disk_util", disks)):
             if rows:
-                chunk.add(table, rows=pl.DataFrame(rows, infer_schema_length=None, strict=False))
+                batch.add(table, rows=pl.DataFrame(rows, infer_schema_length=None, strict=False))
         if bad:
-            chunk.add("fio_job", rejects=reject_frame([b[0] for b in bad], [b[1] for b in bad], [b[2] for b in bad]))
-        return chunk
+            batch.add("fio_job", rejects=reject_frame([b[0] for b in bad], [b[1] for b in bad], [b[2] for b in bad]))
+        return batch
 
     def _line(self, f: list[str], src: int, idx: int, jobs: list, pcts: list, buckets: list, disks: list) -> None:
         def num(i: int, what: str) -> float:
@@ -482,7 +482,7 @@ class FioLogReader(MeasuredReader):
         hist = re.compile(r"^\d+, [012], \d+(, \d+){1000,}")
         return bool(data) and all(pat.match(ln.rstrip("\r")) or hist.match(ln) for ln in data)
 
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         kind, is_hist, job = _log_name(source.path)
         kind = self.opt_str("log_kind", kind)
         if kind is not None and kind not in ("bw", "iops", *LAT_KINDS):
@@ -518,7 +518,7 @@ class FioLogReader(MeasuredReader):
             return ["time_ms", "value", "dir", "bs", "prio" if mm >= (3, 18) else "offset"]
         raise TraceFormatError(source.path, 1, f"fio log lines have 4 to 6 fields, the first has {n}")
 
-    def _log(self, source: Source, kind: str, job: int | None, n_fields: int) -> Iterator[MeasuredChunk]:
+    def _log(self, source: Source, kind: str, job: int | None, n_fields: int) -> Iterator[MeasuredBatch]:
         cols = self._layout(n_fields, source)
         unit = latency_unit_ns(self, kind in LAT_KINDS, f"{source.path}: {kind} log") if kind in LAT_KINDS else None
         if unit is not None:
@@ -527,8 +527,8 @@ class FioLogReader(MeasuredReader):
         if kind in ("bw", "iops"):
             schema["value"] = pl.Float64
         for block in source.iter_line_blocks(16 << 20):
-            chunk = MeasuredChunk()
-            df = _csv_block(block, schema, chunk)
+            batch = MeasuredBatch()
+            df = _csv_block(block, schema, batch)
             value = pl.col("value")
             df = df.with_columns(
                 log_kind=pl.lit(kind), job=pl.lit(job, pl.Int32),
@@ -548,16 +548,16 @@ class FioLogReader(MeasuredReader):
             if "offset" in cols:
                 reason = reason.when(pl.col("offset") < 0).then(pl.format("negative offset {}", pl.col("offset")))
             df = df.with_columns(_reason=pl.coalesce(pl.col("_reason"), reason.otherwise(pl.lit(None, pl.String))))
-            _emit(chunk, "fio_log", df, block)
-            yield chunk
+            _emit(batch, "fio_log", df, block)
+            yield batch
 
-    def _hist(self, source: Source, kind: str, job: int | None) -> Iterator[MeasuredChunk]:
+    def _hist(self, source: Source, kind: str, job: int | None) -> Iterator[MeasuredBatch]:
         n_bins: int | None = None
         for block in source.iter_line_blocks(16 << 20):
-            chunk = MeasuredChunk()
+            batch = MeasuredBatch()
             df = lines_frame(block).with_columns(_idx=pl.int_range(pl.len(), dtype=pl.Int64))
             blank = df.get_column("line").str.strip_chars() == ""
-            chunk.skipped["blank"] += int(blank.sum())
+            batch.skipped["blank"] += int(blank.sum())
             df = df.filter(~blank)
             parts = df.get_column("line").str.split(",")
             counts = parts.list.len()
@@ -615,12 +615,12 @@ class FioLogReader(MeasuredReader):
                     rows[f"{pct_name(p)}_ns"] = np.where(total > 0, val, np.nan)
                 out = pl.DataFrame(rows).with_columns(pl.col(f"{pct_name(p)}_ns").fill_nan(None)
                                                       for p in (50, 90, 99, 99.9))
-                chunk.add("fio_hist", rows=out)
-            chunk.add("fio_hist", rejects=rej)
-            yield chunk
+                batch.add("fio_hist", rows=out)
+            batch.add("fio_hist", rejects=rej)
+            yield batch
 
 
-def _csv_block(block: LineBlock, schema: dict[str, pl.DataType], chunk: MeasuredChunk) -> pl.DataFrame:
+def _csv_block(block: LineBlock, schema: dict[str, pl.DataType], batch: MeasuredBatch) -> pl.DataFrame:
     """A comma-separated block with a fixed field count: Polars' CSV parser when the block is
     clean, else a per-line path that says which field of which line is wrong (``_reason``)."""
     n = len(schema)
@@ -637,7 +637,7 @@ def _csv_block(block: LineBlock, schema: dict[str, pl.DataType], chunk: Measured
         pass
     lines = lines_frame(block).with_columns(_idx=pl.int_range(pl.len(), dtype=pl.Int64))
     blank = lines.get_column("line").str.strip_chars() == ""
-    chunk.skipped["blank"] += int(blank.sum())
+    batch.skipped["blank"] += int(blank.sum())
     lines = lines.filter(~blank)
     parts = pl.col("line").str.split(",")
     lines = lines.with_columns(_p=parts).with_columns(_n=pl.col("_p").list.len())
@@ -654,12 +654,12 @@ def _csv_block(block: LineBlock, schema: dict[str, pl.DataType], chunk: Measured
                         pl.col("_p").list.get(2, null_on_oob=True).str.strip_chars().alias("_dir_raw"))
 
 
-def _emit(chunk: MeasuredChunk, table: str, df: pl.DataFrame, block: LineBlock) -> None:
+def _emit(batch: MeasuredBatch, table: str, df: pl.DataFrame, block: LineBlock) -> None:
     bad = df.filter(pl.col("_reason").is_not_null())
     if bad.height:
         raw = block.raw_lines(bad["_idx"].to_numpy())
-        chunk.add(table, rejects=reject_frame(bad["src_line"], raw, bad["_reason"]))
-    chunk.add(table, rows=df.filter(pl.col("_reason").is_null()))
+        batch.add(table, rejects=reject_frame(bad["src_line"], raw, bad["_reason"]))
+    batch.add(table, rows=df.filter(pl.col("_reason").is_null()))
 
 
 # -- per-I/O latency log as a block trace ----------------------------------------------------------
@@ -697,11 +697,11 @@ class FioTraceReader(DelimitedReader):
         #: fio >= 3.18 always logs the priority: a 5-field line then has no offset
         self.prio_always = mm is not None and mm >= (3, 18)
 
-    def chunks(self, source: Source):
+    def batches(self, source: Source):
         _, _, job = _log_name(source.path)
         self._volume = str(self.options.get("volume") or (f"job{job}" if job is not None else "fio"))
         self.metadata.update(volume=self._volume, latency_unit="us" if self.unit_ns == 1000 else "ns")
-        yield from super().chunks(source)
+        yield from super().batches(source)
 
     def canonical(self, df: pl.DataFrame) -> pl.DataFrame:
         op, op_reason = op_from_codes("dir", {"0": "read", "1": "write", "2": "trim"})

@@ -50,9 +50,9 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from schemas.trace import OPS
+from schemas.trace import OPS, READ_SCHEMA
 from schemas.units import parse_size
-from traces.base import CHUNK_SCHEMA, Chunk, decimal_scaled, op_from_codes, scaled_int, with_reason
+from traces.base import ReadBatch, decimal_scaled, op_from_codes, scaled_int, with_reason
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
 from traces.msr import FILETIME_TICK_NS, FILETIME_UNIX_EPOCH_TICKS
@@ -257,7 +257,7 @@ class GenericReader(DelimitedReader):
         """One field per column, named as in the header (so reasons say "field 'lba' ...")
         unless the header names are unusable (duplicates, blanks, names the engine uses
         itself); then ``c1..cN``. The mapped offset and size are integers, the rest text."""
-        reserved = set(CHUNK_SCHEMA) | {"line"}
+        reserved = set(READ_SCHEMA) | {"line"}
         usable = (
             named
             and len(set(names)) == len(names)
@@ -292,7 +292,7 @@ class GenericReader(DelimitedReader):
         self._set_fields(names, extra=False, named=True)
 
     # -- reading ---------------------------------------------------------------------------
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         kind = self.map.type or ("parquet" if source.head(4) == b"PAR1" else "csv")
         self.metadata["file_type"] = kind
         if kind == "parquet":
@@ -303,9 +303,9 @@ class GenericReader(DelimitedReader):
                 f"generic mapping {self.map.path}: {self.map.names_need_header()} (the file is CSV)"
             )
         self._path = source.path
-        yield from super().chunks(source)
+        yield from super().batches(source)
 
-    def _parquet(self, source: Source) -> Iterator[Chunk]:
+    def _parquet(self, source: Source) -> Iterator[ReadBatch]:
         try:
             pf = pq.ParquetFile(source.path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several types for corrupt files

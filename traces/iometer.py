@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from traces.measured import MeasuredChunk, MeasuredReader, reject_frame
+from traces.measured import MeasuredBatch, MeasuredReader, reject_frame
 from traces.source import Source
 
 MIB = float(1 << 20)
@@ -62,9 +62,9 @@ class IometerReader(MeasuredReader):
         text = head.decode("utf-8", errors="replace")
         return "'Target Type,Target Name" in text or bool(re.match(r"\ufeff?'Test Type", text))
 
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         text = b"".join(source.iter_bytes()).decode("utf-8", errors="replace").lstrip("\ufeff")
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         rows, bad = [], []
         block = -1
         header: list[str] | None = None
@@ -73,10 +73,10 @@ class IometerReader(MeasuredReader):
         for no, line in enumerate(text.splitlines(), start=1):
             s = line.strip()
             if not s:
-                chunk.skipped["blank"] += 1
+                batch.skipped["blank"] += 1
                 continue
             if s.startswith("'"):
-                chunk.skipped["marker"] += 1
+                batch.skipped["marker"] += 1
                 if s.startswith("'Target Type"):
                     header = next(csv.reader([s[1:]]))
                     continue
@@ -90,7 +90,7 @@ class IometerReader(MeasuredReader):
             if expect == "Time Stamp":
                 stamp = _stamp(s)
             if header is None:
-                chunk.skipped["setting"] += 1
+                batch.skipped["setting"] += 1
                 continue
             fields = next(csv.reader([line]))
             if len(fields) < len(header):
@@ -126,11 +126,11 @@ class IometerReader(MeasuredReader):
             else:
                 rows.append(row)
         if rows:
-            chunk.add("iometer", rows=pl.DataFrame(rows, infer_schema_length=None))
+            batch.add("iometer", rows=pl.DataFrame(rows, infer_schema_length=None))
         if bad:
-            chunk.add("iometer", rejects=reject_frame([b[0] for b in bad], [b[1] for b in bad], [b[2] for b in bad]))
+            batch.add("iometer", rejects=reject_frame([b[0] for b in bad], [b[1] for b in bad], [b[2] for b in bad]))
         self.metadata["result_blocks"] = block + 1
-        yield chunk
+        yield batch
 
 
 def _stamp(text: str) -> datetime | None:

@@ -44,7 +44,7 @@ import polars as pl
 import pyarrow as pa
 
 from traces.errors import TraceFormatError
-from traces.measured import MeasuredChunk, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
+from traces.measured import MeasuredBatch, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
 from traces.source import LineBlock, Source
 
 KB = 1.0
@@ -165,7 +165,7 @@ class IostatReader(MeasuredReader):
         return hdr + cpu > 0
 
     # -- reading ----------------------------------------------------------------------
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         head = source.head(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
         if head.startswith("{"):
             # sysstat writes one disk entry per line: stream it; reformatted JSON is read whole
@@ -184,9 +184,9 @@ class IostatReader(MeasuredReader):
         self.metadata["first_report"] = "since-boot" if self.first_is_boot else "interval (-y)"
 
     # -- text ---------------------------------------------------------------------------
-    def _text_block(self, source: Source, block: LineBlock) -> MeasuredChunk:
+    def _text_block(self, source: Source, block: LineBlock) -> MeasuredBatch:
         st = self._state
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         df = lines_frame(block)
         line = pl.col("line")
         k = pl.col("kind")
@@ -270,7 +270,7 @@ class IostatReader(MeasuredReader):
         names = {K_BLANK: "blank", K_BANNER: "banner", K_TS: "timestamp", K_CPU_HDR: "header", K_DEV_HDR: "header"}
         for kd, n in df.group_by("kind").len().iter_rows():
             if kd in names:
-                chunk.skipped[names[kd]] += n
+                batch.skipped[names[kd]] += n
 
         other = df.filter(k == K_OTHER).with_columns(
             ts=pl.when(pl.col("ts_ff") == NO_TS).then(None).otherwise(pl.col("ts_ff"))
@@ -287,16 +287,16 @@ class IostatReader(MeasuredReader):
                  "line outside any report section (no Device or avg-cpu header before it)"),
             ):
                 rej = reject_frame(part["src_line"], part["line"], reason).with_columns(since_boot=part["since_boot"])
-                self._route(chunk, table, part.clear(), rej)
+                self._route(batch, table, part.clear(), rej)
         dev = other.filter(is_dev)
         if dev.height:
-            self._devices(source, dev, chunk, block)
+            self._devices(source, dev, batch, block)
         cpu = other.filter(is_cpu)
         if cpu.height:
-            self._cpus(source, cpu, chunk)
-        return chunk
+            self._cpus(source, cpu, batch)
+        return batch
 
-    def _route(self, chunk: MeasuredChunk, base: str, rows: pl.DataFrame, rejects: pl.DataFrame) -> None:
+    def _route(self, batch: MeasuredBatch, base: str, rows: pl.DataFrame, rejects: pl.DataFrame) -> None:
         """Since-boot rows go to ``<base>_boot``, interval rows to ``<base>``; a row whose
         report timestamp line could not be read is rejected."""
         if "ts" in rows.columns and rows.height:
@@ -310,15 +310,15 @@ class IostatReader(MeasuredReader):
                 rows = rows.filter(~bad_ts)
             rows = rows.with_columns(pl.col("ts").cast(pl.Datetime("us", "UTC")))
         for flag, table in ((False, base), (True, f"{base}_boot")):
-            chunk.add(table, rows=rows.filter(pl.col("since_boot") == flag) if rows.height else None,
+            batch.add(table, rows=rows.filter(pl.col("since_boot") == flag) if rows.height else None,
                       rejects=rejects.filter(pl.col("since_boot") == flag).drop("since_boot"))
 
-    def _devices(self, source: Source, dev: pl.DataFrame, chunk: MeasuredChunk, block: LineBlock) -> None:
+    def _devices(self, source: Source, dev: pl.DataFrame, batch: MeasuredBatch, block: LineBlock) -> None:
         tok: _Tokens | None = None
         invalid = dev.get_column("line") == "\x00INVALID"
         if invalid.any():
             bad = dev.filter(invalid)
-            self._route(chunk, "iostat_device", bad.clear(), reject_frame(
+            self._route(batch, "iostat_device", bad.clear(), reject_frame(
                 bad["src_line"], bad["line"], "line is not valid UTF-8 text").with_columns(since_boot=bad["since_boot"]))
             dev = dev.filter(~invalid)
         for (hdr,), part in dev.partition_by("hdr", as_dict=True, maintain_order=True).items():
@@ -347,7 +347,7 @@ class IostatReader(MeasuredReader):
                     good = good.filter(~neg)
                 else:
                     rej = reject_frame([], [], []).with_columns(since_boot=pl.lit(False))
-                self._route(chunk, "iostat_device", good, rej)
+                self._route(batch, "iostat_device", good, rej)
                 continue
             tok = tok or _Tokens(block)
             ntok = tok.count[rows]
@@ -371,7 +371,7 @@ class IostatReader(MeasuredReader):
                 rej = reject_frame(short["src_line"], short["line"], [
                     f"expected a device name and {n} values (header at line {hdr_line}), found {c} fields"
                     for c in ntok[~ok].tolist()]).with_columns(since_boot=short["since_boot"])
-                self._route(chunk, "iostat_device", short.clear(), rej)
+                self._route(batch, "iostat_device", short.clear(), rej)
             if not good.height:
                 continue
             group = (pl.col("line").str.contains(r"\s{2}\S+\s*$") if device_last
@@ -381,9 +381,9 @@ class IostatReader(MeasuredReader):
             good = good.with_columns(*exprs, _reason=reason)
             bad = good.filter(pl.col("_reason").is_not_null())
             rej = reject_frame(bad["src_line"], bad["line"], bad["_reason"]).with_columns(since_boot=bad["since_boot"])
-            self._route(chunk, "iostat_device", good.filter(pl.col("_reason").is_null()), rej)
+            self._route(batch, "iostat_device", good.filter(pl.col("_reason").is_null()), rej)
 
-    def _cpus(self, source: Source, cpu: pl.DataFrame, chunk: MeasuredChunk) -> None:
+    def _cpus(self, source: Source, cpu: pl.DataFrame, batch: MeasuredBatch) -> None:
         for (hdr,), part in cpu.partition_by("cpu_hdr", as_dict=True, maintain_order=True).items():
             cols = hdr.split()[1:]
             _check_known(cols, _CPU_COLUMNS, source, int(part["src_line"][0]) - 1, "avg-cpu")
@@ -392,15 +392,15 @@ class IostatReader(MeasuredReader):
             part = part.with_columns(_v=pl.col("line").str.extract_all(r"\S+")).with_columns(
                 _n=pl.col("_v").list.len())
             reason = pl.when(pl.col("_n") != n).then(pl.format(f"expected {n} avg-cpu values, found {{}}", pl.col("_n")))
-            self._typed_rows(chunk, "iostat_cpu", part, cols, spec, reason)
+            self._typed_rows(batch, "iostat_cpu", part, cols, spec, reason)
 
-    def _typed_rows(self, chunk: MeasuredChunk, table: str, part: pl.DataFrame, cols: list[str], spec: dict,
+    def _typed_rows(self, batch: MeasuredBatch, table: str, part: pl.DataFrame, cols: list[str], spec: dict,
                     reason: pl.Expr) -> None:
         exprs, reason = _typed_values(part, cols, spec, reason)
         part = part.with_columns(*exprs, _reason=reason.otherwise(pl.lit(None, pl.String)))
         bad = part.filter(pl.col("_reason").is_not_null())
         rej = reject_frame(bad["src_line"], bad["line"], bad["_reason"]).with_columns(since_boot=bad["since_boot"])
-        self._route(chunk, table, part.filter(pl.col("_reason").is_null()), rej)
+        self._route(batch, table, part.filter(pl.col("_reason").is_null()), rej)
 
     # -- timestamps -----------------------------------------------------------------------
     def _parse_ts(self, text: pl.Series, banner_dates: list[str]) -> pl.Series:
@@ -479,12 +479,12 @@ class IostatReader(MeasuredReader):
         return order
 
     # -- JSON ---------------------------------------------------------------------------
-    def _json_block(self, source: Source, block: LineBlock) -> MeasuredChunk:
+    def _json_block(self, source: Source, block: LineBlock) -> MeasuredBatch:
         """sysstat's own JSON layout, a block of lines at a time: the same report logic as the
         text (a "timestamp", "avg-cpu" or "disk" key not above the previous one starts a
         report; a "nodename" starts a run), each disk / avg-cpu object decoded from its line."""
         st = self._state
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         df = lines_frame(block)
         s = pl.col("line").str.strip_chars()
         k = pl.col("kind")
@@ -530,20 +530,20 @@ class IostatReader(MeasuredReader):
             ranks = df.get_column("rank").drop_nulls()
             st.update(run=int(last["_run_raw"]), report=int(last["report"]), ts=last["ts_ff"], host=last["host"],
                       run_first=run_first, rank=int(ranks[-1]) if ranks.len() else st["rank"])
-        chunk.skipped["json structure"] += int((df.get_column("kind") == K_BLANK).sum())
-        chunk.skipped["timestamp"] += int(is_ts.sum())
-        chunk.skipped["header"] += int((df.get_column("kind") == K_DEV_HDR).sum())
-        chunk.skipped["host"] += int((df.get_column("kind") == K_BANNER).sum())
+        batch.skipped["json structure"] += int((df.get_column("kind") == K_BLANK).sum())
+        batch.skipped["timestamp"] += int(is_ts.sum())
+        batch.skipped["header"] += int((df.get_column("kind") == K_DEV_HDR).sum())
+        batch.skipped["host"] += int((df.get_column("kind") == K_BANNER).sum())
         for table, rows, obj, key_map in (
             ("iostat_device", df.filter(k == K_OTHER), s.str.strip_chars_end(","), _JSON_DEVICE_KEYS),
             ("iostat_cpu", df.filter(k == K_CPU_HDR), s.str.extract(r'"avg-cpu":\s*(\{.*\})', 1),
              {k2: (v, 1.0, "pct") for k2, v in _JSON_CPU_KEYS.items()}),
         ):
             if rows.height:
-                self._json_rows(source, chunk, table, rows.with_columns(_obj=obj), key_map)
-        return chunk
+                self._json_rows(source, batch, table, rows.with_columns(_obj=obj), key_map)
+        return batch
 
-    def _json_rows(self, source: Source, chunk: MeasuredChunk, table: str, rows: pl.DataFrame, key_map: dict) -> None:
+    def _json_rows(self, source: Source, batch: MeasuredBatch, table: str, rows: pl.DataFrame, key_map: dict) -> None:
         try:
             dec = rows.get_column("_obj").str.json_decode(infer_schema_length=None)
         except pl.exceptions.PolarsError as e:
@@ -558,7 +558,7 @@ class IostatReader(MeasuredReader):
             if not bad:
                 raise TraceFormatError(source.path, int(rows["src_line"][0]), f"iostat JSON: {e}") from None
             b = rows[[i for i, _ in bad]]
-            self._route(chunk, table, rows.clear(), reject_frame(b["src_line"], b["line"], [r for _, r in bad])
+            self._route(batch, table, rows.clear(), reject_frame(b["src_line"], b["line"], [r for _, r in bad])
                         .with_columns(since_boot=b["since_boot"]))
             rows = rows[good]
             if not rows.height:
@@ -587,9 +587,9 @@ class IostatReader(MeasuredReader):
         rows = pl.concat([rows.drop("_obj"), typed], how="horizontal")
         bad = rows.filter(pl.col("_reason").is_not_null())
         rej = reject_frame(bad["src_line"], bad["line"], bad["_reason"]).with_columns(since_boot=bad["since_boot"])
-        self._route(chunk, table, rows.filter(pl.col("_reason").is_null()), rej)
+        self._route(batch, table, rows.filter(pl.col("_reason").is_null()), rej)
 
-    def _json(self, source: Source) -> MeasuredChunk:
+    def _json(self, source: Source) -> MeasuredBatch:
         raw = b"".join(source.iter_bytes())
         text = raw.decode("utf-8-sig", errors="replace")
         try:
@@ -604,7 +604,7 @@ class IostatReader(MeasuredReader):
         disk_lines = [i + 1 for i, ln in enumerate(lines) if '"disk_device"' in ln]
         cpu_lines = [i + 1 for i, ln in enumerate(lines) if '"avg-cpu"' in ln]
         ts_lines = [i + 1 for i, ln in enumerate(lines) if '"timestamp"' in ln]
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         devs, cpus = [], []
         report = -1
         ts_text: list[str | None] = []
@@ -681,10 +681,10 @@ class IostatReader(MeasuredReader):
             rej = pl.DataFrame(bad, schema={"src_line": pl.Int64, "raw": pl.String, "reason": pl.String,
                                             "since_boot": pl.Boolean}, orient="row")
             base_table = table
-            self._route(chunk, base_table, df, rej)
+            self._route(batch, base_table, df, rej)
         self.metadata["json_timestamp_lines"] = len(ts_lines)
         self.metadata["first_report"] = "since-boot" if self.first_is_boot else "interval (-y)"
-        return chunk
+        return batch
 
 
 def _classify(lines: pl.Series) -> pl.Series:

@@ -2,7 +2,7 @@
 
 A measured log is not a request trace: one file fills several tables (iostat: devices and
 CPU; fio: jobs, percentiles, bins, ...), declared in :mod:`schemas.measured`. A reader
-streams the file as :class:`MeasuredChunk` s holding, per table, accepted rows and rejected
+streams the file as :class:`MeasuredBatch` s holding, per table, accepted rows and rejected
 lines (line number, raw text, reason). Lines that are not data (blank lines, banners,
 headers) are counted as skipped, never silently lost. Facts about the whole file (tool
 version, host, assumptions the reader had to make) go to ``metadata`` and ``warnings``.
@@ -28,7 +28,7 @@ FALSE_WORDS = {"0", "false", "no", "off", "n"}
 
 
 @dataclass
-class MeasuredChunk:
+class MeasuredBatch:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     rejects: dict[str, pl.DataFrame] = field(default_factory=dict)
     skipped: Counter = field(default_factory=Counter)
@@ -74,8 +74,8 @@ class MeasuredReader(ABC):
         """True when the first decompressed bytes of a file look like this format."""
 
     @abstractmethod
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
-        """Stream the file as chunks of accepted and rejected rows per table."""
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
+        """Stream the file as batches of accepted and rejected rows per table."""
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes the output tables; part of the dataset id."""
@@ -152,13 +152,13 @@ def iter_paragraph_blocks(source: Source, block_bytes: int = 8 << 20) -> Iterato
         yield LineBlock(carry, carry_line)
 
 
-def read_all(reader: MeasuredReader, path) -> MeasuredChunk:
-    """Every chunk of a file merged into one (for small files, tests and interactive use)."""
-    out = MeasuredChunk()
-    for chunk in reader.chunks(Source(path)):
-        for t, df in chunk.tables.items():
+def read_all(reader: MeasuredReader, path) -> MeasuredBatch:
+    """Every batch of a file merged into one (for small files, tests and interactive use)."""
+    out = MeasuredBatch()
+    for batch in reader.batches(Source(path)):
+        for t, df in batch.tables.items():
             out.add(t, rows=df)
-        for t, df in chunk.rejects.items():
+        for t, df in batch.rejects.items():
             out.add(t, rejects=df)
-        out.skipped.update(chunk.skipped)
+        out.skipped.update(batch.skipped)
     return out

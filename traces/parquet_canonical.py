@@ -14,7 +14,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from schemas.trace import OP_DTYPE
-from traces.base import Chunk, TraceReader
+from traces.base import ReadBatch, TraceReader
 from traces.errors import TraceFormatError
 from traces.source import Source
 from traces.synth import read_meta
@@ -32,7 +32,7 @@ class CanonicalParquetReader(TraceReader):
     def sniff(cls, head: bytes) -> bool:
         return head.startswith(b"PAR1")
 
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         try:
             pf = pq.ParquetFile(source.path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several types for corrupt files

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 import polars as pl
 
-from traces.base import Chunk, TraceReader, scaled_int, with_reason
+from traces.base import ReadBatch, TraceReader, scaled_int, with_reason
 from traces.errors import TraceFormatError, excerpt
 from traces.source import Source
 
@@ -38,7 +38,7 @@ READ_CMDS = (0x28, 0xA8, 0x88)
 WRITE_CMDS = (0x2A, 0xAA, 0x8A)
 SECTOR_BYTES = 512
 US_NS = 1_000
-BLOCK_RECORDS = 1 << 20  # 32 MiB of records per chunk
+BLOCK_RECORDS = 1 << 20  # 32 MiB of records per batch
 SNIFF_RECORDS = 64
 DEFAULT_VOLUME = "vscsi"
 
@@ -63,7 +63,7 @@ class VscsiReader(TraceReader):
         rec = np.frombuffer(head[: n * RECORD.itemsize], dtype=RECORD)
         return bool(np.all(rec["ver"] == VERSION_1) and np.all(rec["cmd"] <= 0xFF))
 
-    def chunks(self, source: Source) -> Iterator[Chunk]:
+    def batches(self, source: Source) -> Iterator[ReadBatch]:
         pending = b""
         first_record = 1
         for data in source.iter_bytes(BLOCK_RECORDS * RECORD.itemsize):
@@ -104,7 +104,7 @@ class VscsiReader(TraceReader):
             return
         raise TraceFormatError(source.path, 1, f"not a vSCSI v1 trace: {problem} (file starts with {excerpt(buf)})")
 
-    def _decode(self, buf: bytes, first_record: int) -> Chunk:
+    def _decode(self, buf: bytes, first_record: int) -> ReadBatch:
         rec = np.frombuffer(buf, dtype=RECORD)
         cmd = rec["cmd"]
         is_read = np.isin(cmd, READ_CMDS)

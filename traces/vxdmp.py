@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from traces.errors import TraceFormatError
-from traces.measured import MeasuredChunk, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
+from traces.measured import MeasuredBatch, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
 from traces.source import LineBlock, Source
 
 CPU_RE = r"^\s*cpu usage\s*=\s*(\d+)\s*us\s+per cpu memory\s*=\s*(\d+)\s*b\s*$"
@@ -93,7 +93,7 @@ class VxdmpReader(MeasuredReader):
             any(re.match(GROUP_RE, ln) and "OPERATIONS" in ln for ln in lines)
             and any(re.match(COLHDR_RE, ln) for ln in lines))
 
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         for block in iter_paragraph_blocks(source, self.block_bytes_read):
             yield self._block(source, block)
         self.metadata["reports"] = max(self._st["report"], 0) + 1
@@ -101,9 +101,9 @@ class VxdmpReader(MeasuredReader):
             self.warn("vxdmpadm output has no timestamps: per-second rates left null "
                       "(pass --option interval_s=N as given to interval=)")
 
-    def _block(self, source: Source, block: LineBlock) -> MeasuredChunk:
+    def _block(self, source: Source, block: LineBlock) -> MeasuredBatch:
         st = self._st
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         df = lines_frame(block)
         line = pl.col("line")
         k = pl.col("kind")
@@ -136,14 +136,14 @@ class VxdmpReader(MeasuredReader):
         names = {K_BLANK: "blank", K_CPU: "cpu usage", K_GROUP: "header", K_COLHDR: "header"}
         for kd, n in df.group_by("kind").len().iter_rows():
             if kd in names:
-                chunk.skipped[names[kd]] += n
+                batch.skipped[names[kd]] += n
 
         rows = df.filter(k == K_OTHER)
         if not rows.height:
-            return chunk
+            return batch
         no_header = rows.filter(pl.col("group").is_null() | pl.col("name_col").is_null())
         if no_header.height:
-            chunk.add("vxdmp", rejects=reject_frame(no_header["src_line"], no_header["line"],
+            batch.add("vxdmp", rejects=reject_frame(no_header["src_line"], no_header["line"],
                                                     "data line before the vxdmpadm iostat header"))
         rows = rows.filter(pl.col("group").is_not_null() & pl.col("name_col").is_not_null())
         for (group,), part in rows.partition_by("group", as_dict=True, maintain_order=True).items():
@@ -181,5 +181,5 @@ class VxdmpReader(MeasuredReader):
                 cumulative=cum, interval_s=pl.when(~cum).then(iv), name=t.list.get(0),
                 group_by=pl.col("name_col").str.to_lowercase(), **rate,
             )
-            chunk.add("vxdmp", rows=good, rejects=reject_frame(bad["src_line"], bad["line"], bad["_reason"]))
-        return chunk
+            batch.add("vxdmp", rows=good, rejects=reject_frame(bad["src_line"], bad["line"], bad["_reason"]))
+        return batch

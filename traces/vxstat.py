@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from traces.errors import TraceFormatError
-from traces.measured import MeasuredChunk, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
+from traces.measured import MeasuredBatch, MeasuredReader, iter_paragraph_blocks, lines_frame, reject_frame
 from traces.source import LineBlock, Source
 
 _MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
@@ -79,7 +79,7 @@ class VxstatReader(MeasuredReader):
         lines = head.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()[:10]
         return any(re.match(GROUP_RE, ln) for ln in lines) and any(re.match(COLHDR_RE, ln) for ln in lines)
 
-    def chunks(self, source: Source) -> Iterator[MeasuredChunk]:
+    def batches(self, source: Source) -> Iterator[MeasuredBatch]:
         for block in iter_paragraph_blocks(source, self.block_bytes_read):
             yield self._block(source, block)
         if not self._st["seen_header"]:
@@ -87,9 +87,9 @@ class VxstatReader(MeasuredReader):
         self.metadata["reports"] = self._st["report"] + 1
         self.metadata["time_unit"] = self._st["unit"]
 
-    def _block(self, source: Source, block: LineBlock) -> MeasuredChunk:
+    def _block(self, source: Source, block: LineBlock) -> MeasuredBatch:
         st = self._st
-        chunk = MeasuredChunk()
+        batch = MeasuredBatch()
         df = lines_frame(block)
         line = pl.col("line")
         strip = line.str.strip_chars()
@@ -159,11 +159,11 @@ class VxstatReader(MeasuredReader):
         names = {K_BLANK: "blank", K_GROUP: "header", K_COLHDR: "header", K_DATE: "date", K_DG: "disk group"}
         for kd, n in df.group_by("kind").len().iter_rows():
             if kd in names:
-                chunk.skipped[names[kd]] += n
+                batch.skipped[names[kd]] += n
 
         rows = df.filter(k == K_OTHER)
         if not rows.height:
-            return chunk
+            return batch
         toks = rows.get_column("line").str.extract_all(r"\S+")
         rows = rows.with_columns(_t=toks).with_columns(_n=pl.col("_t").list.len())
         t = pl.col("_t")
@@ -210,8 +210,8 @@ class VxstatReader(MeasuredReader):
         if good.height and good.select(pl.col("interval_s").is_null() & ~cum).to_series().any():
             self.warn("vxstat interval unknown for some reports (no date lines): per-second rates left null "
                       "(pass --option interval_s=N as given to vxstat -i)")
-        chunk.add("vxstat", rows=good, rejects=reject_frame(bad["src_line"], bad["line"], bad["_reason"]))
-        return chunk
+        batch.add("vxstat", rows=good, rejects=reject_frame(bad["src_line"], bad["line"], bad["_reason"]))
+        return batch
 
     def _parse_dates(self, text: pl.Series) -> list[int | None]:
         """Date lines -> µs since the Unix epoch (UTC), None when the date is invalid."""

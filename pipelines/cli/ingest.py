@@ -68,9 +68,8 @@ def ingest(
 ) -> None:
     """Turn raw trace files into validated Parquet datasets (one trace per file). A file ingested
     by an older reader version is read again."""
-    from pipelines.cli.measured import ingest_measured
-    from pipelines.ingest import ingest_file
-    from pipelines.ingest_logs import measured_format
+    from pipelines.cli.measured import print_ingested
+    from pipelines.ingest import IngestResult, ingest_trace_or_log
 
     dd = data_dir_of(data_dir)
     opts = _options(option or [])
@@ -79,11 +78,7 @@ def ingest(
     for p in paths:
         try:
             with progress_bar(f"ingest {p.name}", enabled=not as_json) as cb:
-                # measured logs (iostat, vxstat, fio, ...) have their own step and tables
-                if mfmt := measured_format(p, fmt):
-                    ingest_measured(p, dd, mfmt, opts, cb, validate, as_json, force)
-                    continue
-                r = ingest_file(p, dd, fmt=fmt, options=opts, progress=cb, validate=validate, force=force)
+                r = ingest_trace_or_log(p, dd, fmt, opts, cb, validate, force=force)
         except Exception as e:
             if len(paths) == 1:
                 raise
@@ -92,6 +87,8 @@ def ingest(
             continue
         if as_json:
             print_json(r.summary())
+        elif not isinstance(r, IngestResult):
+            print_ingested(p, r)
         else:
             state = "already ingested (no-op)" if r.already_ingested else "ingested"
             out.print(

@@ -12,16 +12,8 @@ if TYPE_CHECKING:
     from pipelines.ingest_logs import MeasuredIngestResult
 
 
-def ingest_measured(path: Path, data_dir: Path, fmt: str, options: dict, progress, validate: str,
-                    as_json: bool, force: bool = False) -> MeasuredIngestResult:
-    """Ingest one measured log and print the outcome (called by ``tiercast ingest``)."""
-    from pipelines.ingest_logs import ingest_log_file
-
-    r = ingest_log_file(path, data_dir, fmt=fmt, options=options, progress=progress, validate=validate,
-                        force=force)
-    if as_json:
-        print_json(r.summary())
-        return r
+def print_ingested(path: Path, r: MeasuredIngestResult) -> None:
+    """What ``tiercast ingest`` says of one ingested measured log: its tables and warnings."""
     state = "already ingested (no-op)" if r.already_ingested else "ingested"
     tables = ", ".join(f"{t} {s['rows_accepted']:,}" + (f" (+{s['rows_rejected']:,} rejected)" if s["rows_rejected"] else "")
                        for t, s in r.tables.items())
@@ -29,7 +21,6 @@ def ingest_measured(path: Path, data_dir: Path, fmt: str, options: dict, progres
               f"accepted {r.rows_accepted:,}, rejected {r.rows_rejected:,}; {tables}")
     for w in r.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    return r
 
 
 @app.command()
