@@ -65,7 +65,6 @@ from replay import backend as be
 from replay import dram_cache as dc
 from replay import flash as fl
 from replay import host
-from replay import queueing as qk
 from replay import ssd_cache as ssd
 from replay import tiering as tier
 from replay.events import LOG_COLUMNS, Log, Logs, columns, new_events, new_logs, room
@@ -167,7 +166,7 @@ def split_units(page_no, page_req, volume, shift, page_bits, unit_no, pbit, keys
 def run_requests(params, state, req, shift, start, out, tmp):
     """Process requests ``start..``; returns the index of the first request not processed (the
     record buffer would overflow: drain it and call again; or FAST VP's ranking is due: rank and
-    call again). ``shift``: the unit id table's hash shift; ``tmp``: N_UP int64 scratch."""
+    call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.backend.PLACE`` scratch record."""
     hp = params.host
     dp = params.dram
     bp = params.backend
@@ -445,12 +444,11 @@ class ArrayModel(Model):
     # -- state ----------------------------------------------------------------------------
     def new_state(self) -> ArrayState:
         p = self.kernel_params
-        rgi = p.backend.rgi
         return ArrayState(
             host=host.new_state(p.host),
-            dram=dc.new_state(self.scenario, p.dram, len(self.scenario.raid_groups), int(rgi[:, be.RG_WIDTH].max())),
+            dram=dc.new_state(self.scenario, p.dram, len(self.scenario.raid_groups), int(p.backend.groups["width"].max())),
             backend=be.new_state(p.backend),
-            ssd=ssd.new_state(self.scenario, p.ssd, p.backend.dstat.shape[0]),
+            ssd=ssd.new_state(self.scenario, p.ssd, p.backend.drives.shape[0]),
             tier=self.tiering.new_state(),
             snap=snap.new_state(),
             events=new_events(),
@@ -569,7 +567,7 @@ class ArrayModel(Model):
                            vol=np.ascontiguousarray(segment.volume, dtype=np.int32),
                            size=np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
                            pstart=pstart, unit=unit, pbit=pbit, unit_no=unit_no)
-            tmp = np.zeros(be.N_UP, dtype=np.int64)
+            tmp = be.new_place()
             i = 0
             if flash_on:
                 i = run_flash_requests(self.kernel_params, state.kernel_state(), req, 0, out)
@@ -629,7 +627,7 @@ class ArrayModel(Model):
         c["read_hit_ratio"] = c["read_hit_pages"] / c["read_pages"] if c["read_pages"] else 0.0
         c["write_hit_ratio"] = c["write_hit_pages"] / c["write_pages"] if c["write_pages"] else 0.0
         n_hdd = self.scenario.n_drives
-        c["drive_busy_ns"] = int(state.backend.ddyn[:n_hdd, qk.DD_BUSY].sum())
+        c["drive_busy_ns"] = int(state.backend.queues["busy_ns"][:n_hdd].sum())
         if self.kernel_params.ssd.on:
             c.update(self.ssd_counters(state))
         if self.tiering.on:
@@ -655,24 +653,24 @@ class ArrayModel(Model):
         total = hits + c["ssd_read_misses"] + c["ssd_write_misses"]
         c["ssd_hit_ratio"] = hits / total if total else 0.0
         n_hdd = self.scenario.n_drives
-        c["ssd_busy_ns"] = int(state.backend.ddyn[n_hdd:, qk.DD_BUSY].sum())
+        c["ssd_busy_ns"] = int(state.backend.queues["busy_ns"][n_hdd:].sum())
         return c
 
     def rg_counters(self, state: ArrayState) -> list[dict[str, int | float]]:
         """Per RAID group: flush ops/pages, back-end write I/Os, drive busy time, current
         pre-cleaning age (MCx) and dirty pages."""
         out = []
-        rgi = self.kernel_params.backend.rgi
+        table = self.kernel_params.backend.groups
         groups = state.dram.groups
         for gi, rg in enumerate(self.scenario.raid_groups):
-            d0, w = int(rgi[gi, be.RG_DRIVE0]), int(rgi[gi, be.RG_WIDTH])
+            d0, w = int(table[gi]["drive0"]), int(table[gi]["width"])
             g = groups[gi]
             out.append({
                 "rg": rg.name,
                 "flush_ops": int(g["flush_ops"]),
                 "flush_pages": int(g["flush_pages"]),
                 "backend_write_ios": int(g["backend_ios"]),
-                "drive_busy_ns": int(state.backend.ddyn[d0:d0 + w, qk.DD_BUSY].sum()),
+                "drive_busy_ns": int(state.backend.queues["busy_ns"][d0:d0 + w].sum()),
                 "dirty_pages": int(g["dirty_pages"]),
                 "pre_cleaning_age_ms": float(g["age"]) / 1e6,
             })

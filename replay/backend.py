@@ -35,22 +35,28 @@ from replay import queueing as qk
 from replay.jit import kernel
 from replay.scenario import RaidGroup, Scenario
 
-# RAID group integer columns (``rgi``)
-RG_LEVEL = 0
-RG_WIDTH = 1
-RG_DRIVE0 = 2  # index of the group's first drive in the drive arrays
-RG_ELEM = 3  # stripe element bytes
-RG_DATA = 4  # data drives per stripe (pairs for RAID 1/10)
-N_RG_STATIC = 5
+#: A RAID group as the kernels see it (``BackendParams.groups``, one record per group).
+GROUP = np.dtype([(n, np.int64) for n in (
+    "level",
+    "width",
+    "drive0",  # index of the group's first drive in the drive arrays
+    "elem_bytes",  # stripe element
+    "data_drives",  # data drives per stripe (pairs for RAID 1/10)
+)])
 
-# columns of the per-unit placement array (int64 ``uplace``)
-UP_RG = 0
-UP_DATA = 1  # global index of the drive holding the unit's data
-UP_P1 = 2  # parity drive (RAID 5/6) or mirror (RAID 1/10), -1 if none
-UP_P2 = 3  # second parity drive (RAID 6), -1 if none
-UP_SFIRST = 4  # first unit number of the unit's stripe (full-stripe detection)
-UP_SUNITS = 5  # units in that stripe (0: stripe cut by a slice end, never full)
-N_UP = 6
+#: Where a cache unit lives (:func:`place_unit`'s answer, one record).
+PLACE = np.dtype([(n, np.int64) for n in (
+    "rg",
+    "data",  # global index of the drive holding the unit's data
+    "p1",  # parity drive (RAID 5/6) or mirror (RAID 1/10), -1 if none
+    "p2",  # second parity drive (RAID 6), -1 if none
+    "sfirst",  # first unit number of the unit's stripe (full-stripe detection)
+    "sunits",  # units in that stripe (0: stripe cut by a slice end, never full)
+)])
+
+
+def new_place() -> np.ndarray:
+    return np.zeros(1, PLACE)
 
 #: Seek-curve constant: for two uniform random points on [0, 1], E[sqrt(|x - y|)] = 8/15.
 SQRT_DISTANCE_MEAN = 8.0 / 15.0
@@ -66,8 +72,9 @@ def planning_host_iops(drive_iops: float, n_drives: int, read_fraction: float, p
 class BackendArrays:
     """Everything the kernel needs to know about RAID groups, drives and pools."""
 
-    rgi: np.ndarray  # int64 [n_rg, N_RG_STATIC]
-    dstat: np.ndarray  # float64 [n_drives, N_DS]
+    groups: np.ndarray  # GROUP [n_rg]
+    drives: np.ndarray  # queueing.DRIVE [n_drives]
+    gain: np.ndarray  # float64 [n_drives, queueing.GAIN_TABLE]: gain(q)
     pool_rgs: np.ndarray  # int32 [n_pools, max_rgs] (-1 padded)
     pool_nrg: np.ndarray  # int32 [n_pools]
     pool_slice: np.ndarray  # int64 [n_pools] (0: no slicing)
@@ -77,8 +84,9 @@ class BackendArrays:
 class BackendParams(NamedTuple):
     """The back end as the kernels see it (immutable): the arrays of :class:`BackendArrays`."""
 
-    rgi: np.ndarray  # int64 [n_rg, N_RG_STATIC]
-    dstat: np.ndarray  # float64 [n_drives, N_DS]
+    groups: np.ndarray  # GROUP [n_rg]
+    drives: np.ndarray  # queueing.DRIVE [n_drives]
+    gain: np.ndarray  # float64 [n_drives, queueing.GAIN_TABLE]
     pool_rgs: np.ndarray
     pool_nrg: np.ndarray
     pool_slice: np.ndarray
@@ -90,25 +98,22 @@ BACKEND = np.dtype([("read_ios", np.int64), ("write_ios", np.int64), ("read_byte
 
 
 class BackendState(NamedTuple):
-    """Drive queues (``replay.queueing``'s ``ddyn`` / ``dflt`` columns), back-end counters and the
-    FAST VP pool's slice placement (``replay.tiering`` lays out and moves it)."""
+    """Drive queues (``replay.queueing.DRIVE_QUEUE``), back-end counters and the FAST VP pool's
+    slice placement (``replay.tiering`` lays out and moves it)."""
 
-    ddyn: np.ndarray  # int64 [n_drives, N_DD]
-    dflt: np.ndarray  # float64 [n_drives, 3]
+    queues: np.ndarray  # queueing.DRIVE_QUEUE [n_drives]
     c: np.ndarray  # one BACKEND record
     slice_rg: np.ndarray  # int32 per slice id: its RAID group (-1: not allocated)
     vol_slice0: np.ndarray  # int64 per volume: its first slice id (-1: not in the FAST VP pool)
 
 
 def params(ba: BackendArrays) -> BackendParams:
-    return BackendParams(ba.rgi.copy(), ba.dstat.copy(), ba.pool_rgs.copy(), ba.pool_nrg.copy(),
+    return BackendParams(ba.groups.copy(), ba.drives.copy(), ba.gain.copy(), ba.pool_rgs.copy(), ba.pool_nrg.copy(),
                          ba.pool_slice.copy(), ba.pool_tiered.copy())
 
 
 def new_state(bp: BackendParams) -> BackendState:
-    n = bp.dstat.shape[0]
-    return BackendState(ddyn=np.zeros((n, qk.N_DD), dtype=np.int64),
-                        dflt=np.tile(np.array([0.0, 1.0, 0.0]), (n, 1)), c=np.zeros(1, BACKEND),
+    return BackendState(queues=qk.new_queues(bp.drives.shape[0]), c=np.zeros(1, BACKEND),
                         slice_rg=np.zeros(0, dtype=np.int32), vol_slice0=np.zeros(0, dtype=np.int64))
 
 
@@ -125,39 +130,38 @@ def raid_groups(sc: Scenario) -> list[RaidGroup]:
 def build(sc: Scenario) -> BackendArrays:
     page = sc.dram.page_bytes
     groups = raid_groups(sc)
-    rgi = np.zeros((len(groups), N_RG_STATIC), dtype=np.int64)
-    rows = []
+    table = np.zeros(len(groups), GROUP)
+    drives, gains = [], []
     d0 = 0
     for g, rg in enumerate(groups):
-        rgi[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives)
+        table[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives)
         dc = sc.drive_classes[rg.drive_class]
         pool = next(p for p in sc.pools if rg.name in p.raid_groups) if any(
             rg.name in p.raid_groups for p in sc.pools) else None
         span = pool.span_fraction if pool else 1.0
-        row = np.zeros(qk.N_DS)
+        x = np.zeros(1, qk.DRIVE)[0]
         xfer_ns_per_byte = 1e9 / (dc.transfer_mb_per_s * 1e6)
         if dc.kind == "hdd":
             tmin = dc.track_to_track_ms * 1e6
             tavg = dc.seek_ms * 1e6
             seek_rand = tmin + (tavg - tmin) * math.sqrt(span)
-            row[qk.DS_TMIN] = tmin
-            row[qk.DS_SEEK_K] = (tavg - tmin) / SQRT_DISTANCE_MEAN
-            row[qk.DS_ROT] = dc.half_rotation_ms * 1e6
-            row[qk.DS_SEEK_RAND] = seek_rand
-            row[qk.DS_POS_RAND] = seek_rand + row[qk.DS_ROT]
+            x["tmin_ns"] = tmin
+            x["seek_k_ns"] = (tavg - tmin) / SQRT_DISTANCE_MEAN
+            x["rot_ns"] = dc.half_rotation_ms * 1e6
+            x["seek_rand_ns"] = seek_rand
+            x["pos_rand_ns"] = seek_rand + x["rot_ns"]
         else:
-            lat = dc.latency_ms * 1e6
-            row[qk.DS_TMIN] = row[qk.DS_SEEK_RAND] = 0.0
-            row[qk.DS_POS_RAND] = lat
-        row[qk.DS_SPAN] = span
-        row[qk.DS_XFER] = xfer_ns_per_byte
-        row[qk.DS_NOM] = row[qk.DS_POS_RAND] + page * xfer_ns_per_byte
+            x["pos_rand_ns"] = dc.latency_ms * 1e6
+        x["span"] = span
+        x["xfer_ns_per_byte"] = xfer_ns_per_byte
+        x["nominal_ns"] = x["pos_rand_ns"] + page * xfer_ns_per_byte
+        x["write_cost"] = dc.write_cost
         if dc.parallelism:  # SSD: P requests in service at once (gain q up to P)
-            row[qk.DS_GAIN:qk.DS_GAIN + qk.GAIN_TABLE] = qk.gain_table(1.0, dc.parallelism)
+            gain = qk.gain_table(1.0, dc.parallelism)
         else:
-            row[qk.DS_GAIN:qk.DS_GAIN + qk.GAIN_TABLE] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
-        row[qk.DS_WCOST] = dc.write_cost
-        rows += [row] * rg.width
+            gain = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
+        drives += [x] * rg.width
+        gains += [gain] * rg.width
         d0 += rg.width
     maxr = max(len(p.raid_groups) for p in sc.pools)
     tiered = sc.tiering.pool if sc.tiering else None
@@ -165,8 +169,9 @@ def build(sc: Scenario) -> BackendArrays:
     for i, p in enumerate(sc.pools):
         pool_rgs[i, : len(p.raid_groups)] = [sc.rg_index(n) for n in p.raid_groups]
     return BackendArrays(
-        rgi=rgi,
-        dstat=np.array(rows, dtype=np.float64).reshape(len(rows), qk.N_DS),
+        groups=table,
+        drives=np.array(drives, dtype=qk.DRIVE),
+        gain=np.array(gains, dtype=np.float64).reshape(len(gains), qk.GAIN_TABLE),
         pool_rgs=pool_rgs,
         pool_nrg=np.array([len(p.raid_groups) for p in sc.pools], dtype=np.int32),
         pool_slice=np.array([p.slice_bytes if (len(p.raid_groups) > 1 or tiered == p.name) else 0
@@ -177,9 +182,9 @@ def build(sc: Scenario) -> BackendArrays:
 
 @kernel
 def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, bp, bs, out):
-    """Fill ``out`` (N_UP int64) with the RAID group, drives and stripe of a cache unit."""
+    """Fill ``out`` (one ``PLACE`` record) with the RAID group, drives and stripe of a cache unit."""
     pool_rgs = bp.pool_rgs
-    rgi = bp.rgi
+    groups = bp.groups
     off = unit_no * unit_bytes
     sl = bp.pool_slice[pool]
     nrg = bp.pool_nrg[pool]
@@ -195,58 +200,58 @@ def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, bp, bs, out):
         s = 0
         g = pool_rgs[pool, 0]
         off_in = off
-    level = rgi[g, RG_LEVEL]
-    width = rgi[g, RG_WIDTH]
-    d0 = rgi[g, RG_DRIVE0]
-    elem = rgi[g, RG_ELEM]
-    ndata = rgi[g, RG_DATA]
+    level = groups[g].level
+    width = groups[g].width
+    d0 = groups[g].drive0
+    elem = groups[g].elem_bytes
+    ndata = groups[g].data_drives
     e = off_in // elem
     stripe = e // ndata
     pos = e - stripe * ndata
     # a stripe number unique within the group for parity rotation (mix in slice and volume)
     big = stripe + s * 1_000_003 + vol_index * 7_919
-    out[UP_RG] = g
-    out[UP_P1] = -1
-    out[UP_P2] = -1
+    out[0].rg = g
+    out[0].p1 = -1
+    out[0].p2 = -1
     if level == 5:
         p = width - 1 - (big % width)
-        out[UP_DATA] = d0 + (p + 1 + pos) % width
-        out[UP_P1] = d0 + p
+        out[0].data = d0 + (p + 1 + pos) % width
+        out[0].p1 = d0 + p
     elif level == 6:
         p = width - 1 - (big % width)
-        out[UP_P1] = d0 + p
-        out[UP_P2] = d0 + (p + 1) % width
-        out[UP_DATA] = d0 + (p + 2 + pos) % width
+        out[0].p1 = d0 + p
+        out[0].p2 = d0 + (p + 1) % width
+        out[0].data = d0 + (p + 2 + pos) % width
     elif level == 1 or level == 10:
         pair = (pos + big) % ndata
-        out[UP_DATA] = d0 + 2 * pair
-        out[UP_P1] = d0 + 2 * pair + 1
+        out[0].data = d0 + 2 * pair
+        out[0].p1 = d0 + 2 * pair + 1
     else:
-        out[UP_DATA] = d0 + (pos + big) % width
+        out[0].data = d0 + (pos + big) % width
     stripe_bytes = elem * ndata
     sstart = stripe * stripe_bytes
     if (level == 5 or level == 6) and (sl == 0 or sstart + stripe_bytes <= sl):
-        out[UP_SFIRST] = (s * sl + sstart) // unit_bytes if sl > 0 else sstart // unit_bytes
-        out[UP_SUNITS] = stripe_bytes // unit_bytes
+        out[0].sfirst = (s * sl + sstart) // unit_bytes if sl > 0 else sstart // unit_bytes
+        out[0].sunits = stripe_bytes // unit_bytes
     else:
-        out[UP_SFIRST] = -1
-        out[UP_SUNITS] = 0
+        out[0].sfirst = -1
+        out[0].sunits = 0
 
 
 # ---- I/O on the drives of a RAID group (the array kernel's calls) ---------------------------
 @kernel
-def write_drives(dstat, ddyn, dflt, d, p1, p2, tau, nops, nbytes, batch):
+def write_drives(drives, gain, queues, d, p1, p2, tau, nops, nbytes, batch):
     """Background writes of one contiguous run on data drive d and its parity / mirror drives
     p1, p2 (-1: none), ``nops`` operations each; returns (done, busy, ios)."""
-    done, busy = qk.drive_submit(dstat, ddyn, dflt, d, tau, nops, nbytes, batch, qk.BG_WRITE)
+    done, busy = qk.drive_submit(drives, gain, queues, d, tau, nops, nbytes, batch, qk.BG_WRITE)
     ios = nops
     if p1 >= 0:
-        dn, s = qk.drive_submit(dstat, ddyn, dflt, p1, tau, nops, nbytes, batch, qk.BG_WRITE)
+        dn, s = qk.drive_submit(drives, gain, queues, p1, tau, nops, nbytes, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
         ios += nops
     if p2 >= 0:
-        dn, s = qk.drive_submit(dstat, ddyn, dflt, p2, tau, nops, nbytes, batch, qk.BG_WRITE)
+        dn, s = qk.drive_submit(drives, gain, queues, p2, tau, nops, nbytes, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
         ios += nops
@@ -256,7 +261,7 @@ def write_drives(dstat, ddyn, dflt, d, p1, p2, tau, nops, nbytes, batch):
 @kernel
 def write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch):
     """:func:`write_drives` on the back end's drives, counted; returns (done, busy, ios)."""
-    done, busy, ios = write_drives(bp.dstat, bs.ddyn, bs.dflt, d, p1, p2, tau, nops, nbytes, batch)
+    done, busy, ios = write_drives(bp.drives, bp.gain, bs.queues, d, p1, p2, tau, nops, nbytes, batch)
     bs.c[0].write_ios += ios
     return done, busy, ios
 
@@ -265,13 +270,13 @@ def write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch):
 def write_stripe(bp, bs, r, tau, batch):
     """A full-stripe write on RAID group r: one element on every drive, no reads; (done, busy, ios).
     ``batch``: as ``replay.queueing.drive_submit`` (``SEQUENTIAL``: the stripe after the previous one)."""
-    elem = bp.rgi[r, RG_ELEM]
-    d0 = bp.rgi[r, RG_DRIVE0]
-    width = bp.rgi[r, RG_WIDTH]
+    elem = bp.groups[r].elem_bytes
+    d0 = bp.groups[r].drive0
+    width = bp.groups[r].width
     done = tau
     busy = np.int64(0)
     for d in range(d0, d0 + width):
-        dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, tau, 1, elem, batch, qk.BG_WRITE)
+        dn, s = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, tau, 1, elem, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
     bs.c[0].write_ios += width
@@ -282,14 +287,14 @@ def write_stripe(bp, bs, r, tau, batch):
 def read(bp, bs, r, d, p1, nbytes, t):
     """A host read of ``nbytes`` from data drive d of RAID group r (mirrors: from whichever copy
     has less host work queued); returns (done, service)."""
-    lvl = bp.rgi[r, RG_LEVEL]
+    lvl = bp.groups[r].level
     if lvl == 1 or lvl == 10:
-        if bs.ddyn[p1, qk.DD_FREE_FG] < bs.ddyn[d, qk.DD_FREE_FG]:
+        if bs.queues[p1].free_fg < bs.queues[d].free_fg:
             d = p1
     c = bs.c[0]
     c.read_ios += 1
     c.read_bytes += nbytes
-    return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, qk.HOST_READ)
+    return qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, nbytes, 1.0, qk.HOST_READ)
 
 
 @kernel
@@ -302,11 +307,11 @@ def copy_piece(bp, bs, src, dst, t, nbytes):
     ios = 0
     for side in range(2):
         r = src if side == 0 else dst
-        lvl = bp.rgi[r, RG_LEVEL]
-        width = bp.rgi[r, RG_WIDTH]
-        d0 = bp.rgi[r, RG_DRIVE0]
-        elem = bp.rgi[r, RG_ELEM]
-        ndata = bp.rgi[r, RG_DATA]
+        lvl = bp.groups[r].level
+        width = bp.groups[r].width
+        d0 = bp.groups[r].drive0
+        elem = bp.groups[r].elem_bytes
+        ndata = bp.groups[r].data_drives
         mirrored = lvl == 1 or lvl == 10
         elems = max(1, nbytes // elem)
         if side == 0:
@@ -327,7 +332,7 @@ def copy_piece(bp, bs, src, dst, t, nbytes):
             per = elems // drives + (1 if j < elems % drives else 0)
             if per == 0:
                 continue
-            dn, s = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, per, elem, float(per), kind)
+            dn, s = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, per, elem, float(per), kind)
             done = max(done, dn)
             busy += s
             n += per
@@ -343,5 +348,5 @@ def copy_piece(bp, bs, src, dst, t, nbytes):
 @kernel
 def write_ops(r, bp):
     """Drive operations per data drive of a small write to RAID group r (2: read-modify-write)."""
-    lvl = bp.rgi[r, RG_LEVEL]
+    lvl = bp.groups[r].level
     return 2 if (lvl == 5 or lvl == 6) else 1

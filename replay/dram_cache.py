@@ -517,12 +517,12 @@ def place(dp, ds, bp, bs, u, v, unit_no, tmp):
     vo = ds.vols[v]
     be.place_unit(unit_no, dp.unit, vo.pool, vo.base, v, bp, bs, tmp)
     x = ds.units[u]
-    x.rg = tmp[be.UP_RG]
-    x.data = tmp[be.UP_DATA]
-    x.p1 = tmp[be.UP_P1]
-    x.p2 = tmp[be.UP_P2]
-    x.sunits = tmp[be.UP_SUNITS]
-    x.sfirst = tmp[be.UP_SFIRST]
+    x.rg = tmp[0].rg
+    x.data = tmp[0].data
+    x.p1 = tmp[0].p1
+    x.p2 = tmp[0].p2
+    x.sunits = tmp[0].sunits
+    x.sfirst = tmp[0].sfirst
     x.vol = v
     x.flags |= F_PLACED
 
@@ -859,8 +859,8 @@ def flush(dp, ds, bp, bs, sp, ss, ev, flog, plog, utab, shift, u, tau, kind):
     x = un[u]
     r = x.rg
     g = ds.groups[r]
-    level = bp.rgi[r, be.RG_LEVEL]
-    width = bp.rgi[r, be.RG_WIDTH]
+    level = bp.groups[r].level
+    width = bp.groups[r].width
     ppu = dp.ppu
     page = dp.page
     mask = x.dirty
@@ -958,7 +958,7 @@ def _prefetch_successor(sp, ss, un, u):
 
 @kernel
 def _window_add(dp, ds, bp, r, done):
-    m = dp.fdepth * bp.rgi[r, be.RG_WIDTH]
+    m = dp.fdepth * bp.groups[r].width
     g = ds.groups[r]
     n = g.win_n
     if n < m:
@@ -977,7 +977,7 @@ def _rg_next(dp, ds, bp, ev, r):
     base = g.clock
     if ev.now > base:
         base = ev.now
-    if g.win_n >= dp.fdepth * bp.rgi[r, be.RG_WIDTH] and ds.win[r, 0] > base:
+    if g.win_n >= dp.fdepth * bp.groups[r].width and ds.win[r, 0] > base:
         base = ds.win[r, 0]
     if dp.mode == MODE_FLARE:
         if c.watermark or c.forced:
@@ -1064,7 +1064,7 @@ def catch_up(dp, ds, bp, bs, sp, ss, ev, flog, tlog, plog, utab, shift, t_limit,
             _window_add(dp, ds, bp, who, done)
             g = ds.groups[who]
             g.clock = best
-            if g.win_n >= dp.fdepth * bp.rgi[who, be.RG_WIDTH] and ds.win[who, 0] > best:
+            if g.win_n >= dp.fdepth * bp.groups[who].width and ds.win[who, 0] > best:
                 g.sat_ns += ds.win[who, 0] - best  # full until its earliest write completes
         last_done = done
         if dp.mode == MODE_FLARE and c.dirty <= dp.lwm:

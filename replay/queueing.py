@@ -40,34 +40,42 @@ import numpy as np
 
 from replay.jit import kernel
 
-# drive static parameters (float64 columns of ``dstat``)
-DS_POS_RAND = 0  # ns: random seek within the span + half rotation (HDD) or latency (SSD)
-DS_TMIN = 1  # ns: track-to-track seek
-DS_SEEK_K = 2  # ns: (avg seek - track-to-track) * 15/8, scale of sqrt(distance)
-DS_SPAN = 3  # share of the stroke the data occupies
-DS_ROT = 4  # ns: half rotation
-DS_XFER = 5  # ns per byte
-DS_NOM = 6  # ns: nominal single-page op at queue depth 1 (queue-length estimates)
-DS_SEEK_RAND = 7  # ns: random seek within the span alone
-DS_GAIN = 8  # gain(q) for q = 0 .. GAIN_TABLE - 1 (columns DS_GAIN + q)
+#: A drive's static parameters (``BackendParams.drives``, one record per drive).
+DRIVE = np.dtype([
+    ("pos_rand_ns", np.float64),  # random seek within the span + half rotation (HDD) or latency (SSD)
+    ("tmin_ns", np.float64),  # track-to-track seek
+    ("seek_k_ns", np.float64),  # (avg seek - track-to-track) * 15/8, scale of sqrt(distance)
+    ("span", np.float64),  # share of the stroke the data occupies
+    ("rot_ns", np.float64),  # half rotation
+    ("xfer_ns_per_byte", np.float64),
+    ("nominal_ns", np.float64),  # a single-page op at queue depth 1 (queue-length estimates)
+    ("seek_rand_ns", np.float64),  # random seek within the span alone
+    ("write_cost", np.float64),  # a write's service relative to a read (SSD: read_iops / write_iops)
+])
+#: gain(q) for q = 0 .. GAIN_TABLE - 1, per drive (``BackendParams.gain``, float64 [drives, GAIN_TABLE])
 GAIN_TABLE = 1025
-DS_WCOST = DS_GAIN + GAIN_TABLE  # a write's service relative to a read (SSD: read_iops / write_iops)
-N_DS = DS_WCOST + 1
 
 # what a drive operation is (``drive_submit``'s ``kind``; True / False still mean host read / write)
 BG_WRITE = 0  # background write (flushes, SSD cache fills)
 HOST_READ = 1  # host read: served ahead of background work
 BG_READ = 2  # background read (SSD cache fills from the HDDs, cleaning reads from the SSDs)
 
-# drive dynamic state: int64 columns of ``ddyn`` and float64 columns of ``dflt``
-DD_FREE_ALL = 0
-DD_FREE_FG = 1
-DD_BUSY = 2  # cumulative service ns
-N_DD = 3
-DF_LAST_BG = 0  # ns: service of the last background op (residual estimate)
-DF_GAIN = 1  # gain of the last op (queue-length estimate)
-DF_FG_SHARE = 2  # moving share of host reads among the drive's operations
-FG_SHARE_WEIGHT = 1.0 / 64.0  # weight of one operation in DF_FG_SHARE
+#: A drive's queue (``BackendState.drives``, one record per drive).
+DRIVE_QUEUE = np.dtype([
+    ("free_all", np.int64),  # ns: all queued work done
+    ("free_fg", np.int64),  # ns: queued host reads done
+    ("busy_ns", np.int64),  # cumulative service
+    ("last_bg_ns", np.float64),  # service of the last background op (residual estimate)
+    ("gain", np.float64),  # gain of the last op (queue-length estimate)
+    ("fg_share", np.float64),  # moving share of host reads among the drive's operations
+])
+FG_SHARE_WEIGHT = 1.0 / 64.0  # weight of one operation in ``fg_share``
+
+
+def new_queues(n: int) -> np.ndarray:
+    q = np.zeros(n, DRIVE_QUEUE)
+    q["gain"] = 1.0
+    return q
 
 
 def gain_table(beta: float, qmax: int) -> list[float]:
@@ -76,13 +84,13 @@ def gain_table(beta: float, qmax: int) -> list[float]:
 
 
 @kernel
-def queue_gain(dstat, d, q):
+def queue_gain(gain, d, q):
     """Positioning speed-up when the drive chooses among q queued requests (q counted whole:
     requests, not fractions; tabulated per drive, q beyond the table uses its last entry)."""
     k = int(q)
     if k >= GAIN_TABLE:
         k = GAIN_TABLE - 1
-    return dstat[d, DS_GAIN + k]
+    return gain[d, k]
 
 
 #: ``batch`` of an operation that continues the drive's previous background write (the next stripe
@@ -91,71 +99,73 @@ SEQUENTIAL = -1.0
 
 
 @kernel
-def positioning_ns(dstat, d, batch):
+def positioning_ns(drives, d, batch):
     """Seek + rotation at queue depth 1. ``batch`` > 1: an address-sorted sweep over that many
     requests per drive, whose seeks are short (distance = span / batch): seek(x) = t_min +
     k * sqrt(x) with k fitted so that uniform random pairs average the data-sheet seek.
     ``SEQUENTIAL``: no positioning."""
     if batch < 0.0:
         return 0.0
+    x = drives[d]
     if batch <= 1.0:
-        return dstat[d, DS_POS_RAND]
-    seek = dstat[d, DS_TMIN] + dstat[d, DS_SEEK_K] * math.sqrt(dstat[d, DS_SPAN] / batch)
-    rand = dstat[d, DS_SEEK_RAND]
-    if seek > rand:
-        seek = rand
-    return seek + dstat[d, DS_ROT]
+        return x.pos_rand_ns
+    seek = x.tmin_ns + x.seek_k_ns * math.sqrt(x.span / batch)
+    if seek > x.seek_rand_ns:
+        seek = x.seek_rand_ns
+    return seek + x.rot_ns
 
 
 @kernel
-def drive_submit(dstat, ddyn, dflt, d, t, nops, nbytes, batch, kind):
+def drive_submit(drives, gain, queues, d, t, nops, nbytes, batch, kind):
     """Queue ``nops`` operations of ``nbytes`` each on drive ``d`` at time ``t`` (a read-modify-
     write is 2 operations: read old data, write new). ``kind``: HOST_READ (priority), BG_WRITE or
-    BG_READ (background; a write costs ``DS_WCOST`` times a read). Returns (done_ns, service_ns)."""
+    BG_READ (background; a write costs ``write_cost`` times a read). Returns (done_ns, service_ns)."""
     fg = kind == HOST_READ
-    free_all = ddyn[d, DD_FREE_ALL]
+    dq = queues[d]
+    dv = drives[d]
+    free_all = dq.free_all
     backlog = free_all - t
     if backlog < 0:
         backlog = 0
-    q = 1.0 + backlog * dflt[d, DF_GAIN] / dstat[d, DS_NOM]
-    g = queue_gain(dstat, d, q)
-    dflt[d, DF_GAIN] = g
-    share = dflt[d, DF_FG_SHARE]
-    dflt[d, DF_FG_SHARE] = share + FG_SHARE_WEIGHT * ((1.0 if fg else 0.0) - share)
-    pos = positioning_ns(dstat, d, batch)
+    q = 1.0 + backlog * dq.gain / dv.nominal_ns
+    g = queue_gain(gain, d, q)
+    dq.gain = g
+    share = dq.fg_share
+    dq.fg_share = share + FG_SHARE_WEIGHT * ((1.0 if fg else 0.0) - share)
+    pos = positioning_ns(drives, d, batch)
     if (batch > 1.0 or batch < 0.0) and share > 0.0:
         # host reads served between sweep or stream writes (reads per background op) move the head away
         p_break = share / (1.0 - share) if share < 0.5 else 1.0
-        pos = p_break * dstat[d, DS_POS_RAND] + (1.0 - p_break) * pos
-    one = pos / g + nbytes * dstat[d, DS_XFER]
+        pos = p_break * dv.pos_rand_ns + (1.0 - p_break) * pos
+    one = pos / g + nbytes * dv.xfer_ns_per_byte
     if kind == BG_WRITE:
-        one *= dstat[d, DS_WCOST]
+        one *= dv.write_cost
     svc = np.int64(nops * one + 0.5)
     if svc < 1:
         svc = 1
     if fg:
-        fg_free = ddyn[d, DD_FREE_FG]
+        fg_free = dq.free_fg
         if fg_free > t:
             start = fg_free
         elif backlog > 0:
-            resid = 0.5 * dflt[d, DF_LAST_BG]
+            resid = 0.5 * dq.last_bg_ns
             start = t + np.int64(min(float(backlog), resid))
         else:
             start = t
         done = start + svc
-        ddyn[d, DD_FREE_FG] = done
+        dq.free_fg = done
         if free_all > t:
-            ddyn[d, DD_FREE_ALL] = free_all + svc
+            dq.free_all = free_all + svc
         else:
-            ddyn[d, DD_FREE_ALL] = done
-        if ddyn[d, DD_FREE_ALL] < done:
-            ddyn[d, DD_FREE_ALL] = done
+            dq.free_all = done
+        if dq.free_all < done:
+            dq.free_all = done
     else:
         start = free_all if free_all > t else t
         done = start + svc
-        ddyn[d, DD_FREE_ALL] = done
-        dflt[d, DF_LAST_BG] = svc / nops
-    ddyn[d, DD_BUSY] += svc
+        dq.free_all = done
+        dq.last_bg_ns = svc / nops
+    dq.busy_ns += svc
     return done, svc
 
 

@@ -122,7 +122,7 @@ class SsdState(NamedTuple):
     cleans: np.ndarray  # int64 heap of proactive cleaning completion times
     unit_chunk: np.ndarray  # int32 per DRAM unit id: its chunk id (grows; unused if chunks are units)
     unit_sub: np.ndarray  # int32 per DRAM unit id: its first sub-block in the chunk (same)
-    tmp: np.ndarray  # int64 [replay.backend.N_UP]: placement scratch
+    tmp: np.ndarray  # one replay.backend.PLACE record: placement scratch
     acc: np.ndarray  # int64 [drives]: bytes per drive of a chunk read (scratch)
     c: np.ndarray  # SSD [1]
 
@@ -173,7 +173,7 @@ def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
                     fills=np.zeros(max(1, sp.fills), dtype=np.int64),
                     cleans=np.zeros(max(1, clean_out), dtype=np.int64),
                     unit_chunk=np.zeros(0, dtype=np.int32), unit_sub=np.zeros(0, dtype=np.int32),
-                    tmp=np.zeros(be.N_UP, dtype=np.int64), acc=np.zeros(n_drives, dtype=np.int64), c=c)
+                    tmp=be.new_place(), acc=np.zeros(n_drives, dtype=np.int64), c=c)
 
 
 # ---- the cached chunks' lists (links are CHUNK fields; numba cannot take a field name as a
@@ -262,10 +262,10 @@ def ssd_drive(sp, s, sub):
 def ssd_write(sp, bp, bs, s, sub0, nsub_bytes, t):
     """Write ``nsub_bytes`` at sub-block ``sub0`` of slot s (both copies when mirrored)."""
     d, m = ssd_drive(sp, s, sub0)
-    done, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
+    done, _ = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
     ios = 1
     if m >= 0:
-        dn, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, m, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
+        dn, _ = qk.drive_submit(bp.drives, bp.gain, bs.queues, m, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
         done = max(done, dn)
         ios += 1
     return done, ios
@@ -275,9 +275,9 @@ def ssd_write(sp, bp, bs, s, sub0, nsub_bytes, t):
 def ssd_read(sp, bp, bs, s, sub0, nbytes, t, kind):
     """Read from slot s (mirrors: the copy with less host work queued); (done, service)."""
     d, m = ssd_drive(sp, s, sub0)
-    if m >= 0 and bs.ddyn[m, qk.DD_FREE_FG] < bs.ddyn[d, qk.DD_FREE_FG]:
+    if m >= 0 and bs.queues[m].free_fg < bs.queues[d].free_fg:
         d = m
-    return qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, nbytes, 1.0, kind)
+    return qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, nbytes, 1.0, kind)
 
 
 @kernel
@@ -305,14 +305,14 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
     first = ch.no * sp.units_per_chunk
     for k in range(sp.units_per_chunk):
         be.place_unit(first + k, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, tmp)
-        acc[tmp[be.UP_DATA]] += sp.unit
+        acc[tmp[0].data] += sp.unit
     done = t
     ios = 0
     for d in range(acc.shape[0]):
         if acc[d] > 0:
             # in the host-read queue (FCFS with host reads): as a background read it would wait
             # behind every later host read and only add queue length (reordering gain) to theirs
-            dn, _ = qk.drive_submit(bp.dstat, bs.ddyn, bs.dflt, d, t, 1, acc[d], 1.0, qk.HOST_READ)
+            dn, _ = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, acc[d], 1.0, qk.HOST_READ)
             done = max(done, dn)
             ios += 1
     bs.c[0].read_ios += ios
@@ -347,8 +347,8 @@ def clean_chunk(sp, ss, bp, bs, k, t):
                 lo = max(off0, j * sp.unit)
                 hi = min(off1, (j + 1) * sp.unit)
                 tmp = ss.tmp
-                r = tmp[be.UP_RG]
-                dn, _, ios = be.write_unit(bp, bs, tmp[be.UP_DATA], tmp[be.UP_P1], tmp[be.UP_P2], dr,
+                r = tmp[0].rg
+                dn, _, ios = be.write_unit(bp, bs, tmp[0].data, tmp[0].p1, tmp[0].p2, dr,
                                            be.write_ops(r, bp), hi - lo, 1.0)
                 c.clean_write_ios += ios
                 done = max(done, dn)

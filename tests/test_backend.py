@@ -109,63 +109,61 @@ def test_raid5_placement_rotates_parity():
     sc = loads(scenario(5, 5), "t.toml")
     bp = be.params(be.build(sc))
     bs = be.new_state(bp)
-    out = np.zeros(be.N_UP, dtype=np.int64)
+    out = be.new_place()
 
     def place(unit_no):
         be.place_unit(unit_no, 64 << 10, 0, 0, 0, bp, bs, out)
-        return tuple(int(x) for x in out)
+        return {k: int(out[0][k]) for k in be.PLACE.names}
 
     # stripe 0: parity on drive 4, data units 0..3 on drives 0..3
-    assert [place(u)[1:3] for u in range(4)] == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    assert [(place(u)["data"], place(u)["p1"]) for u in range(4)] == [(0, 4), (1, 4), (2, 4), (3, 4)]
     # stripe 1: parity on drive 3, data starts after it (left-symmetric)
-    assert [place(u)[1:3] for u in range(4, 8)] == [(4, 3), (0, 3), (1, 3), (2, 3)]
-    assert place(5)[be.UP_SFIRST] == 4 and place(5)[be.UP_SUNITS] == 4
+    assert [(place(u)["data"], place(u)["p1"]) for u in range(4, 8)] == [(4, 3), (0, 3), (1, 3), (2, 3)]
+    assert place(5)["sfirst"] == 4 and place(5)["sunits"] == 4
 
 
 def test_pool_spreads_slices_round_robin():
     sc = load("vnx5400")
     bp = be.params(be.build(sc))
     bs = be.new_state(bp)
-    out = np.zeros(be.N_UP, dtype=np.int64)
+    out = be.new_place()
     per_slice = (256 << 20) // (64 << 10)
     rgs = []
     for s in range(6):
         be.place_unit(s * per_slice, 64 << 10, 0, 1, 1, bp, bs, out)
-        rgs.append(int(out[be.UP_RG]))
+        rgs.append(int(out[0]["rg"]))
     assert rgs == [1, 2, 0, 1, 2, 0]  # volume base 1: slices start on the second group
 
 
 def test_hdd_service_time_is_the_planning_rate_at_queue_depth_one():
     ba = be.build(load("vnx2-mcx"))
-    ddyn = np.zeros((5, qk.N_DD), dtype=np.int64)
-    dflt = np.tile(np.array([0.0, 1.0, 0.0]), (5, 1))
-    done, svc = qk.drive_submit(ba.dstat, ddyn, dflt, 0, 0, 1, 8192, 1.0, True)
+    queues = qk.new_queues(5)
+    done, svc = qk.drive_submit(ba.drives, ba.gain, queues, 0, 0, 1, 8192, 1.0, True)
     assert svc == round(1e9 / 150) and done == svc  # 6.667 ms: seek 3.61 + rotation 3.0 + transfer
     # a second read queued behind it: q = 1 + backlog / nominal = 2 requests, positioning / 2**0.12
-    done2, svc2 = qk.drive_submit(ba.dstat, ddyn, dflt, 0, 0, 1, 8192, 1.0, True)
-    pos = ba.dstat[0, qk.DS_POS_RAND]
-    assert svc2 == round(pos / 2 ** 0.12 + 8192 * ba.dstat[0, qk.DS_XFER])
+    done2, svc2 = qk.drive_submit(ba.drives, ba.gain, queues, 0, 0, 1, 8192, 1.0, True)
+    pos = ba.drives[0]["pos_rand_ns"]
+    assert svc2 == round(pos / 2 ** 0.12 + 8192 * ba.drives[0]["xfer_ns_per_byte"])
     assert done2 == done + svc2
 
 
 def test_sorted_sweep_seeks_short_and_host_reads_jump_the_flush_queue():
     ba = be.build(load("vnx2-mcx"))
-    dstat = ba.dstat
+    drives, gain = ba.drives, ba.gain
     # a sweep over 10,000 writes per drive: track-to-track + k*sqrt(1e-4) instead of the 3.61 ms seek
-    short = qk.positioning_ns(dstat, 0, 10_000.0)
-    k = (dstat[0, qk.DS_SEEK_RAND] - dstat[0, qk.DS_TMIN]) / be.SQRT_DISTANCE_MEAN
+    short = qk.positioning_ns(drives, 0, 10_000.0)
+    k = (drives[0]["seek_rand_ns"] - drives[0]["tmin_ns"]) / be.SQRT_DISTANCE_MEAN
     assert short == pytest.approx(0.3 * MS + k * 0.01 + 3.0 * MS)
-    assert qk.queue_gain(dstat, 0, 8.7) == pytest.approx(8 ** 0.12)  # whole requests
-    assert qk.queue_gain(dstat, 0, 5000.0) == pytest.approx(256 ** 0.12)  # capped at queue_depth_max
-    ddyn = np.zeros((5, qk.N_DD), dtype=np.int64)
-    dflt = np.tile(np.array([0.0, 1.0, 0.0]), (5, 1))
-    d1, s1 = qk.drive_submit(dstat, ddyn, dflt, 0, 0, 2, 8192, 1.0, False)  # a 2-op read-modify-write
-    d2, s2 = qk.drive_submit(dstat, ddyn, dflt, 0, 0, 2, 8192, 1.0, False)  # another one queued
+    assert qk.queue_gain(gain, 0, 8.7) == pytest.approx(8 ** 0.12)  # whole requests
+    assert qk.queue_gain(gain, 0, 5000.0) == pytest.approx(256 ** 0.12)  # capped at queue_depth_max
+    queues = qk.new_queues(5)
+    d1, s1 = qk.drive_submit(drives, gain, queues, 0, 0, 2, 8192, 1.0, False)  # a 2-op read-modify-write
+    d2, s2 = qk.drive_submit(drives, gain, queues, 0, 0, 2, 8192, 1.0, False)  # another one queued
     assert d1 == s1 and d2 == s1 + s2 and s2 < s1  # FCFS; the second saw a queue of 2 ops
     # a host read at 1 ms waits half an operation (the mean residual), not the 28 ms of backlog
-    d3, s3 = qk.drive_submit(dstat, ddyn, dflt, 0, MS, 1, 8192, 1.0, True)
+    d3, s3 = qk.drive_submit(drives, gain, queues, 0, MS, 1, 8192, 1.0, True)
     assert d3 == MS + int(0.5 * s2 / 2) + s3
-    assert ddyn[0, qk.DD_FREE_ALL] == d2 + s3  # the flush backlog is pushed back by the read
+    assert queues[0]["free_all"] == d2 + s3  # the flush backlog is pushed back by the read
 
 
 def test_fcfs_server_and_heap_kernels():
