@@ -36,7 +36,7 @@ fraction and no queueing at all) and for devices that serve queued I/Os in paral
 
 **Other parameters.** Read/write asymmetry = write / read service time. Max IOPS = the busiest
 interval (with its queue and utilization). The queue-depth gain of the model
-(``queue_gain_exponent``, ``replay.queueing``) is fitted from that interval when the device was
+(``queue_gain_exponent``, ``replay.mech.backend.queueing``) is fitted from that interval when the device was
 saturated (``%util >= 90`` and ``aqu-sz >= 2``): its per-I/O time against the QD1 positioning
 time; otherwise the class default is kept and the report says it was not identified. The
 split between fixed latency and transfer is not identifiable from one request size, so the

@@ -34,7 +34,7 @@ belongs to the RAID group of its first page. Percentiles come from a per-interva
 QCache), also: ssd_read_hits / ssd_read_misses / ssd_write_hits / ssd_write_misses (host I/Os
 reaching the SSD cache: DRAM read-miss runs and flush runs) and ssd_promotions, as counts and
 ``_per_s``, ssd_hit_ratio, ssd_fill_pct (slots in use at the interval's end) and
-ssd_dirty_pct_max. All-flash (``[flash]``, replay.flash), array-wide in both tables:
+ssd_dirty_pct_max. All-flash (``[flash]``, replay.mech.flash.kernel), array-wide in both tables:
 flash_free_bytes / flash_free_pct (free space at its lowest in the interval), flash_gc_bytes,
 flash_gc_mib_per_s, flash_write_amplification, flash_host_write_mib_per_s, flash_gc_waits,
 flash_gc_wait_sum_ms. Background work (flushes, and the promotions they cause) counts in the
@@ -166,7 +166,7 @@ _PROMO_MAXES = {"ssd_used_max": pl.col("slots_used").max()}
 SSD_EVENTS = ("ssd_read_hits", "ssd_read_misses", "ssd_write_hits", "ssd_write_misses", "ssd_promotions")
 #: the SSD hit ratio of the run's last 10 % of simulated time comes from per-second sums
 SSD_FINE_NS = 1_000_000_000
-#: All-flash (``replay.flash``), array-wide per interval: host writes, GC copies and waits, and the
+#: All-flash (``replay.mech.flash.kernel``), array-wide per interval: host writes, GC copies and waits, and the
 #: space used (free space at its lowest in the interval = the space GC can free - this maximum)
 _FLASH_SUMS = {
     "flash_host_write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0)

@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 import numpy as np  # noqa: E402
 
 from pipelines.seed_runs import cached, current  # noqa: E402
-from replay.backend import planning_host_iops  # noqa: E402
+from replay.mech.backend.kernel import planning_host_iops  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads  # noqa: E402
 from schemas.units import parse_size  # noqa: E402
 from traces import synth  # noqa: E402

@@ -1,4 +1,4 @@
-"""The FAST VP tables of an array replay (``replay.tiering``): where slices went and what each tier
+"""The FAST VP tables of an array replay (``replay.mech.tiering.kernel``): where slices went and what each tier
 served.
 
 * ``tier_intervals``: per (interval, tier) requests (by the tier of each request's first page at
@@ -23,8 +23,8 @@ import polars as pl
 from replay.array import ArrayModel, ArrayState
 from replay.events import LOG_COLUMNS
 from replay.mech.backend.schema import TIER_NAMES
+from replay.mech.tiering.kernel import MOVE_KINDS
 from replay.skew import Skew
-from replay.tiering import MOVE_KINDS
 
 TIER_TABLES = ("tier_intervals", "tier_moves", "tier_slices", "tier_windows")
 

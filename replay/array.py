@@ -33,15 +33,15 @@ scalars or arrays built from the scenario) and its state (a NamedTuple of numpy 
 are structured arrays with named fields: ``ds.units[u].flags``, ``ds.groups[r].dirty_pages``;
 scalar state and counters one structured record, ``ds.c[0].dirty``):
 
-* :mod:`replay.host`: issue (open / closed loop heap), storage processor, request counters;
-* :mod:`replay.dram_cache`: the DRAM cache (units, partitions, RAID groups' dirty FIFOs,
+* :mod:`replay.mech.host.kernel`: issue (open / closed loop heap), storage processor, request counters;
+* :mod:`replay.mech.dram_cache.kernel`: the DRAM cache (units, partitions, RAID groups' dirty FIFOs,
   volumes), its host operations (``read``, ``write``, ``trim``) and background work
   (``advance``: flushers, idle flushing, MCx adaptation);
-* :mod:`replay.backend`: placement, RAID groups and drives (``read``, ``write_unit``,
-  ``write_stripe``; queues in :mod:`replay.queueing`);
+* :mod:`replay.mech.backend.kernel`: placement, RAID groups and drives (``read``, ``write_unit``,
+  ``write_stripe``; queues in :mod:`replay.mech.backend.queueing`);
 * :mod:`replay.events`: the event loop's clock (``now``, ``next_ev``) and the record buffer.
 
-* :mod:`replay.flash`: an all-flash array (``[flash]``): reads and writes go there instead of
+* :mod:`replay.mech.flash.kernel`: an all-flash array (``[flash]``): reads and writes go there instead of
   the DRAM cache and back end (media, flash servers, free space and GC; one branch per request).
 
 :func:`run_requests` composes them with a few calls per request: ``host.issue``,
@@ -61,17 +61,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from replay import backend as be
-from replay import dram_cache as dc
-from replay import flash as fl
-from replay import host
-from replay import ssd_cache as ssd
-from replay import tiering as tier
 from replay.events import LOG_COLUMNS, Log, Logs, columns, new_events, new_logs, room
 from replay.ids import IdMap
 from replay.jit import kernel
 from replay.mech import MECHANISMS
+from replay.mech.backend import kernel as be
+from replay.mech.dram_cache import kernel as dc
+from replay.mech.flash import kernel as fl
+from replay.mech.host import kernel as host
 from replay.mech.snapshots import kernel as snap
+from replay.mech.ssd_cache import kernel as ssd
+from replay.mech.tiering import kernel as tier
 from replay.model import Model, Outcomes, Segment, register
 from replay.pages import PAGE_BITS
 from replay.scenario import Scenario, parse
@@ -166,7 +166,7 @@ def split_units(page_no, page_req, volume, shift, page_bits, unit_no, pbit, keys
 def run_requests(params, state, req, shift, start, out, tmp):
     """Process requests ``start..``; returns the index of the first request not processed (the
     record buffer would overflow: drain it and call again; or FAST VP's ranking is due: rank and
-    call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.backend.PLACE`` scratch record."""
+    call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.mech.backend.kernel.PLACE`` scratch record."""
     hp = params.host
     dp = params.dram
     bp = params.backend
@@ -287,7 +287,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
 
 @kernel
 def run_flash_requests(params, state, req, start, out):
-    """The all-flash array's event loop (``[flash]``, ``replay.flash``): issue, storage
+    """The all-flash array's event loop (``[flash]``, ``replay.mech.flash.kernel``): issue, storage
     processor, the flash path; no DRAM cache, SSD cache or RAID back end, so no background work.
     A loop of its own: its code in :func:`run_requests` made the cached arrays' loop ~25 %
     slower (a larger loop body that LLVM optimizes less well), though never taken there."""

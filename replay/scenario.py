@@ -8,8 +8,8 @@ the published numbers of ``shared/reference/MODELS.md`` (source in a comment nex
 marked *est*, our estimates; every one of them is a parameter.
 
 ``[ssd_cache]`` is an SSD cache below the DRAM cache: EMC FAST Cache (``kind = "fastcache"``)
-or QSAN QCache 2.0 (``kind = "qcache"``), see :class:`SsdCache` and ``replay.ssd_cache``.
-``[tiering]`` is FAST VP auto-tiering of one pool (:class:`Tiering`, ``replay.tiering``): the
+or QSAN QCache 2.0 (``kind = "qcache"``), see :class:`SsdCache` and ``replay.mech.ssd_cache.kernel``.
+``[tiering]`` is FAST VP auto-tiering of one pool (:class:`Tiering`, ``replay.mech.tiering.kernel``): the
 pool's RAID groups form tiers by drive class (flash: extreme performance; 10k/15k SAS:
 performance; NL-SAS: capacity), slices move between them by temperature. Nothing is ignored
 (``NOT_YET_MODELLED`` is empty; a future section listed there would be accepted, hashed and
@@ -235,7 +235,7 @@ class Flare(FLARE.base("Flare")):
 
 
 class Mcx(MCX.base("Mcx")):
-    """MCx (VNX2) cache (``replay.mech.dram_cache.schema.MCX``; the control law in ``replay.dram_cache``)."""
+    """MCx (VNX2) cache (``replay.mech.dram_cache.schema.MCX``; the control law in ``replay.mech.dram_cache.kernel``)."""
 
 
 class Dram(DRAM.base("Dram", after=(("flare", Any, field(default_factory=Flare)),
@@ -262,7 +262,7 @@ class PolicyMap:
 
 
 class Tiering(TIERING.base("Tiering", after=(("policies", tuple, field(default=())),))):
-    """FAST VP on ``pool`` (``replay.mech.tiering.schema.TIERING``; ``replay.tiering``). Slices of
+    """FAST VP on ``pool`` (``replay.mech.tiering.schema.TIERING``; ``replay.mech.tiering.kernel``). Slices of
     the pool's ``slice_bytes`` live on one RAID group of one tier each. New slices are placed by
     the volume's policy (``policies``: per-volume, first match wins); each slice's temperature is
     its I/O count decayed with ``half_life_h``, updated every ``rank_interval_s``; in each
@@ -283,7 +283,7 @@ class Snapshots(SNAPSHOTS.base("Snapshots")):
 
 class SsdCache(SSD_CACHE.base("SsdCache")):
     """An SSD cache below the DRAM cache (``replay.mech.ssd_cache.schema.SSD_CACHE``;
-    ``replay.ssd_cache``). A promotion or population reads the whole chunk / block from the HDD
+    ``replay.mech.ssd_cache.kernel``). A promotion or population reads the whole chunk / block from the HDD
     pool and writes it to the SSDs; at most ``fills_in_flight`` are in progress (a miss that finds
     them all busy is not promoted and counts again next time). Capacity: ``capacity_bytes``, or
     what the drives hold (halved when mirrored)."""
@@ -310,7 +310,7 @@ class SsdCache(SSD_CACHE.base("SsdCache")):
 
 
 class Flash(FLASH.base("Flash")):
-    """An all-flash array (``replay.mech.flash.schema.FLASH``; ``replay.flash``, seed 001 Violin
+    """An all-flash array (``replay.mech.flash.schema.FLASH``; ``replay.mech.flash.kernel``, seed 001 Violin
     6232). The defaults are the ``violin6232`` preset's."""
 
 

@@ -283,8 +283,8 @@ def test_raise_outstanding_mid_run_like_an_iometer_ramp():
 def test_tables_are_cache_line_records():
     """Units (64 B) and SSD chunks with their cache entries (64 B) start on a 64-byte boundary,
     so a record never straddles two cache lines, and empty records hold the documented defaults."""
-    from replay import dram_cache as dc
-    from replay import ssd_cache as ssd
+    from replay.mech.dram_cache import kernel as dc
+    from replay.mech.ssd_cache import kernel as ssd
 
     assert (dc.UNIT.itemsize, ssd.CHUNK.itemsize) == (64, 64)
     units = dc.grow(dc.new_units(3), 1000, dc.new_units)

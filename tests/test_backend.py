@@ -6,9 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from replay import backend as be
-from replay import queueing as qk
 from replay.array import ArrayModel
+from replay.mech.backend import kernel as be
+from replay.mech.backend import queueing as qk
 from replay.pages import SegmentBuilder
 from replay.scenario import load, loads
 

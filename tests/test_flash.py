@@ -18,8 +18,8 @@ from pipelines.cli import app
 from pipelines.ingest import ingest_file
 from pipelines.replay import replay_frames
 from pipelines.seed_figures import BY_KEY, err, seed001_cliff, seed001_point
-from replay import flash as fl
 from replay.array import ArrayModel
+from replay.mech.flash import kernel as fl
 from replay.scenario import PRESET_DIR, load, loads, preset_names
 from traces import synth
 

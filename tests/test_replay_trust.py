@@ -19,11 +19,11 @@ from pipelines import replay as rp
 from pipelines.catalog import find_trace
 from pipelines.ingest import ingest_file
 from replay import array as ar
-from replay import backend as be
-from replay import dram_cache as dc
 from replay import jit, numba_cache, version
-from replay import queueing as qk
 from replay.ids import IdMap
+from replay.mech.backend import kernel as be
+from replay.mech.backend import queueing as qk
+from replay.mech.dram_cache import kernel as dc
 from replay.scenario import load
 from traces import synth
 
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def edited(monkeypatch):
-    """``edited("replay/queueing.py")``: from now on the model-version hash reads that file with
+    """``edited("replay/mech/backend/queueing.py")``: from now on the model-version hash reads that file with
     one more line, as after a fix to it (nothing is written to the source tree)."""
     real = version._read
 
@@ -48,14 +48,14 @@ def edited(monkeypatch):
 
 def test_model_version_hashes_the_source_of_every_module_it_covers(edited):
     files = dict(version.source_files(version.ARRAY_MODEL))
-    assert files["replay.queueing"] == ROOT / "replay" / "queueing.py"
+    assert files["replay.mech.backend.queueing"] == ROOT / "replay" / "mech" / "backend" / "queueing.py"
     assert files["pipelines.replay"] == ROOT / "pipelines" / "replay.py"
     kernels = {k for k in dict(version.source_files(version.CACHE_MODEL)) if k.startswith("replay.kernels/")}
     assert {"replay.kernels/lru.py", "replay.kernels/arc.py", "replay.kernels/base.py"} <= kernels
     array_v, cache_v = version.model_version(version.ARRAY_MODEL), version.model_version(version.CACHE_MODEL)
     assert len(array_v) == 16 and array_v != cache_v
     assert version.model_version(reversed(version.ARRAY_MODEL)) == array_v  # order does not matter
-    edited("replay/queueing.py")  # in the array model, not in the cache model
+    edited("replay/mech/backend/queueing.py")  # in the array model, not in the cache model
     assert version.model_version(version.ARRAY_MODEL) != array_v
     assert version.model_version(version.CACHE_MODEL) == cache_v
     edited("replay/kernels/lru.py")
@@ -81,7 +81,7 @@ def test_a_change_to_a_kernel_module_replays_again_instead_of_returning_the_old_
     assert first["model_version"] == version.model_version(version.ARRAY_MODEL)
     sweep_before = rp.sweep_trace(trace, None, sc, [2], max_requests=1000)[0]["sweep_id"]
 
-    edited("replay/queueing.py")  # e.g. a fix to the drive model
+    edited("replay/mech/backend/queueing.py")  # e.g. a fix to the drive model
     fixed = rp.replay_trace(trace, d, sc)
     assert not fixed["already_done"]
     assert fixed["run_id"] != first["run_id"] and fixed["model_version"] != first["model_version"]
@@ -96,7 +96,7 @@ def test_the_numba_cache_directory_follows_every_kernel_module(edited):
     base = numba_cache.base_dir()
     before = jit.cache_dir()
     assert before.parent == base and before.name == f"tiercast-kernels-{version.model_version(jit.KERNEL_MODULES)}"
-    for callee in ("replay/dram_cache.py", "replay/queueing.py", "replay/backend.py", "replay/ids.py",
+    for callee in ("replay/mech/dram_cache/kernel.py", "replay/mech/backend/queueing.py", "replay/mech/backend/kernel.py", "replay/ids.py",
                    "schemas/trace.py"):
         edited(callee)  # a callee of the array kernel, or constants compiled into it
         assert jit.cache_dir() != before, callee

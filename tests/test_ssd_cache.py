@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from test_backend import assert_segmenting_invariant, replay_rows
 
-from replay import backend as be
-from replay import queueing as qk
+from replay.mech.backend import kernel as be
+from replay.mech.backend import queueing as qk
 from replay.scenario import load, loads
 
 MS = 1_000_000
@@ -265,17 +265,16 @@ def test_ssd_drive_class_latency_and_parallelism():
     d = sc.n_drives  # the first SSD (after the 5 HDDs)
     dc = sc.drive_classes["ssd"]
     assert dc.parallelism == 3 and dc.write_cost == 2.0
-    ddyn = np.zeros((ba.dstat.shape[0], qk.N_DD), dtype=np.int64)
-    dflt = np.tile(np.array([0.0, 1.0, 0.0]), (ba.dstat.shape[0], 1))
-    done, svc = qk.drive_submit(ba.dstat, ddyn, dflt, d, 0, 1, 4096, 1.0, qk.HOST_READ)
+    queues = qk.new_queues(ba.drives.shape[0])
+    done, svc = qk.drive_submit(ba.drives, ba.gain, queues, d, 0, 1, 4096, 1.0, qk.HOST_READ)
     xfer = 4096 * 1e9 / 400e6
     assert svc == round(3 * (50_000 - xfer) + xfer)
     for _ in range(3999):
-        done, _ = qk.drive_submit(ba.dstat, ddyn, dflt, d, 0, 1, 4096, 1.0, qk.BG_READ)
+        done, _ = qk.drive_submit(ba.drives, ba.gain, queues, d, 0, 1, 4096, 1.0, qk.BG_READ)
     assert 4000 / (done / 1e9) == pytest.approx(20_000, rel=0.01)
     start = done
     for _ in range(4000):
-        done, _ = qk.drive_submit(ba.dstat, ddyn, dflt, d, 0, 1, 4096, 1.0, qk.BG_WRITE)
+        done, _ = qk.drive_submit(ba.drives, ba.gain, queues, d, 0, 1, 4096, 1.0, qk.BG_WRITE)
     assert 4000 / ((done - start) / 1e9) == pytest.approx(10_000, rel=0.01)
 
 

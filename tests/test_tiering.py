@@ -1,4 +1,4 @@
-"""FAST VP (replay.tiering) on hand-worked cases: where new slices go under each policy, the
+"""FAST VP (replay.mech.tiering.kernel) on hand-worked cases: where new slices go under each policy, the
 temperature's decay, what a relocation window moves (rate, window, 10 % free), what a move costs
 on the drives, rebalancing inside a tier, the slice table and skew, chunked replay = one pass."""
 

@@ -128,7 +128,7 @@ def replay(
             ("ssd promotions / deferred", f"{s['ssd_promotions']:,} / {s['ssd_deferred']:,}"),
             ("ssd time to 50 % / 90 % full", f"{_t(s['ssd_time_to_50pct_fill_s'])} / {_t(s['ssd_time_to_90pct_fill_s'])}"),
         ]
-    if "flash_servers" in s:  # an all-flash array (replay.flash): no cache lines
+    if "flash_servers" in s:  # an all-flash array (replay.mech.flash.kernel): no cache lines
         rows = rows[:4] + _flash_rows(s)
     if "tier_moves" in s:  # FAST VP
         rows += _tier_rows(s)

@@ -29,15 +29,19 @@ from types import ModuleType
 @dataclass(frozen=True)
 class Mechanism:
     """One mechanism of the array model: its name (the key of its parameters, state and outputs)
-    and the modules that make it up (``kernel_modules``: the compiled code, which keys the numba
-    cache; beyond ``kernel`` itself, modules it splits its steps into)."""
+    and the modules it splits its compiled code into beyond ``kernel`` (they key the numba cache
+    and the model version too)."""
 
     name: str
-    kernel_modules: tuple[str, ...]
+    more_modules: tuple[str, ...] = ()
 
     @property
     def package(self) -> str:
         return f"replay.mech.{self.name}"
+
+    @property
+    def kernel_modules(self) -> tuple[str, ...]:
+        return (f"{self.package}.kernel", *(f"{self.package}.{m}" for m in self.more_modules))
 
     def module(self, part: str) -> ModuleType:
         """``schema``, ``kernel`` or ``outputs`` of this mechanism."""
@@ -47,13 +51,13 @@ class Mechanism:
 #: In composition order: the host issues, the DRAM cache serves, the back end stores, the SSD
 #: cache sits between them, FAST VP places slices, snapshots see writes, flash replaces the rest.
 MECHANISMS = (
-    Mechanism("host", ("replay.host",)),
-    Mechanism("dram_cache", ("replay.dram_cache",)),
-    Mechanism("backend", ("replay.backend", "replay.queueing")),
-    Mechanism("ssd_cache", ("replay.ssd_cache", "replay.fast_cache", "replay.qcache")),
-    Mechanism("tiering", ("replay.tiering",)),
-    Mechanism("snapshots", ("replay.mech.snapshots.kernel",)),
-    Mechanism("flash", ("replay.flash",)),
+    Mechanism("host"),
+    Mechanism("dram_cache"),
+    Mechanism("backend", ("queueing",)),
+    Mechanism("ssd_cache", ("fast_cache", "qcache")),
+    Mechanism("tiering"),
+    Mechanism("snapshots"),
+    Mechanism("flash"),
 )
 BY_NAME = {m.name: m for m in MECHANISMS}
 

@@ -1,5 +1,5 @@
 """``[drive_classes.NAME]``, ``[[raid_groups]]`` and ``[[pools]]`` as data: the back end
-(``replay.backend``: placement, RAID groups, drive service times; queues in ``replay.queueing``)."""
+(``replay.mech.backend.kernel``: placement, RAID groups, drive service times; queues in ``replay.mech.backend.queueing``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``[dram]``, ``[dram.flare]`` and ``[dram.mcx]`` as data: the DRAM write cache of the storage
-processor (``replay.dram_cache``), FLARE (VNX1/CLARiiON) or MCx (VNX2)."""
+processor (``replay.mech.dram_cache.kernel``), FLARE (VNX1/CLARiiON) or MCx (VNX2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``[flash]`` as data: an all-flash array (``replay.flash``, seed 001 Violin 6232)."""
+"""``[flash]`` as data: an all-flash array (``replay.mech.flash.kernel``, seed 001 Violin 6232)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``[ssd_cache]`` as data: an SSD cache below the DRAM cache (``replay.ssd_cache``): EMC FAST
+"""``[ssd_cache]`` as data: an SSD cache below the DRAM cache (``replay.mech.ssd_cache.kernel``): EMC FAST
 Cache (``kind = "fastcache"``) or QSAN QCache 2.0 (``kind = "qcache"``)."""
 
 from __future__ import annotations

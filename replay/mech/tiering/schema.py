@@ -1,4 +1,4 @@
-"""``[tiering]`` as data: FAST VP auto-tiering of one pool (``replay.tiering``)."""
+"""``[tiering]`` as data: FAST VP auto-tiering of one pool (``replay.mech.tiering.kernel``)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ request's time first (see ``replay.array``). Two refinements for drives:
   is pushed back by the read's service time (work is conserved). Arrays send host reads before
   destaging writes; without this, deep flush queues would add their whole length to every miss.
 * **Address-sorted sweeps.** A background write that is part of a sorted flush sweep seeks
-  only to the next address of the sweep (``replay.backend``), unless host reads are served on
+  only to the next address of the sweep (``replay.mech.backend.kernel``), unless host reads are served on
   that drive between sweep writes: each one moves the head elsewhere and the next sweep write
   seeks from a random place. With ``p`` = host reads per background operation on the drive (a
   moving average over its last ~64 operations, capped at 1) a sweep write costs

@@ -1,10 +1,10 @@
 """SSD cache below the DRAM cache: EMC FAST Cache and QSAN QCache 2.0 (seed 000, seed 003).
 
-The DRAM cache (``replay.dram_cache``) sends what it cannot serve here: read misses (a run of
+The DRAM cache (``replay.mech.dram_cache.kernel``) sends what it cannot serve here: read misses (a run of
 pages of one unit) and flushes (a run of dirty pages of one unit). Lookup order is DRAM -> SSD
 cache -> drives for both FLARE and MCx; writes land in DRAM first and reach the SSD cache when
 they are flushed (the issue's reading of seed 000). When the scenario has no SSD cache every
-call here passes straight through to ``replay.backend``.
+call here passes straight through to ``replay.mech.backend.kernel``.
 
 Structure. The cache tracks *chunks* (FAST Cache: 64 KB; QCache: blocks of 1/2/4 MB made of
 sub-blocks of 8/16/64 KB) of the volumes. Every chunk the trace touches has a record
@@ -12,8 +12,8 @@ sub-blocks of 8/16/64 KB) of the volumes. Every chunk the trace touches has a re
 holds a *slot* of the SSD capacity (its number places the copy on the SSDs) and, in the same
 record, its LRU and dirty-list links and the time its copy is ready (``SsdState.dirty``, by slot:
 its dirty sub-block bits). What makes a chunk cached is the
-admission policy (:mod:`replay.fast_cache`: N accesses, optionally within a window;
-:mod:`replay.qcache`: populate-on-read / populate-on-write thresholds). Eviction is LRU.
+admission policy (:mod:`replay.mech.ssd_cache.fast_cache`: N accesses, optionally within a window;
+:mod:`replay.mech.ssd_cache.qcache`: populate-on-read / populate-on-write thresholds). Eviction is LRU.
 
 Costs (MODELS.md: "promotions are not free"). A promotion (population) reads the whole chunk
 from the HDD pool in the background (one large read per drive the chunk spans) and then writes
@@ -41,12 +41,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay import backend as be
-from replay import fast_cache, qcache
-from replay import queueing as qk
 from replay.events import append
 from replay.jit import kernel, step
 from replay.layout import aligned_records
+from replay.mech.backend import kernel as be
+from replay.mech.backend import queueing as qk
+from replay.mech.ssd_cache import fast_cache as fast_cache
+from replay.mech.ssd_cache import qcache as qcache
 from replay.prefetch import prefetch
 
 I2, I4, I8, U8 = np.int16, np.int32, np.int64, np.uint64
@@ -65,9 +66,9 @@ CHUNK = np.dtype({"names": ["slot", "accesses", "first_ns", "writes", "vol", "po
                   "formats": [I4, I4, I8, I4, I4, I2, I2, I4, I8, I8, I4, I4, I4, I4],
                   "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32, 40, 48, 52, 56, 60], "itemsize": 64})
 # slot: SSD slot held (-1: not cached; its number places the copy on the SSDs, ``ssd_drive``);
-# accesses since first_ns: FAST Cache's counters (replay.fast_cache); accesses and writes:
-# QCache's read and write counters (replay.qcache); vol, pool, base: the volume and its
-# placement (replay.backend; int16 like UNIT's, ``dram_cache.check_placement_fits``); no: chunk
+# accesses since first_ns: FAST Cache's counters (replay.mech.ssd_cache.fast_cache); accesses and writes:
+# QCache's read and write counters (replay.mech.ssd_cache.qcache); vol, pool, base: the volume and its
+# placement (replay.mech.backend.kernel; int16 like UNIT's, ``dram_cache.check_placement_fits``); no: chunk
 # number in the volume
 HEAD, TAIL = 0, 1  # ends of a list (``SsdState.lru_ends``, ``dirty_ends``)
 
@@ -106,7 +107,7 @@ class SsdParams(NamedTuple):
     fills: int  # promotions in flight at most
     clean: int  # proactive cleaning when idle
     idle: int  # ns without host I/O that make the array idle
-    rg: int  # the SSD group in replay.backend
+    rg: int  # the SSD group in replay.mech.backend.kernel
     d0: int
     width: int
     pairs: int  # mirrored pairs (0: not mirrored)
@@ -122,13 +123,13 @@ class SsdState(NamedTuple):
     cleans: np.ndarray  # int64 heap of proactive cleaning completion times
     unit_chunk: np.ndarray  # int32 per DRAM unit id: its chunk id (grows; unused if chunks are units)
     unit_sub: np.ndarray  # int32 per DRAM unit id: its first sub-block in the chunk (same)
-    tmp: np.ndarray  # one replay.backend.PLACE record: placement scratch
+    tmp: np.ndarray  # one replay.mech.backend.kernel.PLACE record: placement scratch
     acc: np.ndarray  # int64 [drives]: bytes per drive of a chunk read (scratch)
     c: np.ndarray  # SSD [1]
 
 
 def params(sc, backend_groups: list) -> SsdParams:
-    """``backend_groups``: ``replay.backend.raid_groups(sc)`` (the SSD group last when on)."""
+    """``backend_groups``: ``replay.mech.backend.kernel.raid_groups(sc)`` (the SSD group last when on)."""
     flash = np.array([1 if sc.drive_classes[g.drive_class].kind == "ssd" else 0 for g in backend_groups],
                      dtype=np.int8)
     s = sc.ssd

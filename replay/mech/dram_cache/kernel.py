@@ -68,7 +68,7 @@ record (``replay.events``), so the per-interval output explains every throttle. 
 in address order (``flush_order = "address"``): the aged units of a group are swept in LBA
 order, which turns random writes into short seeks (seed 002: coalescing "to turn random I/O into
 sequential I/O"); the service time uses the number of due units per drive as the sweep length
-(``replay.backend``). If the pool is ever 100 % dirty a write waits for the next flush to finish
+(``replay.mech.backend.kernel``). If the pool is ever 100 % dirty a write waits for the next flush to finish
 (counted as throttled time and a cache-full wait), never stalling other groups.
 """
 
@@ -79,13 +79,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay import backend as be
-from replay import queueing as qk
-from replay import ssd_cache as ssd
 from replay.events import INF, append
 from replay.ids import slot
 from replay.jit import kernel, step
 from replay.layout import aligned_records
+from replay.mech.backend import kernel as be
+from replay.mech.backend import queueing as qk
+from replay.mech.ssd_cache import kernel as ssd
 from replay.prefetch import prefetch
 
 I1, I2, I4, I8, U8, F8 = np.int8, np.int16, np.int32, np.int64, np.uint64, np.float64
@@ -99,7 +99,7 @@ UNIT = np.dtype([
     ("lp", I4), ("ln", I4),  # clean LRU links
     ("fp", I4), ("fn", I4),  # RAID-group dirty FIFO links
     ("vol", I4),
-    ("rg", I2), ("data", I2), ("p1", I2), ("p2", I2),  # placement (replay.backend): group, drives ...
+    ("rg", I2), ("data", I2), ("p1", I2), ("p2", I2),  # placement (replay.mech.backend.kernel): group, drives ...
     ("sunits", I2),  # ... units in its stripe
     ("part", I1),  # -1 not cached, 0 read partition (FLARE), 1 write cache / MCx pool
     ("flags", I1),
@@ -513,7 +513,7 @@ def touch_volume(ds, v, t):
 # ---- cache operations ---------------------------------------------------------------------
 @kernel
 def place(dp, ds, bp, bs, u, v, unit_no, tmp):
-    """Compute where unit u (unit number ``unit_no`` of volume v) lives (``replay.backend``)."""
+    """Compute where unit u (unit number ``unit_no`` of volume v) lives (``replay.mech.backend.kernel``)."""
     vo = ds.vols[v]
     be.place_unit(unit_no, dp.unit, vo.pool, vo.base, v, bp, bs, tmp)
     x = ds.units[u]

@@ -3,7 +3,7 @@
 Placement. A volume lives in one pool (``[volumes]`` of the scenario). A pool of several RAID
 groups spreads each volume over them in slices (``slice_bytes``, FAST VP: 256 MB on VNX2), round
 robin starting at a per-volume offset, as a pool's private RAID groups are filled; a pool of one
-group holds the volume whole. In a FAST VP pool (``replay.tiering``) a slice sits on the group
+group holds the volume whole. In a FAST VP pool (``replay.mech.tiering.kernel``) a slice sits on the group
 ``BackendState.slice_rg[vol_slice0[vol] + slice]`` says, which relocation changes. Inside a RAID group data is striped in ``stripe_element_bytes``
 elements over the data drives with rotating parity (RAID 5: left-symmetric, one parity drive
 per stripe; RAID 6: P and Q on consecutive drives; RAID 1/10: mirrored pairs; RAID 0: plain).
@@ -20,7 +20,7 @@ Drive service time (HDD) = seek + half a rotation + transfer. The seek follows
 the data-sheet seek (derived from the planning IOPS when not given); random I/O over a pool that
 occupies ``span_fraction`` of the drives seeks over that share only; an address-sorted flush of
 ``b`` requests per drive seeks ``span / b`` between them. SSD: ``1 / planning_iops`` + transfer.
-The queue-depth law is in :mod:`replay.queueing`.
+The queue-depth law is in :mod:`replay.mech.backend.queueing`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay import queueing as qk
 from replay.jit import kernel
+from replay.mech.backend import queueing as qk
 from replay.scenario import RaidGroup, Scenario
 
 #: A RAID group as the kernels see it (``BackendParams.groups``, one record per group).
@@ -98,8 +98,8 @@ BACKEND = np.dtype([("read_ios", np.int64), ("write_ios", np.int64), ("read_byte
 
 
 class BackendState(NamedTuple):
-    """Drive queues (``replay.queueing.DRIVE_QUEUE``), back-end counters and the FAST VP pool's
-    slice placement (``replay.tiering`` lays out and moves it)."""
+    """Drive queues (``replay.mech.backend.queueing.DRIVE_QUEUE``), back-end counters and the FAST VP pool's
+    slice placement (``replay.mech.tiering.kernel`` lays out and moves it)."""
 
     queues: np.ndarray  # queueing.DRIVE_QUEUE [n_drives]
     c: np.ndarray  # one BACKEND record
@@ -269,7 +269,7 @@ def write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch):
 @kernel
 def write_stripe(bp, bs, r, tau, batch):
     """A full-stripe write on RAID group r: one element on every drive, no reads; (done, busy, ios).
-    ``batch``: as ``replay.queueing.drive_submit`` (``SEQUENTIAL``: the stripe after the previous one)."""
+    ``batch``: as ``replay.mech.backend.queueing.drive_submit`` (``SEQUENTIAL``: the stripe after the previous one)."""
     elem = bp.groups[r].elem_bytes
     d0 = bp.groups[r].drive0
     width = bp.groups[r].width

@@ -4,8 +4,8 @@ and the writes that reach it; a read miss on a block whose read count has reache
 either (doc). The I/O-type presets (Database, File System, Web Service) that set block size,
 sub-block size and both thresholds are ``replay.mech.ssd_cache.schema.QCACHE_IO_TYPES``.
 
-The block's counters (``accesses`` = reads, ``writes`` of ``replay.ssd_cache.CHUNK``) belong to this
-policy; the cache machinery (slots, sub-blocks, LRU, copies) is ``replay.ssd_cache``.
+The block's counters (``accesses`` = reads, ``writes`` of ``replay.mech.ssd_cache.kernel.CHUNK``) belong to this
+policy; the cache machinery (slots, sub-blocks, LRU, copies) is ``replay.mech.ssd_cache.kernel``.
 """
 
 from __future__ import annotations

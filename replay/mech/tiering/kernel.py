@@ -4,7 +4,7 @@ tiers of RAID groups by temperature.
 **Layout.** The tiered pool's RAID groups form tiers by drive class (``DriveClass.fast_vp_tier``:
 flash = extreme performance, 10k/15k SAS = performance, NL-SAS = capacity). A volume of the pool
 is cut into slices of the pool's ``slice_bytes`` (256 MB on VNX2, 1 GB on VNX1); each slice lives
-on one RAID group, ``BackendState.slice_rg[gid]``, read by ``replay.backend.place_unit``. A slice
+on one RAID group, ``BackendState.slice_rg[gid]``, read by ``replay.mech.backend.kernel.place_unit``. A slice
 is allocated when a request first touches it (thin LUNs; an untouched slice takes no space and no
 I/O), by its volume's policy:
 
@@ -53,11 +53,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay import backend as be
-from replay import dram_cache as dc
 from replay.events import INF, append, room
 from replay.jit import kernel
+from replay.mech.backend import kernel as be
 from replay.mech.backend.schema import TIER_NAMES
+from replay.mech.dram_cache import kernel as dc
 from replay.mech.tiering.schema import POLICIES as TIER_POLICIES
 from replay.scenario import Scenario
 

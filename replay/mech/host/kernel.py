@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay import queueing as qk
 from replay.jit import step
+from replay.mech.backend import queueing as qk
 from schemas.trace import OP_READ, OP_WRITE
 
 HOST = np.dtype([(n, np.int64) for n in (

@@ -46,8 +46,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay import queueing as qk
 from replay.jit import step
+from replay.mech.backend import queueing as qk
 from schemas.trace import OP_READ, OP_WRITE
 
 I8, F8 = np.int64, np.float64

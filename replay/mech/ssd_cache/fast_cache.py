@@ -3,8 +3,8 @@ after ``promote_after_hits`` accesses (reads or writes, default 3, doc) "in a sh
 The period is not published: ``promote_window_ms`` (0: no window, accesses count for ever). With
 a window the count restarts at the first access after the window since the count began.
 
-The chunk's counters (``accesses``, ``first_ns`` of ``replay.ssd_cache.CHUNK``) belong to this
-policy; the cache machinery (slots, LRU, copies, cleaning) is ``replay.ssd_cache``.
+The chunk's counters (``accesses``, ``first_ns`` of ``replay.mech.ssd_cache.kernel.CHUNK``) belong to this
+policy; the cache machinery (slots, LRU, copies, cleaning) is ``replay.mech.ssd_cache.kernel``.
 """
 
 from __future__ import annotations
