@@ -713,6 +713,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "tiercast_version": package_version(),
         "model_version": array_model_version(),
         "dram_mode": "none" if sc.flash else sc.dram.mode,  # all-flash: no cache
+        "mechanisms": model.mechanisms(),
         "mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
         "warmup_requests": aggs.warmup_requests,

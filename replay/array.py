@@ -583,6 +583,15 @@ class ArrayModel(Model):
                     self._stash_records(state)
         return have
 
+    def mechanisms(self) -> list[str]:
+        """The mechanisms this scenario runs, in registry order (``replay.mech.MECHANISMS``): the
+        host always; the DRAM cache and the back end unless the array is all-flash; the others
+        when their section is on."""
+        p = self.kernel_params
+        on = {"host": True, "dram_cache": not p.flash.on, "backend": not p.flash.on, "ssd_cache": bool(p.ssd.on),
+              "tiering": self.tiering.on, "snapshots": bool(p.snap.on), "flash": bool(p.flash.on)}
+        return [m.name for m in MECHANISMS if on[m.name]]
+
     def outcome_names(self) -> list[str]:
         """The outcome columns of this scenario's runs (``OUTCOME_COLUMNS`` of its mechanisms)."""
         p = self.kernel_params
