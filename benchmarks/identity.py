@@ -42,6 +42,9 @@ SHARED = Path(os.environ.get("TIERCAST_SHARED_DATA", ROOT.parent / "shared" / "d
 CODE_KEYS = {"run_id", "model_version", "tiercast_version", "scenario_hash"}
 #: summary fields whose JSON text a later revision may keep as objects
 JSON_FIELDS = ("raid_groups", "tiers")
+#: summary fields a later revision added that describe the run, not its results (a baseline saved
+#: before them still checks)
+DESCRIPTIVE_KEYS = {"mechanisms"}
 
 
 def traces() -> dict[str, pl.DataFrame]:
@@ -72,7 +75,8 @@ def _canon(v):
 
 
 def summary_hash(s: dict) -> str:
-    s = {k: (json.loads(v) if k in JSON_FIELDS and isinstance(v, str) else v) for k, v in s.items()}
+    s = {k: (json.loads(v) if k in JSON_FIELDS and isinstance(v, str) else v) for k, v in s.items()
+         if k not in DESCRIPTIVE_KEYS}
     return hashlib.sha256(json.dumps(_canon(s), sort_keys=True).encode()).hexdigest()[:16]
 
 

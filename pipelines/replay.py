@@ -620,9 +620,9 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
         n_all = min(total, max_requests) if max_requests else total
         warm = int(n_all * scenario.replay.warmup_pct / 100)
     fp = model.kernel_params.flash
-    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd.slots, model.tiering.on,
-                       model.kernel_params.snap.every if model.kernel_params.snap.on else 0,
-                       int(round(fp.free_full)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
+    aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd_cache.slots, model.tiering.on,
+                       model.kernel_params.snapshots.every_ns if model.kernel_params.snapshots.on else 0,
+                       int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
     done = 0
     for segment in segments:
         state.volume_names = volumes()
@@ -662,13 +662,14 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
 def _snapshot_timeline(model: ArrayModel, aggs: _Aggregates) -> SnapshotTimeline:
     """The space held by the replay's snapshots (``replay.mech.snapshots.space`` accounting, 64 KB chunks, on
     the replay's clock), from the per-snapshot-interval sums of first writes."""
-    sp = model.kernel_params.snap
+    np_ = model.kernel_params.snapshots
     df = aggs.snap.result()
-    n = int(df["interval_start_ns"].max() // sp.every) + 1 if df.height else 0
-    full = pl.DataFrame({"interval_start_ns": np.arange(n, dtype=np.int64) * sp.every}).join(
+    n = int(df["interval_start_ns"].max() // np_.every_ns) + 1 if df.height else 0
+    full = pl.DataFrame({"interval_start_ns": np.arange(n, dtype=np.int64) * np_.every_ns}).join(
         df, on="interval_start_ns", how="left").fill_null(0)
     keep = round(model.scenario.snapshots.keep_s * 1e9)
-    return SnapshotTimeline(sp.every, keep, sp.unit, full["writes"].to_numpy(), full["write_bytes"].to_numpy(),
+    return SnapshotTimeline(np_.every_ns, keep, np_.chunk_bytes, full["writes"].to_numpy(),
+                            full["write_bytes"].to_numpy(),
                             full["blocks"].to_numpy())
 
 

@@ -228,7 +228,7 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
         acc["used"] = max(acc["used"], int(used.max()) if used.size else 0)
         if int(arr[-1]) >= (step + 1) * FC_STEP_NS:
             span = (int(arr[-1]) - acc["t0"]) / 1e9
-            fill = 100.0 * acc["used"] / m.kernel_params.ssd.slots if fast_cache else 0.0
+            fill = 100.0 * acc["used"] / m.kernel_params.ssd_cache.slots if fast_cache else 0.0
             steps.append({"outstanding": FC_RAMP[step], "iops": acc["n"] / span,
                           "latency_mean_ms": acc["lat"] / acc["n"] / 1e6, "fill_pct": fill})
             step += 1

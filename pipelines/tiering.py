@@ -99,7 +99,7 @@ def slices_table(model: ArrayModel, state: ArrayState, volume_names: list[str]) 
     names, tiers = _names(model)
     rg = state.backend.slice_rg
     live = np.flatnonzero(rg >= 0)
-    sl = state.tier.slices[live]
+    sl = state.tiering.slices[live]
     vols = dict(enumerate(volume_names))
     return pl.DataFrame({
         "volume": sl["vol"].astype(np.int64), "slice": sl["no"], "alloc_ns": sl["alloc_ns"],
@@ -160,13 +160,13 @@ def summary(model: ArrayModel, state: ArrayState, tier_intervals: pl.DataFrame, 
         n = int(t["requests"].sum()) if t.height else 0
         lat = float((t["latency_mean_ms"].fill_null(0) * t["requests"]).sum()) if t.height else 0.0
         rows.append({"tier": name, "raid_groups": [model.scenario.raid_groups[int(r)].name for r in groups],
-                     "capacity_bytes": int(tp.rg_cap[groups].sum()) * tp.slice,
-                     "used_bytes": int(state.tier.rg_used[groups].sum()) * tp.slice,
+                     "capacity_bytes": int(tp.rg_cap[groups].sum()) * tp.slice_bytes,
+                     "used_bytes": int(state.tiering.rg_used[groups].sum()) * tp.slice_bytes,
                      "requests": n, "request_share": n / total, "latency_mean_ms": lat / n if n else None})
     out["tiers"] = rows
     if slices.height and int(slices["ios"].sum()):
         counts = np.sort(slices["ios"].to_numpy())[::-1].copy()
-        sk = Skew(tp.slice, slices.height, int(counts.sum()), counts)
+        sk = Skew(tp.slice_bytes, slices.height, int(counts.sum()), counts)
         p = sk.point(sk.skew_index())
         out["tier_skew_io_share"] = p["io_share"]
         out["tier_skew_capacity_share"] = p["capacity_share"]

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import sys
 from collections import namedtuple
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -80,12 +80,10 @@ from schemas.trace import OP_READ, OP_TRIM, OP_WRITE
 __all__ = ["ArrayModel", "ArrayState", "OUTCOME_COLUMNS", "LOG_COLUMNS", "run_requests"]
 
 #: Per-request outcome columns, by mechanism (``replay/mech/<name>/outputs.py``): the kernel writes
-#: ``out.<column>[i]``; a run has the columns of its mechanisms (the host, DRAM cache and back end
-#: always; the SSD cache, snapshots, all-flash when on), the others are empty and never written.
+#: ``out.<column>[i]``; a run has the columns of its running mechanisms (``Mechanism.always``, or
+#: on), the others are empty and never written.
 OUTCOME_COLUMNS = {m.name: m.module("outputs").OUTCOMES for m in MECHANISMS}
 Outcome = namedtuple("Outcome", [c.name for cols in OUTCOME_COLUMNS.values() for c in cols])
-#: the mechanisms whose columns every run has
-ALWAYS = ("host", "dram_cache", "backend")
 _NO_COLUMN = np.zeros(0, dtype=np.int64)
 
 
@@ -101,31 +99,13 @@ AHEAD_NEAR = 16
 LOG_ROWS_MAX = 1 << 18
 
 
-class Params(NamedTuple):
-    """Every mechanism's parameters (immutable, from the scenario)."""
-
-    host: host.HostParams
-    dram: dc.DramParams
-    backend: be.BackendParams
-    ssd: ssd.SsdParams
-    tier: tier.TierParams
-    snap: snap.SnapParams
-    flash: fl.FlashParams
-
-
-class KernelState(NamedTuple):
-    """What :func:`run_requests` mutates (built from an :class:`ArrayState` per call)."""
-
-    host: host.HostState
-    dram: dc.DramState
-    backend: be.BackendState
-    ssd: ssd.SsdState
-    tier: tier.TierState
-    snap: snap.SnapState
-    events: np.ndarray  # one replay.events.EVENTS record
-    logs: Logs  # the record logs (replay.events)
-    utab: np.ndarray  # the unit id table (replay.ids.IdMap)
-    flash: fl.FlashState
+#: Every mechanism's parameters (immutable, from the scenario), one field per mechanism of the
+#: registry: ``params.dram_cache`` is ``replay.mech.dram_cache.kernel.params(sc)``.
+Params = namedtuple("Params", [m.name for m in MECHANISMS])
+#: What :func:`run_requests` mutates (built from an :class:`ArrayState` per call): every
+#: mechanism's state, the event loop's clock (one ``replay.events.EVENTS`` record), the record
+#: logs (``replay.events.Logs``) and the unit id table (``replay.ids.IdMap``).
+KernelState = namedtuple("KernelState", [*(m.name for m in MECHANISMS), "events", "logs", "utab"])
 
 
 class Requests(NamedTuple):
@@ -168,17 +148,17 @@ def run_requests(params, state, req, shift, start, out, tmp):
     record buffer would overflow: drain it and call again; or FAST VP's ranking is due: rank and
     call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.mech.backend.kernel.PLACE`` scratch record."""
     hp = params.host
-    dp = params.dram
+    dp = params.dram_cache
     bp = params.backend
-    sp = params.ssd
-    tp = params.tier
-    np_ = params.snap
+    sp = params.ssd_cache
+    tp = params.tiering
+    np_ = params.snapshots
     hs = state.host
-    ds = state.dram
+    ds = state.dram_cache
     bs = state.backend
-    ss = state.ssd
-    ts = state.tier
-    ns = state.snap
+    ss = state.ssd_cache
+    ts = state.tiering
+    ns = state.snapshots
     tcr = ts.c[0]
     sc = ss.c[0]
     ev = state.events[0]
@@ -295,7 +275,7 @@ def run_flash_requests(params, state, req, start, out):
     bp = params.backend
     fp = params.flash
     hs = state.host
-    ds = state.dram
+    ds = state.dram_cache
     fs = state.flash
     fc = fs.c[0]
     ev = state.events[0]
@@ -329,51 +309,24 @@ def run_flash_requests(params, state, req, start, out):
 # --------------------------------------------------------------------------------------------
 # the model object
 # --------------------------------------------------------------------------------------------
-@dataclass
-class ArrayState:
-    """Explicit, picklable state of an array replay (see module docstring). ``volume_names``:
-    the trace's volume names by dense id (the caller copies them from its ``SegmentBuilder``),
-    used to place each volume in its pool; a volume without a name goes to the default pool."""
-
-    host: host.HostState
-    dram: dc.DramState
-    backend: be.BackendState
-    ssd: ssd.SsdState
-    tier: tier.TierState
-    snap: snap.SnapState
-    events: np.ndarray
-    logs: Logs
-    unit_ids: IdMap = field(default_factory=IdMap)
-    chunk_ids: IdMap = field(default_factory=IdMap)  # SSD cache chunks (volume, chunk number)
-    volume_names: list[str] = field(default_factory=list)
-    n_vol: int = 0
-    records: dict[str, list[dict[str, np.ndarray]]] = field(default_factory=dict)  # stashed log rows
-    flash: fl.FlashState | None = None
-
-    def kernel_state(self) -> KernelState:
-        return KernelState(self.host, self.dram, self.backend, self.ssd, self.tier, self.snap, self.events,
-                           self.logs, self.unit_ids.table, self.flash)
+def _kernel_state(self) -> KernelState:
+    return KernelState(*(getattr(self, m.name) for m in MECHANISMS), self.events, self.logs, self.unit_ids.table)
 
 
-#: counters(): name -> (mechanism, field)
-COUNTERS = {
-    "requests": ("host", "requests"), "reads": ("host", "reads"), "writes": ("host", "writes"),
-    "other_requests": ("host", "other"), "read_pages": ("dram", "read_pages"),
-    "read_hit_pages": ("dram", "read_hits"), "write_pages": ("dram", "write_pages"),
-    "write_hit_pages": ("dram", "write_hits"), "write_through_pages": ("dram", "through_pages"),
-    "trimmed_dirty_pages": ("dram", "trimmed_dirty"), "read_bytes": ("host", "read_bytes"),
-    "write_bytes": ("host", "write_bytes"), "trimmed_pages": ("dram", "trimmed_pages"),
-    "forced_flush_count": ("dram", "forced_n"), "forced_flush_stall_ns": ("dram", "forced_stall_ns"),
-    "stall_delay_sum_ns": ("host", "stall_ns"), "stalled_requests": ("host", "stalled_requests"),
-    "throttle_delay_sum_ns": ("host", "throttle_ns"), "throttled_requests": ("host", "throttled_requests"),
-    "cache_full_waits": ("dram", "full_waits"), "full_stripe_writes": ("dram", "full_stripes"),
-    "flush_ops": ("dram", "flush_ops"), "idle_flush_ops": ("dram", "idle_flush_ops"),
-    "flush_pages": ("dram", "flush_pages"), "flush_bytes": ("dram", "flush_bytes"),
-    "backend_read_ios": ("backend", "read_ios"), "backend_write_ios": ("backend", "write_ios"),
-    "backend_read_bytes": ("backend", "read_bytes"), "dirty_pages": ("dram", "dirty"),
-    "dirty_pages_max": ("dram", "dirty_max"), "first_arrival_ns": ("host", "first_arrival"),
-    "last_done_ns": ("host", "last_done"), "latency_sum_ns": ("host", "latency_sum"),
-}
+#: Explicit, picklable state of an array replay (see module docstring): one field per mechanism of
+#: the registry (its ``new_state``), the clock and record logs, the unit and SSD cache chunk id
+#: maps, ``volume_names``: the trace's volume names by dense id (the caller copies them from its
+#: ``SegmentBuilder``), used to place each volume in its pool (a volume without a name goes to the
+#: default pool), and the log rows stashed since the last ``drain_records``.
+ArrayState = make_dataclass("ArrayState", [
+    *((m.name, Any) for m in MECHANISMS), ("events", np.ndarray), ("logs", Logs),
+    ("unit_ids", IdMap, field(default_factory=IdMap)),
+    ("chunk_ids", IdMap, field(default_factory=IdMap)),  # SSD cache chunks (volume, chunk number)
+    ("volume_names", list[str], field(default_factory=list)),
+    ("n_vol", int, 0),
+    ("records", dict[str, list[dict[str, np.ndarray]]], field(default_factory=dict)),
+], namespace={"kernel_state": _kernel_state})
+ArrayState.__module__ = __name__  # pickled by reference: replay.array.ArrayState
 
 
 @register
@@ -386,13 +339,8 @@ class ArrayModel(Model):
         if not isinstance(scenario, Scenario):
             raise TypeError("ArrayModel takes a replay.scenario.Scenario (see ArrayModel.from_section)")
         self.scenario = scenario
-        self.backend = be.build(scenario)
-        self.tiering = tier.Tiering(scenario, scenario.dram.flush_unit_bytes)
-        self.kernel_params = Params(host=host.params(scenario), dram=dc.params(scenario, PAGE_BITS),
-                                    backend=be.params(self.backend),
-                                    ssd=ssd.params(scenario, be.raid_groups(scenario)),
-                                    tier=self.tiering.params, snap=snap.params(scenario),
-                                    flash=fl.params(scenario))
+        self.tiering = tier.Tiering(scenario)  # FAST VP's ranking and planning (Python, between kernel calls)
+        self.kernel_params = Params(**{m.name: m.module("kernel").params(scenario) for m in MECHANISMS})
         self._spares: dict[str, np.ndarray] = {}
 
     def __getstate__(self) -> dict:
@@ -443,26 +391,23 @@ class ArrayModel(Model):
 
     # -- state ----------------------------------------------------------------------------
     def new_state(self) -> ArrayState:
+        sc, p = self.scenario, self.kernel_params
+        return ArrayState(**{m.name: m.module("kernel").new_state(sc, p) for m in MECHANISMS},
+                          events=new_events(), logs=new_logs())
+
+    def _running(self) -> list:
+        """The mechanisms whose state this scenario's runs grow, count and write: those that are
+        ``always`` (their outcome columns exist in every run) and the others when ``on``."""
         p = self.kernel_params
-        return ArrayState(
-            host=host.new_state(p.host),
-            dram=dc.new_state(self.scenario, p.dram, len(self.scenario.raid_groups), int(p.backend.groups["width"].max())),
-            backend=be.new_state(p.backend),
-            ssd=ssd.new_state(self.scenario, p.ssd, p.backend.drives.shape[0]),
-            tier=self.tiering.new_state(),
-            snap=snap.new_state(),
-            events=new_events(),
-            logs=new_logs(),
-            flash=fl.new_state(p.flash),
-        )
+        return [m for m in MECHANISMS if m.always or getattr(p, m.name).on]
 
     def _ensure_volumes(self, state: ArrayState, n_vol: int) -> None:
         if n_vol <= state.n_vol:
             return
-        vols = state.dram.vols
+        vols = state.dram_cache.vols
         if vols.shape[0] < n_vol:
             vols = dc.grow(vols, max(n_vol, 2 * vols.shape[0]), dc.new_vols)
-            state.dram = state.dram._replace(vols=vols)
+            state.dram_cache = state.dram_cache._replace(vols=vols)
         sc = self.scenario
         for vid in range(state.n_vol, n_vol):
             name = state.volume_names[vid] if vid < len(state.volume_names) else f"#{vid}"
@@ -472,14 +417,15 @@ class ArrayModel(Model):
         state.n_vol = n_vol
 
     def _ensure_units(self, state: ArrayState, n_units: int) -> None:
-        have = state.dram.units.shape[0]
+        """Rows for ``n_units`` unit ids in every table kept per unit (doubling, at least 1024)."""
+        have = state.dram_cache.units.shape[0]
         if n_units <= have:
             return
-        units = dc.grow(state.dram.units, max(n_units, 2 * have, 1024), dc.new_units)
-        vlinks = dc.grow(state.dram.vlinks, units.shape[0], dc.new_vlinks)
-        state.dram = state.dram._replace(units=units, vlinks=vlinks)
-        if self.kernel_params.snap.on:
-            state.snap = snap.grow(state.snap, units.shape[0])
+        rows = max(n_units, 2 * have, 1024)
+        for m in self._running():
+            grow_units = getattr(m.module("kernel"), "grow_units", None)
+            if grow_units is not None:
+                setattr(state, m.name, grow_units(getattr(state, m.name), rows))
 
     # -- replay ---------------------------------------------------------------------------
     def prepare(self, state: ArrayState, segment: Segment):
@@ -497,7 +443,7 @@ class ArrayModel(Model):
                     unit_no, pbit, keys, pstart)
         n_units = state.unit_ids.n_ids
         unit = state.unit_ids.assign(keys, out=self._spare("unit", (n,)))
-        if self.kernel_params.ssd.on and state.unit_ids.n_ids > n_units:
+        if self.kernel_params.ssd_cache.on and state.unit_ids.n_ids > n_units:
             self._map_chunks(state, unit, keys, n_units)
         if self.tiering.on:
             self._ensure_slices(state, keys >> PAGE_BITS, unit_no)
@@ -507,21 +453,21 @@ class ArrayModel(Model):
         """FAST VP: slice ids for every slice this segment's pages reach."""
         top = np.zeros(state.n_vol, dtype=np.int64)
         tier.slices_needed(vol, unit_no, self.tiering.params.units_per_slice, top)
-        state.tier, state.backend = self.tiering.ensure(
-            state.tier, state.backend, state.dram.vols["pool"][: state.n_vol], state.volume_names,
+        state.tiering, state.backend = self.tiering.ensure(
+            state.tiering, state.backend, state.dram_cache.vols["pool"][: state.n_vol], state.volume_names,
             {int(v): int(n) for v, n in enumerate(top) if n})
 
     def _map_chunks(self, state: ArrayState, unit: np.ndarray, keys: np.ndarray, n_units: int) -> None:
         """SSD cache: the chunk and first sub-block of every unit first seen in this segment (ids
         ``n_units..``, dense), and a record for every segment first seen (its volume's placement)."""
-        sp = self.kernel_params.ssd
+        sp = self.kernel_params.ssd_cache
         new = np.arange(n_units, state.unit_ids.n_ids)
         fresh = unit >= n_units
         key_of_new = np.empty(new.size, dtype=np.int64)
         key_of_new[unit[fresh] - n_units] = keys[fresh]  # a scatter, not a sort: every page of a unit has its key
         upc_bits = sp.units_per_chunk.bit_length() - 1
         v, uno = key_of_new >> PAGE_BITS, key_of_new & ((1 << PAGE_BITS) - 1)
-        ss = state.ssd
+        ss = state.ssd_cache
         if sp.units_per_chunk == 1:  # chunks are units: chunk id = unit id (ssd_cache.chunk_of)
             n_chunks, cid = n_units, new
             state.chunk_ids = state.unit_ids
@@ -533,7 +479,7 @@ class ArrayModel(Model):
                 size = max(need, 2 * ss.unit_chunk.shape[0], 1024)
                 ss = ss._replace(unit_chunk=np.resize(ss.unit_chunk, size), unit_sub=np.resize(ss.unit_sub, size))
             ss.unit_chunk[new] = cid
-            ss.unit_sub[new] = ((uno & (sp.units_per_chunk - 1)) * sp.unit) >> sp.sub_shift
+            ss.unit_sub[new] = ((uno & (sp.units_per_chunk - 1)) * sp.flush_unit_bytes) >> sp.sub_shift
         if state.chunk_ids.n_ids > n_chunks:
             chunks = ss.chunks
             if chunks.shape[0] < state.chunk_ids.n_ids:
@@ -543,9 +489,9 @@ class ArrayModel(Model):
             c_new, cv = cid[first_seen], v[first_seen]
             chunks["vol"][c_new] = cv
             chunks["no"][c_new] = uno[first_seen] >> upc_bits
-            chunks["pool"][c_new] = state.dram.vols["pool"][cv]
-            chunks["base"][c_new] = state.dram.vols["base"][cv]
-        state.ssd = ss
+            chunks["pool"][c_new] = state.dram_cache.vols["pool"][cv]
+            chunks["base"][c_new] = state.dram_cache.vols["base"][cv]
+        state.ssd_cache = ss
 
     def replay(self, state: ArrayState, segment: Segment) -> Outcomes:
         n = segment.n_requests
@@ -573,8 +519,8 @@ class ArrayModel(Model):
                 i = run_flash_requests(self.kernel_params, state.kernel_state(), req, 0, out)
             while i < n:
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
-                if state.tier.c[0]["rank_due"]:
-                    state.tier = self.tiering.rank(state.tier, state.backend, int(state.events[0]["now"]))
+                if state.tiering.c[0]["rank_due"]:
+                    state.tiering = self.tiering.rank(state.tiering, state.backend, int(state.events[0]["now"]))
                 elif nxt == i and not any(log.n[0] for log in state.logs):  # one request needs more room
                     state.logs = Logs(*(Log(np.zeros(2 * log.rows.shape[0], log.rows.dtype), log.n)
                                         for log in state.logs))
@@ -584,20 +530,15 @@ class ArrayModel(Model):
         return have
 
     def mechanisms(self) -> list[str]:
-        """The mechanisms this scenario runs, in registry order (``replay.mech.MECHANISMS``): the
-        host always; the DRAM cache and the back end unless the array is all-flash; the others
-        when their section is on."""
-        p = self.kernel_params
-        on = {"host": True, "dram_cache": not p.flash.on, "backend": not p.flash.on, "ssd_cache": bool(p.ssd.on),
-              "tiering": self.tiering.on, "snapshots": bool(p.snap.on), "flash": bool(p.flash.on)}
-        return [m.name for m in MECHANISMS if on[m.name]]
+        """The mechanisms this scenario models, in registry order (``replay.mech.MECHANISMS``): the
+        running ones less those a running one replaces (all-flash: no DRAM cache, no back end)."""
+        running = self._running()
+        replaced = {r for m in running for r in m.replaces}
+        return [m.name for m in running if m.name not in replaced]
 
     def outcome_names(self) -> list[str]:
-        """The outcome columns of this scenario's runs (``OUTCOME_COLUMNS`` of its mechanisms)."""
-        p = self.kernel_params
-        on = {*ALWAYS, *(m for m, flag in (("ssd_cache", p.ssd.on and not p.flash.on), ("snapshots", p.snap.on),
-                                           ("flash", p.flash.on)) if flag)}
-        return [c.name for m, cols in OUTCOME_COLUMNS.items() if m in on for c in cols]
+        """The outcome columns of this scenario's runs (``OUTCOME_COLUMNS`` of its running mechanisms)."""
+        return [c.name for m in self._running() for c in OUTCOME_COLUMNS[m.name]]
 
     def _stash_records(self, state: ArrayState) -> None:
         """Move every log's rows out, as columns, and empty the logs; a log more than half full
@@ -626,43 +567,10 @@ class ArrayModel(Model):
         return out
 
     def counters(self, state: ArrayState) -> dict[str, int | float]:
-        rec = {"host": state.host.c[0], "dram": state.dram.c[0], "backend": state.backend.c[0]}
-        c: dict[str, int | float] = {k: int(rec[m][f]) for k, (m, f) in COUNTERS.items()}
-        parts = state.dram.parts
-        c["write_cache_pages"] = int(parts[1]["cap"])
-        c["read_cache_pages"] = int(parts[0]["cap"])
-        c["cached_pages"] = int(parts["used"].sum())
-        c["dirty_units"] = int(state.dram.c[0]["dirty_units"])
-        c["read_hit_ratio"] = c["read_hit_pages"] / c["read_pages"] if c["read_pages"] else 0.0
-        c["write_hit_ratio"] = c["write_hit_pages"] / c["write_pages"] if c["write_pages"] else 0.0
-        n_hdd = self.scenario.n_drives
-        c["drive_busy_ns"] = int(state.backend.queues["busy_ns"][:n_hdd].sum())
-        if self.kernel_params.ssd.on:
-            c.update(self.ssd_counters(state))
-        if self.tiering.on:
-            c.update(self.tiering.counters(state.tier))
-        if self.kernel_params.snap.on:
-            c.update({f"snapshot_{k}": int(state.snap.c[0][k]) for k in snap.SNAP.names})
-        if self.kernel_params.flash.on:
-            c.update(fl.counters(self.kernel_params.flash, state.flash))
-        return c
-
-    def ssd_counters(self, state: ArrayState) -> dict[str, int | float]:
-        """The SSD cache's counters (``ssd_*``), its capacity and fill."""
-        sp = self.kernel_params.ssd
-        rec = state.ssd.c[0]
-        c: dict[str, int | float] = {f"ssd_{f}": int(rec[f]) for f in ssd.SSD.names
-                                     if f not in ("fills_n", "cleans_n", "last_host_ns", "clean_clock")}
-        c["ssd_slots"] = sp.slots
-        c["ssd_chunk_bytes"] = sp.chunk
-        c["ssd_capacity_bytes"] = sp.slots * sp.chunk
-        c["ssd_fill_pct"] = 100.0 * c["ssd_used"] / sp.slots if sp.slots else 0.0
-        c["ssd_dirty_pct"] = 100.0 * c["ssd_dirty_slots"] / sp.slots if sp.slots else 0.0
-        hits = c["ssd_read_hits"] + c["ssd_write_hits"]
-        total = hits + c["ssd_read_misses"] + c["ssd_write_misses"]
-        c["ssd_hit_ratio"] = hits / total if total else 0.0
-        n_hdd = self.scenario.n_drives
-        c["ssd_busy_ns"] = int(state.backend.queues["busy_ns"][n_hdd:].sum())
+        """Every running mechanism's counters (its ``kernel.counters``), in registry order."""
+        c: dict[str, int | float] = {}
+        for m in self._running():
+            c.update(m.module("kernel").counters(self.scenario, self.kernel_params, state))
         return c
 
     def rg_counters(self, state: ArrayState) -> list[dict[str, int | float]]:
@@ -670,7 +578,7 @@ class ArrayModel(Model):
         pre-cleaning age (MCx) and dirty pages."""
         out = []
         table = self.kernel_params.backend.groups
-        groups = state.dram.groups
+        groups = state.dram_cache.groups
         for gi, rg in enumerate(self.scenario.raid_groups):
             d0, w = int(table[gi]["drive0"]), int(table[gi]["width"])
             g = groups[gi]

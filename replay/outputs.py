@@ -17,3 +17,8 @@ class Column:
     name: str
     unit: str
     doc: str
+
+
+def record_counters(rec, table: dict[str, str]) -> dict[str, int]:
+    """``table``'s counters (summary name -> field) read from one state record."""
+    return {name: int(rec[f]) for name, f in table.items()}

@@ -246,7 +246,7 @@ def test_outcome_arrays_are_reused_only_once_the_caller_let_them_go():
     assert third["arrival_ns"].ctypes.data == addr  # the released buffer, reused
     assert all(np.array_equal(kept[k], kept_copy[k]) for k in kept)
     clone = pickle.loads(pickle.dumps(m))  # spare buffers are not part of the model
-    assert clone._spares == {} and clone.kernel_params.dram == m.kernel_params.dram
+    assert clone._spares == {} and clone.kernel_params.dram_cache == m.kernel_params.dram_cache
 
 
 def test_state_is_picklable_and_forks():
@@ -256,7 +256,7 @@ def test_state_is_picklable_and_forks():
     clone = pickle.loads(pickle.dumps(st))
     fork = copy.deepcopy(st)
     assert m.counters(clone) == m.counters(fork) == m.counters(st)
-    assert np.array_equal(clone.dram.units, st.dram.units) and clone.unit_ids.n_ids == st.unit_ids.n_ids
+    assert np.array_equal(clone.dram_cache.units, st.dram_cache.units) and clone.unit_ids.n_ids == st.unit_ids.n_ids
 
 
 def test_raise_outstanding_mid_run_like_an_iometer_ramp():

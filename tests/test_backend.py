@@ -107,8 +107,8 @@ def test_full_stripe_write_avoids_the_penalty():
 
 def test_raid5_placement_rotates_parity():
     sc = loads(scenario(5, 5), "t.toml")
-    bp = be.params(be.build(sc))
-    bs = be.new_state(bp)
+    m = ArrayModel(sc)
+    bp, bs = m.kernel_params.backend, m.new_state().backend
     out = be.new_place()
 
     def place(unit_no):
@@ -124,8 +124,8 @@ def test_raid5_placement_rotates_parity():
 
 def test_pool_spreads_slices_round_robin():
     sc = load("vnx5400")
-    bp = be.params(be.build(sc))
-    bs = be.new_state(bp)
+    m = ArrayModel(sc)
+    bp, bs = m.kernel_params.backend, m.new_state().backend
     out = be.new_place()
     per_slice = (256 << 20) // (64 << 10)
     rgs = []

@@ -78,9 +78,9 @@ def test_preset_parameters_derived_from_the_published_figures():
     assert fp.read_ns == pytest.approx(62 / 300_000 * 1e9)
     assert fp.write_ns == pytest.approx(62 / 307_000 * 1e9)
     assert fp.ack_ns == pytest.approx(146 * US - fe - 5120 * media)
-    assert (fp.stripe, fp.media_factor) == (4096, 1.25)
-    assert fp.free_full == pytest.approx(0.3 * (17 << 40))
-    assert fp.gc_rate * 1e9 / MIB == pytest.approx(818.5 / (fl.write_amplification(0.3) - 1))  # ~600 MiB/s
+    assert (fp.stripe_bytes, fp.media_factor) == (4096, 1.25)
+    assert fp.free_full_bytes == pytest.approx(0.3 * (17 << 40))
+    assert fp.gc_free_bytes_per_ns * 1e9 / MIB == pytest.approx(818.5 / (fl.write_amplification(0.3) - 1))  # ~600 MiB/s
 
 
 # -- the cliff ------------------------------------------------------------------------------------

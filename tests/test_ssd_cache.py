@@ -105,7 +105,7 @@ def test_a_hit_before_the_copy_completes_is_a_miss_and_counts_nothing():
     rows = reads(0, [0, 1, 2]) + [(2 * S + 1000, "a", "read", 3 * 8 * KIB, 8 * KIB), (3 * S, "a", "read", 4 * 8 * KIB, 8 * KIB)]
     m, st, out, _ = replay_rows(fast(), rows)
     assert out["ssd_read_misses"].tolist() == [1, 1, 1, 1, 0]
-    assert m.counters(st)["ssd_promotions"] == 1 and st.ssd.chunks[0]["accesses"] == 0
+    assert m.counters(st)["ssd_promotions"] == 1 and st.ssd_cache.chunks[0]["accesses"] == 0
 
 
 def test_promotion_window_restarts_the_count():
@@ -123,7 +123,7 @@ def test_lru_eviction_order():
     m, st, out, _ = replay_rows(fast("128KiB"), rows)
     c = m.counters(st)
     assert (c["ssd_promotions"], c["ssd_evictions"], c["ssd_read_hits"]) == (3, 1, 1)
-    slots = st.ssd.chunks["slot"][:3].tolist()  # chunk ids in first-seen order: A, B, C
+    slots = st.ssd_cache.chunks["slot"][:3].tolist()  # chunk ids in first-seen order: A, B, C
     assert slots[1] == -1 and slots[0] >= 0 and slots[2] >= 0
 
 
@@ -325,10 +325,10 @@ def test_cache_state_stays_consistent(ssd):
                     (rng.integers(0, 1000, n) * 8192).tolist(), rng.choice([8192, 65536], n).tolist(), strict=True))
     sc = loads(scenario(ssd, drives=4).replace('cache_bytes = "64MiB"', 'cache_bytes = "2MiB"'), "inv.toml")
     m, st, _, _ = replay_rows(sc, rows)
-    ss, c = st.ssd, m.counters(st)
+    ss, c = st.ssd_cache, m.counters(st)
     ch = ss.chunks[: st.chunk_ids.n_ids]
     used = c["ssd_used"]
-    assert c["ssd_evictions"] > 0 and used == m.kernel_params.ssd.slots  # full, and evicting
+    assert c["ssd_evictions"] > 0 and used == m.kernel_params.ssd_cache.slots  # full, and evicting
     cached = np.flatnonzero(ch["slot"] >= 0)
     assert cached.size == used and sorted(ch["slot"][cached].tolist()) == list(range(used))
 

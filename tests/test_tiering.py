@@ -111,7 +111,7 @@ def test_new_slices_go_where_the_policy_says_keeping_the_reserve(policy, expect)
     sc = loads(scenario(policy), "t.toml")
     m, st, _, _ = replay_rows(sc, reads([(s, 1) for s in range(20)]))
     assert tiers_of(m, st, range(20)) == expect
-    assert m.counters(st)["tier_allocated"] == 20 and int(st.tier.c[0]["overcommitted"]) == 0
+    assert m.counters(st)["tier_allocated"] == 20 and int(st.tiering.c[0]["overcommitted"]) == 0
 
 
 def test_auto_tier_spreads_new_slices_over_the_tiers_by_free_share():
@@ -129,8 +129,8 @@ def test_auto_tier_spreads_new_slices_over_the_tiers_by_free_share():
 def test_a_full_pool_overcommits_and_says_so():
     sc = loads(scenario("highest_available", capacity_tier=False), "t.toml")
     m, st, _, _ = replay_rows(sc, reads([(s, 1) for s in range(16 + 64 + 2)]))
-    assert int(st.tier.c[0]["overcommitted"]) == 2
-    assert st.tier.rg_used.sum() == 82
+    assert int(st.tiering.c[0]["overcommitted"]) == 2
+    assert st.tiering.rg_used.sum() == 82
 
 
 def test_temperature_decays_with_the_half_life():
@@ -142,9 +142,9 @@ def test_temperature_decays_with_the_half_life():
             + reads([(1, 1)], t0=3 * H + S))  # a request after 3 h makes the kernel stop for that ranking
     m, st, _, _ = replay_rows(sc, rows)
     g0 = int(st.backend.vol_slice0[0])
-    assert st.tier.slices["temp"][g0] == pytest.approx(5.0)
-    assert st.tier.slices["temp"][g0 + 1] == pytest.approx(0.5)  # its I/O at 1 h + 1 ns counts in hour 1
-    assert int(st.tier.c[0]["ranks"]) == 3
+    assert st.tiering.slices["temp"][g0] == pytest.approx(5.0)
+    assert st.tiering.slices["temp"][g0 + 1] == pytest.approx(0.5)  # its I/O at 1 h + 1 ns counts in hour 1
+    assert int(st.tiering.c[0]["ranks"]) == 3
 
 
 def window_rows():
@@ -169,7 +169,7 @@ def test_a_window_moves_the_hottest_slices_up_at_the_rate_inside_the_window():
     assert mv["slice"][to_flash].tolist() == [14, 15]  # hottest first (equal heat: first touched)
     c = m.counters(st)
     assert (c["tier_moves"], c["tier_promotions"], c["tier_demotions"]) == (5, 2, 3)
-    assert st.tier.rg_used[0] == 13 <= 14
+    assert st.tiering.rg_used[0] == 13 <= 14
     assert c["tier_deferred"] == 7  # 4 hot slices still below, 3 cold ones still above their target
     assert tiers_of(m, st, [14, 15, 16]) == ["extreme_performance", "extreme_performance", "performance"]
 

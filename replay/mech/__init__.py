@@ -5,9 +5,12 @@ A mechanism lives in ``replay/mech/<name>/``:
 * ``schema.py``: its scenario tables as data (``replay.schema.Section``): every parameter with its
   type, unit, range, default and source. ``replay.scenario`` makes the scenario classes and reads
   the TOML from them; nothing in it imports numba or Polars.
-* ``kernel.py``: its compiled steps (numba) with its parameters (``params(sc)``, a NamedTuple
-  named as the schema names them) and its state (NamedTuples of arrays; tables are structured
-  arrays with named fields).
+* ``kernel.py``: its compiled steps (numba), and the same few functions in every mechanism:
+  ``params(sc)`` (its parameters: a NamedTuple whose fields carry the schema's knob names, in the
+  kernel's units; ``on`` for an optional mechanism), ``new_state(sc, p)`` (its state: NamedTuples
+  of arrays, tables are structured arrays with named fields; ``p``: every mechanism's parameters),
+  ``counters(sc, p, state)`` (its summary counters), and ``grow_units(st, n)`` if its state has a
+  row per DRAM cache unit.
 * ``outputs.py``: what it adds to a replay's results, as data: its per-request outcome columns
   (:class:`replay.outputs.Column`), its counters and summary fields with their units, and the lines
   ``tiercast replay`` prints for it.
@@ -34,6 +37,10 @@ class Mechanism:
 
     name: str
     more_modules: tuple[str, ...] = ()
+    #: every run has its state, counters and outcome columns (else only when its parameters' ``on``)
+    always: bool = False
+    #: the mechanisms it stands in for when on (all-flash: no DRAM cache and no RAID back end)
+    replaces: tuple[str, ...] = ()
 
     @property
     def package(self) -> str:
@@ -51,13 +58,13 @@ class Mechanism:
 #: In composition order: the host issues, the DRAM cache serves, the back end stores, the SSD
 #: cache sits between them, FAST VP places slices, snapshots see writes, flash replaces the rest.
 MECHANISMS = (
-    Mechanism("host"),
-    Mechanism("dram_cache"),
-    Mechanism("backend", ("queueing",)),
+    Mechanism("host", always=True),
+    Mechanism("dram_cache", always=True),
+    Mechanism("backend", ("queueing",), always=True),
     Mechanism("ssd_cache", ("fast_cache", "qcache")),
     Mechanism("tiering"),
     Mechanism("snapshots"),
-    Mechanism("flash"),
+    Mechanism("flash", replaces=("dram_cache", "backend")),
 )
 BY_NAME = {m.name: m for m in MECHANISMS}
 

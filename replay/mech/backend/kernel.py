@@ -33,6 +33,8 @@ import numpy as np
 
 from replay.jit import kernel
 from replay.mech.backend import queueing as qk
+from replay.mech.backend.outputs import COUNTERS
+from replay.outputs import record_counters
 from replay.scenario import RaidGroup, Scenario
 
 #: A RAID group as the kernels see it (``BackendParams.groups``, one record per group).
@@ -107,14 +109,23 @@ class BackendState(NamedTuple):
     vol_slice0: np.ndarray  # int64 per volume: its first slice id (-1: not in the FAST VP pool)
 
 
-def params(ba: BackendArrays) -> BackendParams:
-    return BackendParams(ba.groups.copy(), ba.drives.copy(), ba.gain.copy(), ba.pool_rgs.copy(), ba.pool_nrg.copy(),
-                         ba.pool_slice.copy(), ba.pool_tiered.copy())
+def params(sc: Scenario) -> BackendParams:
+    ba = build(sc)
+    return BackendParams(ba.groups, ba.drives, ba.gain, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.pool_tiered)
 
 
-def new_state(bp: BackendParams) -> BackendState:
-    return BackendState(queues=qk.new_queues(bp.drives.shape[0]), c=np.zeros(1, BACKEND),
+def new_state(sc: Scenario, p) -> BackendState:
+    """``p``: every mechanism's parameters (``replay.array.Params``)."""
+    return BackendState(queues=qk.new_queues(p.backend.drives.shape[0]), c=np.zeros(1, BACKEND),
                         slice_rg=np.zeros(0, dtype=np.int32), vol_slice0=np.zeros(0, dtype=np.int64))
+
+
+def counters(sc: Scenario, p, state) -> dict[str, int]:
+    """The back end's I/Os and bytes, and the busy time of the RAID groups' drives (an SSD cache's
+    drives are the SSD cache's)."""
+    c = record_counters(state.backend.c[0], COUNTERS)
+    c["drive_busy_ns"] = int(state.backend.queues["busy_ns"][: sc.n_drives].sum())
+    return c
 
 
 def raid_groups(sc: Scenario) -> list[RaidGroup]:

@@ -9,3 +9,7 @@ OUTCOMES = (
 )
 
 RECORDS: dict = {}
+
+#: counters (``replay.array.ArrayModel.counters``): summary name -> field of the back end's record
+#: (``replay.mech.backend.kernel.BACKEND``)
+COUNTERS = {"backend_read_ios": "read_ios", "backend_write_ios": "write_ios", "backend_read_bytes": "read_bytes"}

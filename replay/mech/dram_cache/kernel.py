@@ -85,7 +85,10 @@ from replay.jit import kernel, step
 from replay.layout import aligned_records
 from replay.mech.backend import kernel as be
 from replay.mech.backend import queueing as qk
+from replay.mech.dram_cache.outputs import COUNTERS
 from replay.mech.ssd_cache import kernel as ssd
+from replay.outputs import record_counters
+from replay.pages import PAGE_BITS
 from replay.prefetch import prefetch
 
 I1, I2, I4, I8, U8, F8 = np.int8, np.int16, np.int32, np.int64, np.uint64, np.float64
@@ -182,31 +185,31 @@ class DramParams(NamedTuple):
     """Immutable parameters (from the scenario's ``[dram]``)."""
 
     mode: int  # MODE_FLARE / MODE_MCX
-    page: int
-    ppu: int  # pages per unit
-    unit: int  # unit bytes
-    fdepth: int  # flush writes in flight per drive
-    order_addr: int
-    hwm: int  # pages (FLARE)
-    lwm: int
-    idle_after: int  # ns
-    idle_out: int
-    mirror: int  # ns: write ack after mirroring
-    tick: int  # ns: MCx adaptation interval
+    page_bytes: int
+    pages_per_unit: int  # pages per unit
+    flush_unit_bytes: int  # unit bytes
+    flush_queue_depth: int  # flush writes in flight per drive
+    flush_order_address: int
+    high_watermark_pages: int  # pages (FLARE)
+    low_watermark_pages: int
+    idle_after_ns: int  # ns
+    idle_flush_outstanding: int
+    mirror_latency_ns: int  # ns: write ack after mirroring
+    adapt_interval_ns: int  # ns: MCx adaptation interval
     page_bits: int
-    age_min: float
-    age_max: float
+    min_age_ns: float
+    max_age_ns: float
     rate_alpha: float
-    dirty_target: float
-    dirty_max: float
-    min_free: float
-    smooth: float
-    thr_drain: float
-    over: float
-    rmin: float
-    tick_s: float
-    sat_min: float  # share of a tick the flush window must be full for the group to count as saturated
-    room: float  # share of the pool the active groups' dirty pages may fill before throttling
+    dirty_target_frac: float
+    dirty_max_frac: float
+    min_free_frac: float
+    age_smoothing: float
+    throttle_drain_ns: float
+    throttle_overshoot_frac: float
+    throttle_ratio_min: float
+    adapt_interval_s: float
+    throttle_saturation_frac: float  # share of a tick the flush window must be full for "saturated"
+    throttle_room_frac: float  # share of the pool the active groups' dirty pages may fill before throttling
 
 
 class DramState(NamedTuple):
@@ -233,31 +236,41 @@ def check_placement_fits(sc) -> None:
             raise ValueError(f"scenario {sc.name!r}: {n:,} {what}; the array model handles at most {PLACE_MAX:,}")
 
 
-def params(sc, page_bits: int) -> DramParams:
+def params(sc) -> DramParams:
     check_placement_fits(sc)
+    page_bits = PAGE_BITS
     d = sc.dram
     m = d.mcx
     wpages = d.write_cache_bytes // d.page_bytes
     return DramParams(
-        mode=MODE_MCX if d.mode == "mcx" else MODE_FLARE, page=int(d.page_bytes), ppu=int(d.pages_per_unit),
-        unit=int(d.flush_unit_bytes), fdepth=int(d.flush_queue_depth),
-        order_addr=1 if d.flush_order == "address" else 0,
-        hwm=int(np.ceil(wpages * d.flare.high_watermark_pct / 100.0)),
-        lwm=int(wpages * d.flare.low_watermark_pct / 100.0),
-        idle_after=int(d.flare.idle_after_ms * 1e6), idle_out=int(d.flare.idle_flush_outstanding),
-        mirror=int(d.mirror_latency_us * 1e3), tick=max(1, int(m.adapt_interval_ms * 1e6)), page_bits=int(page_bits),
-        age_min=float(m.min_age_ms * 1e6), age_max=float(m.max_age_ms * 1e6),
+        mode=MODE_MCX if d.mode == "mcx" else MODE_FLARE, page_bytes=int(d.page_bytes),
+        pages_per_unit=int(d.pages_per_unit), flush_unit_bytes=int(d.flush_unit_bytes),
+        flush_queue_depth=int(d.flush_queue_depth),
+        flush_order_address=1 if d.flush_order == "address" else 0,
+        high_watermark_pages=int(np.ceil(wpages * d.flare.high_watermark_pct / 100.0)),
+        low_watermark_pages=int(wpages * d.flare.low_watermark_pct / 100.0),
+        idle_after_ns=int(d.flare.idle_after_ms * 1e6),
+        idle_flush_outstanding=int(d.flare.idle_flush_outstanding),
+        mirror_latency_ns=int(d.mirror_latency_us * 1e3),
+        adapt_interval_ns=max(1, int(m.adapt_interval_ms * 1e6)), page_bits=int(page_bits),
+        min_age_ns=float(m.min_age_ms * 1e6), max_age_ns=float(m.max_age_ms * 1e6),
         rate_alpha=float(rate_alpha(m.adapt_interval_ms, m.rate_window_ms)),
-        dirty_target=float(m.dirty_target_pct / 100.0), dirty_max=float(m.dirty_max_pct / 100.0),
-        min_free=float(m.min_free_pct / 100.0), smooth=float(m.age_smoothing),
-        thr_drain=float(m.throttle_drain_ms * 1e6),
-        over=float(m.throttle_overshoot_pct / 100.0), rmin=float(m.throttle_ratio_min),
-        tick_s=float(m.adapt_interval_ms / 1e3), sat_min=float(m.throttle_saturation_pct / 100.0),
-        room=float(m.throttle_room_pct / 100.0),
+        dirty_target_frac=float(m.dirty_target_pct / 100.0), dirty_max_frac=float(m.dirty_max_pct / 100.0),
+        min_free_frac=float(m.min_free_pct / 100.0), age_smoothing=float(m.age_smoothing),
+        throttle_drain_ns=float(m.throttle_drain_ms * 1e6),
+        throttle_overshoot_frac=float(m.throttle_overshoot_pct / 100.0),
+        throttle_ratio_min=float(m.throttle_ratio_min), adapt_interval_s=float(m.adapt_interval_ms / 1e3),
+        throttle_saturation_frac=float(m.throttle_saturation_pct / 100.0),
+        throttle_room_frac=float(m.throttle_room_pct / 100.0),
     )
 
 
-def new_state(sc, dp: DramParams, n_rg: int, max_width: int) -> DramState:
+def new_state(sc, p) -> DramState:
+    """``p``: every mechanism's parameters (``replay.array.Params``): the RAID groups' widths size
+    the flush windows."""
+    dp = p.dram_cache
+    n_rg = len(sc.raid_groups)
+    max_width = int(p.backend.groups["width"].max())
     d = sc.dram
     groups = np.zeros(n_rg, GROUP)
     groups["fifo_head"] = groups["fifo_tail"] = groups["front"] = groups["seq_vol"] = -1
@@ -271,10 +284,31 @@ def new_state(sc, dp: DramParams, n_rg: int, max_width: int) -> DramState:
         parts[1]["cap"] = d.cache_bytes // d.page_bytes
     c = np.zeros(1, CACHE)
     c["vh"] = c["vt"] = -1
-    c["next_tick"] = dp.tick
+    c["next_tick"] = dp.adapt_interval_ns
     return DramState(units=new_units(0), vlinks=new_vlinks(0), groups=groups,
                      win=np.zeros((n_rg, int(d.flush_queue_depth * max_width)), dtype=np.int64),
-                     vols=new_vols(0), parts=parts, iwin=np.zeros(max(1, dp.idle_out), dtype=np.int64), c=c)
+                     vols=new_vols(0), parts=parts, iwin=np.zeros(max(1, dp.idle_flush_outstanding), dtype=np.int64),
+                     c=c)
+
+
+def counters(sc, p, state) -> dict[str, int | float]:
+    """Pages read, hit, written, coalesced, flushed; forced flushes and waits; the partitions' fill."""
+    ds = state.dram_cache
+    c: dict[str, int | float] = record_counters(ds.c[0], COUNTERS)
+    c["write_cache_pages"] = int(ds.parts[1]["cap"])
+    c["read_cache_pages"] = int(ds.parts[0]["cap"])
+    c["cached_pages"] = int(ds.parts["used"].sum())
+    c["read_hit_ratio"] = c["read_hit_pages"] / c["read_pages"] if c["read_pages"] else 0.0
+    c["write_hit_ratio"] = c["write_hit_pages"] / c["write_pages"] if c["write_pages"] else 0.0
+    return c
+
+
+def grow_units(ds: DramState, n_units: int) -> DramState:
+    """Room for ``n_units`` unit ids (``n_units`` rows exactly: the caller chooses the growth)."""
+    if n_units <= ds.units.shape[0]:
+        return ds
+    units = grow(ds.units, n_units, new_units)
+    return ds._replace(units=units, vlinks=grow(ds.vlinks, n_units, new_vlinks))
 
 
 def _empty_unit() -> np.ndarray:
@@ -515,7 +549,7 @@ def touch_volume(ds, v, t):
 def place(dp, ds, bp, bs, u, v, unit_no, tmp):
     """Compute where unit u (unit number ``unit_no`` of volume v) lives (``replay.mech.backend.kernel``)."""
     vo = ds.vols[v]
-    be.place_unit(unit_no, dp.unit, vo.pool, vo.base, v, bp, bs, tmp)
+    be.place_unit(unit_no, dp.flush_unit_bytes, vo.pool, vo.base, v, bp, bs, tmp)
     x = ds.units[u]
     x.rg = tmp[0].rg
     x.data = tmp[0].data
@@ -711,9 +745,9 @@ def mcx_adapt(dp, ds, now, t_limit):
     groups = ds.groups
     c = ds.c[0]
     n_rg = groups.shape[0]
-    dt = dp.tick_s
+    dt = dp.adapt_interval_s
     a = dp.rate_alpha
-    tick = dp.tick
+    tick = dp.adapt_interval_ns
     n_act = 0
     quiet = c.dirty == 0
     for r in range(n_rg):
@@ -726,7 +760,7 @@ def mcx_adapt(dp, ds, now, t_limit):
         sat_ns = g.sat_ns if g.sat_ns < tick else tick
         g.sat_ns -= sat_ns
         g.sat = sat_ns / tick
-        if g.sat >= dp.sat_min and g.flushed_pages > 0:
+        if g.sat >= dp.throttle_saturation_frac and g.flushed_pages > 0:
             peak = g.flushed_pages / dt / g.sat
             g.rate_max = peak if g.rate_max <= 0.0 else g.rate_max + a * (peak - g.rate_max)
         g.new_dirty = 0
@@ -738,16 +772,16 @@ def mcx_adapt(dp, ds, now, t_limit):
             quiet = False
     cap = ds.parts[1].cap
     free = cap - c.dirty
-    min_free = dp.min_free * cap
-    amin = dp.age_min
-    amax = dp.age_max
+    min_free = dp.min_free_frac * cap
+    amin = dp.min_age_ns
+    amax = dp.max_age_ns
     for r in range(n_rg):
         g = groups[r]
         # coalescing effectiveness: share of host page writes that found the page dirty
         coal = 1.0 - g.rate_in / g.rate_writes if g.rate_writes > 1e-3 else 0.0
         if coal < 0.0:
             coal = 0.0
-        frac = dp.dirty_target + (dp.dirty_max - dp.dirty_target) * coal
+        frac = dp.dirty_target_frac + (dp.dirty_max_frac - dp.dirty_target_frac) * coal
         share = frac * cap / max(n_act, 1)
         age = g.age
         target = share / max(g.rate_in, 1e-3) * 1e9
@@ -760,19 +794,19 @@ def mcx_adapt(dp, ds, now, t_limit):
         if free < min_free and min_free > 0:
             target *= max(free, 0) / min_free
         target = min(max(target, amin), amax)
-        age = age * (target / age) ** dp.smooth
+        age = age * (target / age) ** dp.age_smoothing
         g.age = min(max(age, amin), amax)
         update_due(ds, r, now)
         # throttle only what seed 002 describes: dirty pages past the pre-cleaning age AND the group
         # already flushing at its maximum rate (window full) AND those pages needing more than
         # ``throttle_drain_ms`` at that rate; new dirty pages are then admitted at ratio x that rate
         throttle = False
-        if h >= 0 and g.due > 0 and g.sat >= dp.sat_min and g.rate_max > 0.0:
+        if h >= 0 and g.due > 0 and g.sat >= dp.throttle_saturation_frac and g.rate_max > 0.0:
             drain_ns = dpg / g.rate_max * 1e9
-            room = max(dp.room * cap / max(n_act, 1), share)  # coalescing writes may hold more
-            if drain_ns > dp.thr_drain and dpg >= room:
+            room = max(dp.throttle_room_frac * cap / max(n_act, 1), share)  # coalescing writes may hold more
+            if drain_ns > dp.throttle_drain_ns and dpg >= room:
                 oldest = now - ds.units[h].since
-                ratio = throttle_ratio(dpg / room, dp.over, dp.rmin)
+                ratio = throttle_ratio(dpg / room, dp.throttle_overshoot_frac, dp.throttle_ratio_min)
                 g.rate = ratio * g.rate_max
                 throttle = True
                 _note_throttle(g, now, oldest - np.int64(g.age), np.int64(g.sat * tick), np.int64(drain_ns))
@@ -861,13 +895,13 @@ def flush(dp, ds, bp, bs, sp, ss, ev, flog, plog, utab, shift, u, tau, kind):
     g = ds.groups[r]
     level = bp.groups[r].level
     width = bp.groups[r].width
-    ppu = dp.ppu
-    page = dp.page
+    ppu = dp.pages_per_unit
+    page = dp.page_bytes
     mask = x.dirty
     ssd.prefetch_entry(sp, ss, u)
     _prefetch_successor(sp, ss, un, x.fn if kind == K_FLUSH else ds.vlinks[u].vn)
     batch = 1.0
-    if dp.order_addr:
+    if dp.flush_order_address:
         if dp.mode == MODE_MCX and not c.emergency:
             update_due(ds, r, tau)
             due = g.due
@@ -958,7 +992,7 @@ def _prefetch_successor(sp, ss, un, u):
 
 @kernel
 def _window_add(dp, ds, bp, r, done):
-    m = dp.fdepth * bp.groups[r].width
+    m = dp.flush_queue_depth * bp.groups[r].width
     g = ds.groups[r]
     n = g.win_n
     if n < m:
@@ -977,7 +1011,7 @@ def _rg_next(dp, ds, bp, ev, r):
     base = g.clock
     if ev.now > base:
         base = ev.now
-    if g.win_n >= dp.fdepth * bp.groups[r].width and ds.win[r, 0] > base:
+    if g.win_n >= dp.flush_queue_depth * bp.groups[r].width and ds.win[r, 0] > base:
         base = ds.win[r, 0]
     if dp.mode == MODE_FLARE:
         if c.watermark or c.forced:
@@ -993,17 +1027,17 @@ def _rg_next(dp, ds, bp, ev, r):
 def _idle_next(dp, ds, ev):
     """FLARE idle flushing: the least recently active LUN with dirty pages, once idle."""
     c = ds.c[0]
-    if dp.mode != MODE_FLARE or dp.idle_out == 0:
+    if dp.mode != MODE_FLARE or dp.idle_flush_outstanding == 0:
         return INF
     v = c.vt
     if v < 0:
         return INF
-    base = ds.vols[v].last + dp.idle_after
+    base = ds.vols[v].last + dp.idle_after_ns
     if c.idle_clock > base:
         base = c.idle_clock
     if ev.now > base:
         base = ev.now
-    if c.iwin_n >= dp.idle_out and ds.iwin[0] > base:
+    if c.iwin_n >= dp.idle_flush_outstanding and ds.iwin[0] > base:
         base = ds.iwin[0]
     return base
 
@@ -1052,7 +1086,7 @@ def catch_up(dp, ds, bp, bs, sp, ss, ev, flog, tlog, plog, utab, shift, t_limit,
             u = ds.vols[c.vt].fifo_head
             done = flush(dp, ds, bp, bs, sp, ss, ev, flog, plog, utab, shift, u, best, K_IDLE_FLUSH)
             n = c.iwin_n
-            if n < dp.idle_out:
+            if n < dp.idle_flush_outstanding:
                 c.iwin_n = qk.heap_push(ds.iwin, n, done)
             else:
                 qk.heap_replace_top(ds.iwin, n, done)
@@ -1064,10 +1098,10 @@ def catch_up(dp, ds, bp, bs, sp, ss, ev, flog, tlog, plog, utab, shift, t_limit,
             _window_add(dp, ds, bp, who, done)
             g = ds.groups[who]
             g.clock = best
-            if g.win_n >= dp.fdepth * bp.groups[who].width and ds.win[who, 0] > best:
+            if g.win_n >= dp.flush_queue_depth * bp.groups[who].width and ds.win[who, 0] > best:
                 g.sat_ns += ds.win[who, 0] - best  # full until its earliest write completes
         last_done = done
-        if dp.mode == MODE_FLARE and c.dirty <= dp.lwm:
+        if dp.mode == MODE_FLARE and c.dirty <= dp.low_watermark_pages:
             c.watermark = 0
             if until == 1:
                 ev.next_ev = ev.now
@@ -1121,7 +1155,7 @@ def read(dp, ds, bp, bs, sp, ss, ev, plog, v, p0, p1, punit, pbit, puno, tc, tmp
     unit in one I/O), fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
     un = ds.units
     c = ds.c[0]
-    page = dp.page
+    page = dp.page_bytes
     done = tc
     rp = 0
     rh = 0
@@ -1196,7 +1230,7 @@ def write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0, p1, punit, pbit,
     un = ds.units
     c = ds.c[0]
     mode = dp.mode
-    page = dp.page
+    page = dp.page_bytes
     t_w = tc
     through = False
     wp = 0
@@ -1289,10 +1323,10 @@ def write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0, p1, punit, pbit,
                 thr += adm - t_w
                 t_w = adm
         mark_dirty(dp, ds, ev, u, bit, t_w)
-        if mode == MODE_FLARE and not c.watermark and c.dirty >= dp.hwm:
+        if mode == MODE_FLARE and not c.watermark and c.dirty >= dp.high_watermark_pages:
             c.watermark = 1
             start_flushers(ds, ev, ev.now)
-    done = max(tc, t_w + dp.mirror)
+    done = max(tc, t_w + dp.mirror_latency_ns)
     c.write_pages += wp
     c.write_hits += wh
     return done, wp, wh, stall, thr, bbusy, rg_req

@@ -56,3 +56,14 @@ RECORDS = {
 }
 #: the values of a flush record's ``kind``
 FLUSH_KINDS = ("flush", "full_stripe", "idle_flush")
+
+#: counters (``replay.array.ArrayModel.counters``): summary name -> field of the cache's record
+#: (``replay.mech.dram_cache.kernel.CACHE``)
+COUNTERS = {
+    "read_pages": "read_pages", "read_hit_pages": "read_hits", "write_pages": "write_pages",
+    "write_hit_pages": "write_hits", "write_through_pages": "through_pages", "trimmed_dirty_pages": "trimmed_dirty",
+    "trimmed_pages": "trimmed_pages", "forced_flush_count": "forced_n", "forced_flush_stall_ns": "forced_stall_ns",
+    "cache_full_waits": "full_waits", "full_stripe_writes": "full_stripes", "flush_ops": "flush_ops",
+    "idle_flush_ops": "idle_flush_ops", "flush_pages": "flush_pages", "flush_bytes": "flush_bytes",
+    "dirty_pages": "dirty", "dirty_pages_max": "dirty_max", "dirty_units": "dirty_units",
+}

@@ -75,11 +75,11 @@ class FlashParams(NamedTuple):
     write_ns: float  # S_w
     ack_ns: float  # A_w
     media_ns_per_byte: float
-    stripe: int  # data bytes of a full stripe
+    stripe_bytes: int  # data bytes of a full stripe
     media_factor: float  # (data + parity) / data
-    free_full: float  # physical - valid: free space once GC has caught up
-    free_cap: float  # GC runs while free space is below this
-    gc_rate: float  # free bytes GC makes per ns
+    free_full_bytes: float  # physical - valid: free space once GC has caught up
+    gc_start_free_bytes: float  # GC runs while free space is below this
+    gc_free_bytes_per_ns: float  # free bytes GC makes per ns
     copy_per_free: float  # WA - 1
     write_amplification: float
 
@@ -149,16 +149,17 @@ def params(sc) -> FlashParams:
     gc_bytes_per_ns = f.gc_mib_per_s * (1 << 20) / 1e9
     return FlashParams(
         on=1, servers=int(servers), read_ns=servers * 1e9 / f.read_iops, write_ns=s_w, ack_ns=ack,
-        media_ns_per_byte=mpb, stripe=int(stripe), media_factor=factor, free_full=full,
-        free_cap=full * f.gc_start_pct / 100.0,
-        gc_rate=gc_bytes_per_ns / (wa - 1.0) if wa > 1.0 else 1e30, copy_per_free=wa - 1.0,
+        media_ns_per_byte=mpb, stripe_bytes=int(stripe), media_factor=factor, free_full_bytes=full,
+        gc_start_free_bytes=full * f.gc_start_pct / 100.0,
+        gc_free_bytes_per_ns=gc_bytes_per_ns / (wa - 1.0) if wa > 1.0 else 1e30, copy_per_free=wa - 1.0,
         write_amplification=wa)
 
 
-def new_state(fp: FlashParams) -> FlashState:
+def new_state(sc, p) -> FlashState:
+    fp = p.flash
     c = np.zeros(1, FLASH)
     c["cliff_req"] = c["cliff_ns"] = -1
-    c["free"] = fp.free_full
+    c["free"] = fp.free_full_bytes
     return FlashState(heap=np.zeros(fp.servers, dtype=np.int64), c=c)
 
 
@@ -167,10 +168,10 @@ def new_state(fp: FlashParams) -> FlashState:
 def advance_gc(fp, c, t):
     """GC frees space from ``t_gc`` to t while free space is below its start level."""
     if t > c.t_gc:
-        if c.free < fp.free_cap:
-            add = (t - c.t_gc) * fp.gc_rate
-            if c.free + add > fp.free_cap:
-                add = fp.free_cap - c.free
+        if c.free < fp.gc_start_free_bytes:
+            add = (t - c.t_gc) * fp.gc_free_bytes_per_ns
+            if c.free + add > fp.gc_start_free_bytes:
+                add = fp.gc_start_free_bytes - c.free
             c.free += add
             c.gc_moved += add * fp.copy_per_free
         c.t_gc = t
@@ -203,7 +204,7 @@ def request(fp, fs, op, size, tc, n_done):
         return _media_then_flash(fp, fs, tc, size, fp.read_ns, fp.read_ns), np.int64(0)
     if op != OP_WRITE:
         return tc, np.int64(0)
-    data = (size + fp.stripe - 1) // fp.stripe * fp.stripe
+    data = (size + fp.stripe_bytes - 1) // fp.stripe_bytes * fp.stripe_bytes
     c.writes += 1
     c.write_bytes += size
     c.data_bytes += data
@@ -212,8 +213,8 @@ def request(fp, fs, op, size, tc, n_done):
         c.free -= data
     else:  # the cliff: wait until GC has freed the rest (after the writes already waiting)
         t0 = c.t_gc if c.t_gc > tc else tc
-        t = t0 + np.int64(math.ceil((data - c.free) / fp.gc_rate))
-        made = (t - t0) * fp.gc_rate
+        t = t0 + np.int64(math.ceil((data - c.free) / fp.gc_free_bytes_per_ns))
+        made = (t - t0) * fp.gc_free_bytes_per_ns
         c.gc_moved += made * fp.copy_per_free
         c.free = c.free + made - data
         if c.free < 0.0:
@@ -229,19 +230,21 @@ def request(fp, fs, op, size, tc, n_done):
     return _media_then_flash(fp, fs, t, media, fp.write_ns, fp.ack_ns), t - tc
 
 
-def counters(fp: FlashParams, fs: FlashState) -> dict[str, int | float]:
+def counters(sc, p, state) -> dict[str, int | float]:
     """``flash_*`` counters: host and media bytes, GC copies, free space, the cliff."""
-    c = fs.c[0]
+    fp = p.flash
+    c = state.flash.c[0]
     out: dict[str, int | float] = {f"flash_{k}": int(c[k]) for k in (
         "reads", "writes", "read_bytes", "write_bytes", "data_bytes", "media_read_bytes", "media_write_bytes",
         "gc_waits", "gc_wait_ns", "busy_ns", "cliff_req", "cliff_ns")}
     out["flash_gc_bytes"] = int(round(float(c["gc_moved"])))
     out["flash_free_bytes"] = int(round(float(c["free"])))
-    out["flash_free_full_bytes"] = int(round(fp.free_full))
-    out["flash_free_pct"] = 100.0 * float(c["free"]) / fp.free_full if fp.free_full > 0 else 0.0
+    out["flash_free_full_bytes"] = int(round(fp.free_full_bytes))
+    out["flash_free_pct"] = 100.0 * float(c["free"]) / fp.free_full_bytes if fp.free_full_bytes > 0 else 0.0
     data = out["flash_data_bytes"]
     out["flash_write_amplification"] = (data + float(c["gc_moved"])) / data if data else 1.0
     out["flash_gc_write_amplification"] = fp.write_amplification
     out["flash_servers"] = fp.servers
-    out["flash_steady_write_mib_per_s"] = fp.gc_rate * 1e9 / (1 << 20) if fp.gc_rate < 1e29 else math.inf
+    rate = fp.gc_free_bytes_per_ns
+    out["flash_steady_write_mib_per_s"] = rate * 1e9 / (1 << 20) if rate < 1e29 else math.inf
     return out

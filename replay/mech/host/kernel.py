@@ -18,6 +18,8 @@ import numpy as np
 
 from replay.jit import step
 from replay.mech.backend import queueing as qk
+from replay.mech.host.outputs import COUNTERS
+from replay.outputs import record_counters
 from schemas.trace import OP_READ, OP_WRITE
 
 HOST = np.dtype([(n, np.int64) for n in (
@@ -33,8 +35,8 @@ HOST = np.dtype([(n, np.int64) for n in (
 class HostParams(NamedTuple):
     closed: int  # 1: closed loop of ``outstanding`` I/Os
     outstanding: int
-    sp_ns: int  # storage processor overhead per request
-    sp_ns_per_byte: float
+    overhead_ns: int  # storage processor overhead per request
+    ns_per_byte: float
 
 
 class HostState(NamedTuple):
@@ -44,14 +46,19 @@ class HostState(NamedTuple):
 
 def params(sc) -> HostParams:
     return HostParams(closed=1 if sc.replay.mode == "closed" else 0, outstanding=int(sc.replay.outstanding),
-                      sp_ns=int(sc.controller.overhead_us * 1e3),
-                      sp_ns_per_byte=float(1e9 / (sc.controller.bandwidth_mb_per_s * 1e6)))
+                      overhead_ns=int(sc.controller.overhead_us * 1e3),
+                      ns_per_byte=float(1e9 / (sc.controller.bandwidth_mb_per_s * 1e6)))
 
 
-def new_state(hp: HostParams) -> HostState:
+def new_state(sc, p) -> HostState:
+    """``p``: every mechanism's parameters (``replay.array.Params``)."""
     c = np.zeros(1, HOST)
     c["first_arrival"] = -1
-    return HostState(heap=np.zeros(max(1, hp.outstanding), dtype=np.int64), c=c)
+    return HostState(heap=np.zeros(max(1, p.host.outstanding), dtype=np.int64), c=c)
+
+
+def counters(sc, p, state) -> dict[str, int]:
+    return record_counters(state.host.c[0], COUNTERS)
 
 
 @step
@@ -80,7 +87,7 @@ def storage_processor(hp, hs, t, size, op):
     else:
         c.other += 1
     start = c.sp_free if c.sp_free > t else t
-    done = start + hp.sp_ns + np.int64(size * hp.sp_ns_per_byte)
+    done = start + hp.overhead_ns + np.int64(size * hp.ns_per_byte)
     c.sp_free = done
     return done
 

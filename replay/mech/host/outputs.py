@@ -9,3 +9,13 @@ OUTCOMES = (
 )
 
 RECORDS: dict = {}
+
+#: counters (``replay.array.ArrayModel.counters``): summary name -> field of the host's record
+#: (``replay.mech.host.kernel.HOST``)
+COUNTERS = {
+    "requests": "requests", "reads": "reads", "writes": "writes", "other_requests": "other",
+    "read_bytes": "read_bytes", "write_bytes": "write_bytes", "stall_delay_sum_ns": "stall_ns",
+    "stalled_requests": "stalled_requests", "throttle_delay_sum_ns": "throttle_ns",
+    "throttled_requests": "throttled_requests", "first_arrival_ns": "first_arrival", "last_done_ns": "last_done",
+    "latency_sum_ns": "latency_sum",
+}

@@ -36,9 +36,9 @@ SNAP = np.dtype([(n, np.int64) for n in ("first_writes", "cofw_copies", "cofw_io
 
 class SnapParams(NamedTuple):
     on: int
-    every: int  # ns between snapshots
+    every_ns: int  # ns between snapshots
     cofw: int  # 1: copy-on-first-write
-    unit: int  # chunk bytes (the DRAM flush unit)
+    chunk_bytes: int  # chunk bytes (the DRAM flush unit)
 
 
 class SnapState(NamedTuple):
@@ -53,15 +53,22 @@ def params(sc) -> SnapParams:
     return SnapParams(1, max(1, round(s.every_s * 1e9)), 1 if s.mode == "cofw" else 0, int(sc.dram.flush_unit_bytes))
 
 
-def new_state() -> SnapState:
+def new_state(sc, p) -> SnapState:
     return SnapState(epoch=np.full(0, -1, dtype=np.int32), c=np.zeros(1, SNAP))
 
 
-def grow(ns: SnapState, n_units: int) -> SnapState:
+def counters(sc, p, state) -> dict[str, int]:
+    """``snapshot_*``: chunks first written since their snapshot, copy-on-first-write copies, I/Os and waits."""
+    c = state.snapshots.c[0]
+    return {f"snapshot_{k}": int(c[k]) for k in SNAP.names}
+
+
+def grow_units(ns: SnapState, n_units: int) -> SnapState:
+    """Room for ``n_units`` DRAM unit ids (the DRAM cache's unit table grew to that many rows)."""
     have = ns.epoch.shape[0]
     if n_units <= have:
         return ns
-    epoch = np.full(max(n_units, 2 * have, 1024), -1, dtype=np.int32)
+    epoch = np.full(n_units, -1, dtype=np.int32)
     epoch[:have] = ns.epoch
     return ns._replace(epoch=epoch)
 
@@ -71,7 +78,7 @@ def before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, punit, puno, arr, t, tmp):
     """A host write issued at ``arr``, reaching the cache at t, of pages p0..p1: count the chunks
     it writes first since the latest snapshot before ``arr``; with COFW copy each of them first.
     Returns (time the write can proceed, chunks)."""
-    e = arr // np_.every
+    e = arr // np_.every_ns
     new = 0
     ready = t
     last = -1
@@ -89,8 +96,8 @@ def before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, punit, puno, arr, t, tmp):
             x = ds.units[u]
             if not (x.flags & dc.F_PLACED):
                 dc.place(dp, ds, bp, bs, u, v, puno[j], tmp)
-            dn, _ = be.read(bp, bs, x.rg, x.data, x.p1, np_.unit, t)
-            dw, _, ios = be.write_unit(bp, bs, x.data, x.p1, x.p2, dn, be.write_ops(x.rg, bp), np_.unit, 1.0)
+            dn, _ = be.read(bp, bs, x.rg, x.data, x.p1, np_.chunk_bytes, t)
+            dw, _, ios = be.write_unit(bp, bs, x.data, x.p1, x.p2, dn, be.write_ops(x.rg, bp), np_.chunk_bytes, 1.0)
             c.cofw_copies += 1
             c.cofw_ios += 1 + ios
             if dw > ready:

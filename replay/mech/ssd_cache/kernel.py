@@ -92,26 +92,26 @@ class SsdParams(NamedTuple):
     on: int
     policy: int  # POLICY_FAST_CACHE / POLICY_QCACHE
     write_back: int  # writes to cached chunks stay on the SSDs (dirty)
-    chunk: int  # chunk (block) bytes
+    chunk_bytes: int  # chunk (block) bytes
     units_per_chunk: int  # DRAM flush units per chunk
-    unit: int  # DRAM flush unit bytes
-    page: int
-    sub: int  # sub-block bytes
+    flush_unit_bytes: int  # DRAM flush unit bytes
+    page_bytes: int
+    sub_block_bytes: int  # sub-block bytes
     sub_shift: int
-    subs: int  # sub-blocks per chunk
+    sub_blocks: int  # sub-blocks per chunk
     slots: int  # capacity in chunks
-    after: int  # FAST Cache: promote after this many accesses ...
-    window: int  # ... within this many ns (0: no window)
-    por: int  # QCache: populate on read / write thresholds (0: never)
-    pow: int
-    fills: int  # promotions in flight at most
-    clean: int  # proactive cleaning when idle
-    idle: int  # ns without host I/O that make the array idle
+    promote_after_hits: int  # FAST Cache: promote after this many accesses ...
+    promote_window_ns: int  # ... within this many ns (0: no window)
+    populate_on_read: int  # QCache: populate on read / write thresholds (0: never)
+    populate_on_write: int
+    fills_in_flight: int  # promotions in flight at most
+    proactive_cleaning: int  # proactive cleaning when idle
+    idle_after_ns: int  # ns without host I/O that make the array idle
     rg: int  # the SSD group in replay.mech.backend.kernel
-    d0: int
-    width: int
+    drive0: int
+    drives: int
     pairs: int  # mirrored pairs (0: not mirrored)
-    flash: np.ndarray  # int8 per RAID group: 1 if on SSDs (the flash tier: never promoted)
+    group_is_flash: np.ndarray  # int8 per RAID group: 1 if on SSDs (the flash tier: never promoted)
 
 
 class SsdState(NamedTuple):
@@ -128,8 +128,8 @@ class SsdState(NamedTuple):
     c: np.ndarray  # SSD [1]
 
 
-def params(sc, backend_groups: list) -> SsdParams:
-    """``backend_groups``: ``replay.mech.backend.kernel.raid_groups(sc)`` (the SSD group last when on)."""
+def params(sc) -> SsdParams:
+    backend_groups = be.raid_groups(sc)  # the SSD cache's drives are the last group when it is on
     flash = np.array([1 if sc.drive_classes[g.drive_class].kind == "ssd" else 0 for g in backend_groups],
                      dtype=np.int8)
     s = sc.ssd
@@ -145,14 +145,34 @@ def params(sc, backend_groups: list) -> SsdParams:
     else:
         policy, write_back, por, pow_ = POLICY_QCACHE, int(s.mirrored), s.populate_on_read, s.populate_on_write
     return SsdParams(
-        on=1, policy=policy, write_back=write_back, chunk=int(s.chunk_bytes), units_per_chunk=s.chunk_bytes // unit,
-        unit=unit, page=int(sc.dram.page_bytes), sub=int(sub), sub_shift=sub.bit_length() - 1,
-        subs=s.chunk_bytes // sub, slots=int(chunk_n), after=int(s.promote_after_hits),
-        window=int(s.promote_window_ms * 1e6), por=int(por), pow=int(pow_), fills=int(s.fills_in_flight),
-        clean=int(s.proactive_cleaning and s.kind == "fastcache"), idle=int(s.idle_after_ms * 1e6),
-        rg=len(backend_groups) - 1, d0=d0, width=int(s.drives), pairs=s.drives // 2 if s.mirrored else 0,
-        flash=flash,
+        on=1, policy=policy, write_back=write_back, chunk_bytes=int(s.chunk_bytes),
+        units_per_chunk=s.chunk_bytes // unit, flush_unit_bytes=unit, page_bytes=int(sc.dram.page_bytes),
+        sub_block_bytes=int(sub), sub_shift=sub.bit_length() - 1, sub_blocks=s.chunk_bytes // sub,
+        slots=int(chunk_n), promote_after_hits=int(s.promote_after_hits),
+        promote_window_ns=int(s.promote_window_ms * 1e6), populate_on_read=int(por),
+        populate_on_write=int(pow_), fills_in_flight=int(s.fills_in_flight),
+        proactive_cleaning=int(s.proactive_cleaning and s.kind == "fastcache"),
+        idle_after_ns=int(s.idle_after_ms * 1e6), rg=len(backend_groups) - 1, drive0=d0, drives=int(s.drives),
+        pairs=s.drives // 2 if s.mirrored else 0, group_is_flash=flash,
     )
+
+
+def counters(sc, p, state) -> dict[str, int | float]:
+    """The SSD cache's counters (``ssd_*``), its capacity and fill."""
+    sp = p.ssd_cache
+    rec = state.ssd_cache.c[0]
+    c: dict[str, int | float] = {f"ssd_{f}": int(rec[f]) for f in SSD.names
+                                 if f not in ("fills_n", "cleans_n", "last_host_ns", "clean_clock")}
+    c["ssd_slots"] = sp.slots
+    c["ssd_chunk_bytes"] = sp.chunk_bytes
+    c["ssd_capacity_bytes"] = sp.slots * sp.chunk_bytes
+    c["ssd_fill_pct"] = 100.0 * c["ssd_used"] / sp.slots if sp.slots else 0.0
+    c["ssd_dirty_pct"] = 100.0 * c["ssd_dirty_slots"] / sp.slots if sp.slots else 0.0
+    hits = c["ssd_read_hits"] + c["ssd_write_hits"]
+    total = hits + c["ssd_read_misses"] + c["ssd_write_misses"]
+    c["ssd_hit_ratio"] = hits / total if total else 0.0
+    c["ssd_busy_ns"] = int(state.backend.queues["busy_ns"][sc.n_drives:].sum())
+    return c
 
 
 def new_chunks(n: int) -> np.ndarray:
@@ -162,7 +182,10 @@ def new_chunks(n: int) -> np.ndarray:
     return ch
 
 
-def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
+def new_state(sc, p) -> SsdState:
+    """``p``: every mechanism's parameters (``replay.array.Params``)."""
+    sp = p.ssd_cache
+    n_drives = p.backend.drives.shape[0]
     n = max(1, sp.slots)
     c = np.zeros(1, SSD)
     for f in ("t50_ns", "t90_ns"):
@@ -170,8 +193,8 @@ def new_state(sc, sp: SsdParams, n_drives: int) -> SsdState:
     clean_out = sc.ssd.clean_outstanding if sc.ssd else 1
     return SsdState(chunks=new_chunks(0), lru_ends=np.full(2, -1, dtype=np.int64),
                     dirty_ends=np.full(2, -1, dtype=np.int64),
-                    dirty=np.zeros((n, (sp.subs + 63) // 64), dtype=np.uint64),
-                    fills=np.zeros(max(1, sp.fills), dtype=np.int64),
+                    dirty=np.zeros((n, (sp.sub_blocks + 63) // 64), dtype=np.uint64),
+                    fills=np.zeros(max(1, sp.fills_in_flight), dtype=np.int64),
                     cleans=np.zeros(max(1, clean_out), dtype=np.int64),
                     unit_chunk=np.zeros(0, dtype=np.int32), unit_sub=np.zeros(0, dtype=np.int32),
                     tmp=be.new_place(), acc=np.zeros(n_drives, dtype=np.int64), c=c)
@@ -252,11 +275,11 @@ def touch(ss, s):
 def ssd_drive(sp, s, sub):
     """The SSD holding sub-block ``sub`` of slot s and its mirror (-1: none): sub-blocks are
     spread round robin over the drives (pairs when mirrored)."""
-    k = np.int64(s) * sp.subs + sub
+    k = np.int64(s) * sp.sub_blocks + sub
     if sp.pairs > 0:
-        d = sp.d0 + 2 * (k % sp.pairs)
+        d = sp.drive0 + 2 * (k % sp.pairs)
         return d, d + 1
-    return sp.d0 + k % sp.width, -1
+    return sp.drive0 + k % sp.drives, -1
 
 
 @kernel
@@ -286,10 +309,10 @@ def write_chunk(sp, bp, bs, s, t):
     """A whole chunk onto the SSDs (a promotion): one write per drive (pair) it spreads over."""
     c_ios = 0
     done = t
-    spread = sp.pairs if sp.pairs > 0 else sp.width
-    if spread > sp.subs:
-        spread = sp.subs
-    per = sp.chunk // spread
+    spread = sp.pairs if sp.pairs > 0 else sp.drives
+    if spread > sp.sub_blocks:
+        spread = sp.sub_blocks
+    per = sp.chunk_bytes // spread
     for k in range(spread):
         dn, ios = ssd_write(sp, bp, bs, s, k, per, t)
         done = max(done, dn)
@@ -305,8 +328,8 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
         acc[d] = 0
     first = ch.no * sp.units_per_chunk
     for k in range(sp.units_per_chunk):
-        be.place_unit(first + k, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, tmp)
-        acc[tmp[0].data] += sp.unit
+        be.place_unit(first + k, sp.flush_unit_bytes, ch.pool, ch.base, ch.vol, bp, bs, tmp)
+        acc[tmp[0].data] += sp.flush_unit_bytes
     done = t
     ios = 0
     for d in range(acc.shape[0]):
@@ -317,7 +340,7 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
             done = max(done, dn)
             ios += 1
     bs.c[0].read_ios += ios
-    bs.c[0].read_bytes += sp.chunk
+    bs.c[0].read_bytes += sp.chunk_bytes
     return done, ios
 
 
@@ -330,23 +353,24 @@ def clean_chunk(sp, ss, bp, bs, k, t):
     s = ch.slot
     done = t
     b = 0
-    while b < sp.subs:
+    while b < sp.sub_blocks:
         w = b >> 6
         if (ss.dirty[s, w] >> np.uint64(b & 63)) & np.uint64(1):
             n = 0
-            while b + n < sp.subs and (ss.dirty[s, (b + n) >> 6] >> np.uint64((b + n) & 63)) & np.uint64(1):
+            while b + n < sp.sub_blocks and (ss.dirty[s, (b + n) >> 6] >> np.uint64((b + n) & 63)) & np.uint64(1):
                 n += 1
-            dr, _ = ssd_read(sp, bp, bs, s, b, n * sp.sub, t, qk.BG_READ)
+            dr, _ = ssd_read(sp, bp, bs, s, b, n * sp.sub_block_bytes, t, qk.BG_READ)
             c.clean_read_ios += 1
             # the units the run covers
-            off0 = b * sp.sub
-            off1 = (b + n) * sp.sub
-            u0 = off0 // sp.unit
-            u1 = (off1 + sp.unit - 1) // sp.unit
+            off0 = b * sp.sub_block_bytes
+            off1 = (b + n) * sp.sub_block_bytes
+            u0 = off0 // sp.flush_unit_bytes
+            u1 = (off1 + sp.flush_unit_bytes - 1) // sp.flush_unit_bytes
             for j in range(u0, u1):
-                be.place_unit(ch.no * sp.units_per_chunk + j, sp.unit, ch.pool, ch.base, ch.vol, bp, bs, ss.tmp)
-                lo = max(off0, j * sp.unit)
-                hi = min(off1, (j + 1) * sp.unit)
+                be.place_unit(ch.no * sp.units_per_chunk + j, sp.flush_unit_bytes, ch.pool, ch.base, ch.vol, bp, bs,
+                              ss.tmp)
+                lo = max(off0, j * sp.flush_unit_bytes)
+                hi = min(off1, (j + 1) * sp.flush_unit_bytes)
                 tmp = ss.tmp
                 r = tmp[0].rg
                 dn, _, ios = be.write_unit(bp, bs, tmp[0].data, tmp[0].p1, tmp[0].p2, dr,
@@ -396,7 +420,7 @@ def promote(sp, ss, bp, bs, ev, plog, k, t):
     already in flight (then nothing: the chunk counts again on its next access)."""
     c = ss.c[0]
     n = c.fills_n
-    if n >= sp.fills and ss.fills[0] > t:
+    if n >= sp.fills_in_flight and ss.fills[0] > t:
         c.deferred += 1
         return
     s, free = alloc(sp, ss, bp, bs, t)
@@ -404,7 +428,7 @@ def promote(sp, ss, bp, bs, ev, plog, k, t):
     dr, rios = read_hdd_chunk(sp, bp, bs, ch, free, ss.tmp, ss.acc)
     dw, wios = write_chunk(sp, bp, bs, s, dr)
     c.fill_read_ios += rios
-    c.fill_read_bytes += sp.chunk
+    c.fill_read_bytes += sp.chunk_bytes
     c.fill_write_ios += wios
     ch.ready_ns = dw
     ch.dirty_subs = 0
@@ -416,11 +440,11 @@ def promote(sp, ss, bp, bs, ev, plog, k, t):
     x = plog.rows[append(plog)]
     x.ts_ns = t
     x.volume = ch.vol
-    x.bytes = sp.chunk
+    x.bytes = sp.chunk_bytes
     x.ios = rios + wios
     x.slots_used = c.used
     x.copy_ns = dw - t
-    if n < sp.fills:
+    if n < sp.fills_in_flight:
         c.fills_n = qk.heap_push(ss.fills, n, dw)
     else:
         qk.heap_replace_top(ss.fills, n, dw)
@@ -431,8 +455,8 @@ def admit(sp, ss, k, write, t):
     """Count one access to chunk k reaching the cache; True when it is to be promoted now."""
     ch = ss.chunks[k]
     if sp.policy == POLICY_FAST_CACHE:
-        return fast_cache.count(ch, sp.after, sp.window, t)
-    return qcache.count(ch, write, sp.por, sp.pow)
+        return fast_cache.count(ch, sp.promote_after_hits, sp.promote_window_ns, t)
+    return qcache.count(ch, write, sp.populate_on_read, sp.populate_on_write)
 
 
 # ---- the DRAM cache's calls --------------------------------------------------------------------
@@ -495,8 +519,8 @@ def idle(sp, ss, bp, bs, t):
     """A host request arrives at t: first let VNX2's proactive cleaner use the idle time before
     it (dirty slots oldest first, ``clean_outstanding`` copies in flight)."""
     c = ss.c[0]
-    if sp.on and sp.clean and c.dirty_slots > 0:
-        tau = c.last_host_ns + sp.idle
+    if sp.on and sp.proactive_cleaning and c.dirty_slots > 0:
+        tau = c.last_host_ns + sp.idle_after_ns
         if c.clean_clock > tau:
             tau = c.clean_clock
         while tau < t and c.dirty_slots > 0:
@@ -534,7 +558,7 @@ def read(sp, ss, bp, bs, ev, plog, u, r, d, p1, b0, nbytes, t):
     c = ss.c[0]
     k = chunk_of(sp, ss, u)
     slot = ss.chunks[k].slot
-    sub = first_sub(sp, ss, u) + ((b0 * sp.page) >> sp.sub_shift)
+    sub = first_sub(sp, ss, u) + ((b0 * sp.page_bytes) >> sp.sub_shift)
     if slot >= 0 and ss.chunks[k].ready_ns <= t:
         touch(ss, k)
         c.read_hits += 1
@@ -543,7 +567,7 @@ def read(sp, ss, bp, bs, ev, plog, u, r, d, p1, b0, nbytes, t):
         return dn, s, 0
     c.read_misses += 1
     dn, s = be.read(bp, bs, r, d, p1, nbytes, t)
-    if slot < 0 and not sp.flash[r] and admit(sp, ss, k, False, t):
+    if slot < 0 and not sp.group_is_flash[r] and admit(sp, ss, k, False, t):
         promote(sp, ss, bp, bs, ev, plog, k, t)
     return dn, s, 1
 
@@ -564,8 +588,8 @@ def write(sp, ss, bp, bs, ev, plog, u, r, d, p1, p2, b0, tau, nops, nbytes, batc
         c.through_hits += through
         touch(ss, k)
         s0 = first_sub(sp, ss, u)
-        sub0 = s0 + ((b0 * sp.page) >> sp.sub_shift)
-        sub1 = s0 + ((b0 * sp.page + nbytes - 1) >> sp.sub_shift)
+        sub0 = s0 + ((b0 * sp.page_bytes) >> sp.sub_shift)
+        sub1 = s0 + ((b0 * sp.page_bytes + nbytes - 1) >> sp.sub_shift)
         done, ios = ssd_write(sp, bp, bs, slot, sub0, nbytes, tau)
         c.write_ios += ios
         if sp.write_back:
@@ -584,6 +608,6 @@ def write(sp, ss, bp, bs, ev, plog, u, r, d, p1, p2, b0, tau, nops, nbytes, batc
     c.write_misses += 1
     c.through_misses += through
     done, busy, hios = be.write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch)
-    if not sp.flash[r] and admit(sp, ss, k, True, tau):
+    if not sp.group_is_flash[r] and admit(sp, ss, k, True, tau):
         promote(sp, ss, bp, bs, ev, plog, k, tau)
     return done, busy, hios, 0

@@ -105,9 +105,9 @@ class TierParams(NamedTuple):
 
     on: int
     pool: int
-    slice: int  # bytes
+    slice_bytes: int  # bytes
     units_per_slice: int  # DRAM flush units per slice
-    piece: int  # bytes per relocation piece
+    piece_bytes: int  # bytes per relocation piece
     pieces: int  # pieces per slice
     piece_ns: int  # one piece at the relocation rate
     rg_tier: np.ndarray  # int32 per RAID group: tier index (TIER_NAMES), -1 outside the tiered pool
@@ -233,7 +233,7 @@ def relocate(tp, ts, dp, ds, bp, bs, rlog, utab, shift, now):
         gid = bs.vol_slice0[v] + s
         src = bs.slice_rg[gid]
         dst = ts.plan_rg[k]
-        done, busy, ios = be.copy_piece(bp, bs, src, dst, t, tp.piece)
+        done, busy, ios = be.copy_piece(bp, bs, src, dst, t, tp.piece_bytes)
         c.relocation_ios += ios
         c.relocation_busy_ns += busy
         c.move_ios += ios
@@ -252,14 +252,14 @@ def relocate(tp, ts, dp, ds, bp, bs, rlog, utab, shift, now):
             x.slice = s
             x.source_rg = src
             x.target_rg = dst
-            x.bytes = tp.slice
+            x.bytes = tp.slice_bytes
             x.ios = c.move_ios
             x.busy_ns = c.move_busy_ns
             x.copy_ns = done - t0
             c.move_ios = 0
             c.move_busy_ns = 0
             c.moves += 1
-            c.moved_bytes += tp.slice
+            c.moved_bytes += tp.slice_bytes
             st = tp.rg_tier[src]
             dt = tp.rg_tier[dst]
             if dt < st:
@@ -276,10 +276,35 @@ def relocate(tp, ts, dp, ds, bp, bs, rlog, utab, shift, now):
 # --------------------------------------------------------------------------------------------
 # Python side: parameters, layout, ranking, planning
 # --------------------------------------------------------------------------------------------
+def params(sc: Scenario) -> TierParams:
+    return Tiering(sc).params
+
+
+def new_state(sc: Scenario, p) -> TierState:
+    """``p``: every mechanism's parameters (``replay.array.Params``)."""
+    tp = p.tiering
+    c = np.zeros(1, TIER)
+    c["next_rank_ns"] = round(sc.tiering.rank_interval_s * 1e9) if tp.on else INF
+    c["late_gid"] = -1
+    c["next_move_ns"] = INF
+    z8 = np.zeros(0, dtype=I8)
+    return TierState(slices=new_slices(0), rg_used=np.zeros(tp.rg_tier.shape[0], dtype=I8),
+                     vol_cap=np.zeros(0, dtype=I8), vol_policy=np.zeros(0, dtype=I4), plan_ts=z8,
+                     plan_vol=np.zeros(0, dtype=I4), plan_no=z8, plan_rg=np.zeros(0, dtype=I4), c=c)
+
+
+def counters(sc: Scenario, p, state) -> dict[str, int]:
+    """``tier_*``: slices allocated and overcommitted, relocations by kind, bytes and I/Os moved,
+    windows planned, slices deferred and moves dropped."""
+    c = state.tiering.c[0]
+    return {f"tier_{k}": int(c[k]) for k in COUNTERS}
+
+
 class Tiering:
     """FAST VP of one scenario: builds :class:`TierParams`, lays out slice ids, ranks and plans."""
 
-    def __init__(self, sc: Scenario, unit_bytes: int):
+    def __init__(self, sc: Scenario):
+        unit_bytes = sc.dram.flush_unit_bytes
         self.scenario = sc
         self.cfg = sc.tiering
         n_rg = len(be.raid_groups(sc))
@@ -305,9 +330,10 @@ class Tiering:
         piece = min(PIECE_BYTES, sl)
         rate = self.cfg.relocation_mb_per_s * 1e6
         self.params = TierParams(
-            on=1, pool=sc.pool_index(self.cfg.pool), slice=sl, units_per_slice=sl // unit_bytes, piece=piece,
-            pieces=sl // piece, piece_ns=max(1, round(piece / rate * 1e9)), rg_tier=rg_tier, rg_cap=rg_cap,
-            rg_limit=rg_limit, tier_rgs=tier_rgs, tier_nrg=tier_nrg)
+            on=1, pool=sc.pool_index(self.cfg.pool), slice_bytes=sl, units_per_slice=sl // unit_bytes,
+            piece_bytes=piece, pieces=sl // piece, piece_ns=max(1, round(piece / rate * 1e9)),
+            rg_tier=rg_tier, rg_cap=rg_cap, rg_limit=rg_limit, tier_rgs=tier_rgs, tier_nrg=tier_nrg,
+        )
         self.rank_ns = round(self.cfg.rank_interval_s * 1e9)
         self.decay = 0.5 ** (self.cfg.rank_interval_s / 3600.0 / self.cfg.half_life_h)
         self.move_ns = self.params.pieces * self.params.piece_ns
@@ -315,23 +341,6 @@ class Tiering:
     @property
     def on(self) -> bool:
         return bool(self.params.on)
-
-    def new_state(self) -> TierState:
-        c = np.zeros(1, TIER)
-        c["next_rank_ns"] = self.rank_ns if self.on else INF
-        c["late_gid"] = -1
-        c["next_move_ns"] = INF
-        n_rg = self.params.rg_tier.shape[0]
-        z8 = np.zeros(0, dtype=I8)
-        return TierState(slices=new_slices(0), rg_used=np.zeros(n_rg, dtype=I8), vol_cap=np.zeros(0, dtype=I8),
-                         vol_policy=np.zeros(0, dtype=I4), plan_ts=z8, plan_vol=np.zeros(0, dtype=I4), plan_no=z8,
-                         plan_rg=np.zeros(0, dtype=I4), c=c)
-
-    def counters(self, ts: TierState) -> dict[str, int]:
-        """``tier_*``: slices allocated and overcommitted, relocations by kind, bytes and I/Os
-        moved, windows planned, slices deferred and moves dropped."""
-        c = ts.c[0]
-        return {f"tier_{k}": int(c[k]) for k in COUNTERS}
 
     # -- slice ids ------------------------------------------------------------------------
     def ensure(self, ts: TierState, bs: be.BackendState, vol_pool: np.ndarray, volume_names: list[str],
