@@ -748,7 +748,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "dram_write_cache_bytes": 0 if sc.flash else sc.dram.write_cache_bytes,
         "dram_high_watermark_pct": sc.dram.flare.high_watermark_pct if sc.dram.mode == "flare" else None,
         "dram_low_watermark_pct": sc.dram.flare.low_watermark_pct if sc.dram.mode == "flare" else None,
-        "ssd_cache_bytes": sc.ssd.usable_bytes(sc.drive_classes) if sc.ssd else 0,
+        "ssd_cache_bytes": sc.ssd_cache.usable_bytes(sc.drive_classes) if sc.ssd_cache else 0,
         "not_yet_modelled": ",".join(sc.ignored_sections),
     }
     for k, v in c.items():

@@ -174,14 +174,14 @@ def _ssd_run(name: str, df: pl.DataFrame, sc: Scenario, interval_s: int) -> dict
     res = current().replay(name, df, sc.with_replay(interval_ns=interval_s * 10**9))
     v = res.volume_intervals
     aggs = [pl.col("iops").sum(), (pl.col("latency_mean_ms") * pl.col("requests")).sum() / pl.col("requests").sum()]
-    if sc.ssd:
+    if sc.ssd_cache:
         aggs.append(pl.col("ssd_fill_pct").max())
     per = v.group_by("interval_start_ns").agg(*aggs).sort("interval_start_ns").head(-1)
     out = dict(res.summary)
     out["t_s"] = [t // 10**9 for t in per["interval_start_ns"].to_list()]
     out["iops_t"] = per["iops"].to_list()
     out["latency_t"] = per["latency_mean_ms"].to_list()
-    out["fill_t"] = per["ssd_fill_pct"].to_list() if sc.ssd else []
+    out["fill_t"] = per["ssd_fill_pct"].to_list() if sc.ssd_cache else []
     return out
 
 
@@ -270,7 +270,7 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     when the SSD cache first holds 90 % of what it ends with (the working set: 90 GB is 23,040
     blocks of 4 MB), ``plateau_iops``: the best interval after that."""
     sc = load(sc_name or ("xs5224d-qcache-read" if kind == "read" else "xs5224d-qcache-rw"))
-    if ssds != sc.ssd.drives:
+    if ssds != sc.ssd_cache.drives:
         sc = variant(sc.name, drives=ssds)
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
     name, df = workload(pat, requests=requests or current().size(8_000_000, QUICK[f"seed003_qcache_{kind}"]),

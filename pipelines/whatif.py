@@ -297,7 +297,7 @@ def variants(base: str, vary: Sequence[tuple[str, list[str]]], overrides: Sequen
         values = {k: vals[i] for (k, vals), i in zip(vary, idx, strict=True)}
         sets = [*overrides, *(o for k, v in values.items() for o in _overrides(k, v))]
         sc = load(base, sets)
-        ssd = sc.ssd
+        ssd = sc.ssd_cache
         out.append(Variant(values, (sum(idx), *idx), sc.relabel(f"{sc.name} [{_label(values)}]"),
                            tuple((k, v) for k, v in values.items() if k != SSD_CAPACITY_KEY),
                            ssd.usable_bytes(sc.drive_classes) if ssd else 0, ssd.chunk_bytes if ssd else 0))
@@ -367,7 +367,7 @@ def _curve_note(v: Variant, summary: dict) -> str | None:
     got = summary.get("ssd_hit_ratio")
     if v.curve_hit_ratio is None or got is None or abs(got - v.curve_hit_ratio) <= CURVE_MISS:
         return None
-    sc = v.scenario.ssd
+    sc = v.scenario.ssd_cache
     rule = (f"FAST Cache promotes a chunk after {sc.promote_after_hits} accesses" if sc.kind == "fastcache"
             else f"QCache populates a block on its populate-on-read threshold {sc.populate_on_read}")
     return (f"the LRU curve at {v.ssd_chunk_bytes >> 10} KiB chunks predicted an SSD hit ratio of "

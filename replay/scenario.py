@@ -7,11 +7,10 @@ a ``ValueError`` naming the file, the line (when it can be found) and the proble
 the published numbers of ``shared/reference/MODELS.md`` (source in a comment next to each) or,
 marked *est*, our estimates; every one of them is a parameter.
 
-``[ssd_cache]`` is an SSD cache below the DRAM cache: EMC FAST Cache (``kind = "fastcache"``)
-or QSAN QCache 2.0 (``kind = "qcache"``), see :class:`SsdCache` and ``replay.mech.ssd_cache.kernel``.
-``[tiering]`` is FAST VP auto-tiering of one pool (:class:`Tiering`, ``replay.mech.tiering.kernel``): the
-pool's RAID groups form tiers by drive class (flash: extreme performance; 10k/15k SAS:
-performance; NL-SAS: capacity), slices move between them by temperature. Nothing is ignored
+The optional sections are the mechanisms' (``SECTIONS``, from the registry ``replay.mech``): each
+mechanism whose ``schema.py`` has a ``parse`` owns the table of its name, its section class and its
+checks: ``[ssd_cache]`` (FAST Cache, QCache), ``[tiering]`` (FAST VP), ``[snapshots]``, ``[flash]``
+(an all-flash array). ``sc.<name>`` is the section when switched on, else None. Nothing is ignored
 (``NOT_YET_MODELLED`` is empty; a future section listed there would be accepted, hashed and
 reported as not yet modelled).
 
@@ -24,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -32,102 +30,20 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from replay.mech import MECHANISMS
 from replay.mech.backend.schema import DRIVE_CLASS, POOL, RAID_GROUP
 from replay.mech.dram_cache.schema import DRAM, FLARE, MCX
-from replay.mech.flash.schema import FLASH
 from replay.mech.host.schema import CONTROLLER, MAX_OUTSTANDING, MAX_WARMUP_PCT, MIN_INTERVAL_NS, REPLAY
-from replay.mech.snapshots.schema import SNAPSHOTS
-from replay.mech.ssd_cache.schema import KINDS as SSD_KINDS
-from replay.mech.ssd_cache.schema import OWN_KEYS as SSD_OWN_KEYS
-from replay.mech.ssd_cache.schema import QCACHE_IO_TYPES, SSD_CACHE
-from replay.mech.tiering.schema import POLICIES as TIER_POLICIES
-from replay.mech.tiering.schema import TIERING
 from replay.overrides import apply as apply_overrides
-from replay.schema import Param, Section
+from replay.scenario_file import ScenarioFile
 
 PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
 PARITY_DRIVES = {0: 0, 1: 0, 10: 0, 5: 1, 6: 2}
 NOT_YET_MODELLED: tuple[str, ...] = ()
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
-_INDEXED = re.compile(r"^(.*)\[(\d+)\]$")
-
-
-# --------------------------------------------------------------------------------------------
-# errors with file and line
-# --------------------------------------------------------------------------------------------
-def _split(section: str) -> tuple[str, int | None]:
-    """``"raid_groups[1]"`` -> (``"raid_groups"``, 1): the second ``[[raid_groups]]`` entry."""
-    m = _INDEXED.match(section)
-    return (m.group(1), int(m.group(2))) if m else (section, None)
-
-
-class _Where:
-    """Finds the line of a key in the TOML text, so errors can point at it. A section is a table
-    name (``dram.flare``) or an entry of an array of tables (``raid_groups[1]``, 0-based)."""
-
-    def __init__(self, source: str, text: str | None):
-        self.source = source
-        self.lines = text.splitlines() if text else []
-
-    def line_of(self, section: str, key: str | None) -> int | None:
-        """1-based line of ``key`` inside ``section`` (of its header when ``key`` is None)."""
-        head, index = _split(section)
-        start = 0
-        if head:
-            headers = [i for i, line in enumerate(self.lines)
-                       if (m := _HEADER.match(line)) and m.group(1) == head]
-            if len(headers) <= (index or 0):
-                return None
-            start = headers[index or 0]
-            if key is None:
-                return start + 1
-            start += 1
-        elif key is None:
-            return None
-        kp = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
-        for i in range(start, len(self.lines)):
-            if _HEADER.match(self.lines[i]):  # the table ends at the next header
-                return None
-            if kp.match(self.lines[i]):
-                return i + 1
-        return None
-
-    def error(self, section: str, key: str | None, msg: str) -> ValueError:
-        line = self.line_of(section, key)
-        where = f"{self.source}" + (f", line {line}" if line else "")
-        head, index = _split(section)
-        sec = f"[[{head}]] #{index + 1} " if index is not None else f"[{section}] " if section else ""
-        k = f"{key}: " if key else ""
-        return ValueError(f"{where}: {sec}{k}{msg}")
-
-
-def _check_keys(w: _Where, section: str, table: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise w.error(section, unknown[0], f"unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")
-
-
-def _get(w: _Where, section: str, table: dict, key: str, kind: str, default: Any = None, *,
-         minimum: float | None = None, maximum: float | None = None, strict_min: bool = False,
-         choices: tuple | None = None) -> Any:
-    """Read and check one value that is not a declared parameter (names, lists' members)."""
-    if key not in table:
-        return default
-    p = Param(key, kind, default, minimum=minimum, maximum=maximum, strict_min=strict_min, choices=choices or ())
-    try:
-        v = p.convert(table[key])
-    except ValueError as e:
-        raise w.error(section, key, str(e)) from None
-    bad = p.check(v)
-    if bad:
-        raise w.error(section, key, bad)
-    return v
-
-
-def _read(w: _Where, sec: str, section: Section, table: dict, **kw) -> dict[str, Any]:
-    """The values of ``section``'s parameters in ``table`` (errors at ``sec``, e.g. ``raid_groups[1]``)."""
-    return section.read(table, lambda key, msg: w.error(sec, key, msg), **kw)
+#: The optional mechanisms' sections, by table name (= mechanism name): the schema module of every
+#: mechanism whose ``schema.py`` has a ``parse`` (its section class, parser and ``feature``).
+SECTIONS = {m.name: schema for m in MECHANISMS if hasattr(schema := m.module("schema"), "parse")}
 
 
 def _check_range(name: str, v: Any, lo: float, hi: float | None, integer: bool = False) -> None:
@@ -137,12 +53,6 @@ def _check_range(name: str, v: Any, lo: float, hi: float | None, integer: bool =
     if isinstance(v, bool) or not ok_type or not (lo <= v and (hi is None or v <= hi)):
         rng = f"from {lo:.12g} to {hi:.12g}" if hi is not None else f">= {lo:.12g}"
         raise ValueError(f"{name} must be {kind} {rng}, got {v!r}")
-
-
-def _table(w: _Where, section: str, v: Any) -> dict:
-    if not isinstance(v, dict):
-        raise w.error(section, None, f"expected a table, got {type(v).__name__}")
-    return v
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,65 +166,6 @@ class Controller(CONTROLLER.base("Controller")):
 
 
 @dataclass(frozen=True)
-class PolicyMap:
-    pattern: str  # fnmatch pattern on the trace's volume name
-    policy: str
-
-
-class Tiering(TIERING.base("Tiering", after=(("policies", tuple, field(default=())),))):
-    """FAST VP on ``pool`` (``replay.mech.tiering.schema.TIERING``; ``replay.mech.tiering.kernel``). Slices of
-    the pool's ``slice_bytes`` live on one RAID group of one tier each. New slices are placed by
-    the volume's policy (``policies``: per-volume, first match wins); each slice's temperature is
-    its I/O count decayed with ``half_life_h``, updated every ``rank_interval_s``; in each
-    relocation window slices move to the tier their rank earns, at ``relocation_mb_per_s``,
-    keeping ``free_pct`` of every tier free, and hot slices are spread over the RAID groups of a
-    tier until no group carries more than ``rebalance_tolerance_pct`` above the tier's mean."""
-
-    def policy_of(self, volume: str) -> str:
-        for m in self.policies:
-            if fnmatchcase(volume, m.pattern):
-                return m.policy
-        return self.policy
-
-
-class Snapshots(SNAPSHOTS.base("Snapshots")):
-    """Snapshots on a schedule (``replay.mech.snapshots.schema.SNAPSHOTS``; ``replay.mech.snapshots.kernel``)."""
-
-
-class SsdCache(SSD_CACHE.base("SsdCache")):
-    """An SSD cache below the DRAM cache (``replay.mech.ssd_cache.schema.SSD_CACHE``;
-    ``replay.mech.ssd_cache.kernel``). A promotion or population reads the whole chunk / block from the HDD
-    pool and writes it to the SSDs; at most ``fills_in_flight`` are in progress (a miss that finds
-    them all busy is not promoted and counts again next time). Capacity: ``capacity_bytes``, or
-    what the drives hold (halved when mirrored)."""
-
-    @property
-    def mirrored(self) -> bool:
-        return self.mode == "read_write"
-
-    @property
-    def raid_level(self) -> int:
-        if not self.mirrored:
-            return 0
-        return 1 if self.drives == 2 else 10
-
-    def usable_bytes(self, classes: dict[str, DriveClass]) -> int:
-        if self.capacity_bytes:
-            return self.capacity_bytes
-        raw = self.drives * classes[self.drive_class].capacity_bytes
-        return raw // 2 if self.mirrored else raw
-
-    @property
-    def sub_bytes(self) -> int:
-        return self.sub_block_bytes or self.chunk_bytes
-
-
-class Flash(FLASH.base("Flash")):
-    """An all-flash array (``replay.mech.flash.schema.FLASH``; ``replay.mech.flash.kernel``, seed 001 Violin
-    6232). The defaults are the ``violin6232`` preset's."""
-
-
-@dataclass(frozen=True)
 class ReplayOptions:
     mode: str = "open"  # open: trace timestamps; closed: `outstanding` I/Os in flight
     outstanding: int = 16  # IOMeter workers x outstanding, fio numjobs x iodepth
@@ -335,18 +186,24 @@ class Scenario:
     default_pool: str
     replay: ReplayOptions
     extra_sections: dict[str, dict] = field(default_factory=dict)  # sections in NOT_YET_MODELLED (none today)
-    ssd_cache: SsdCache | None = None  # None or enabled = false: no SSD cache
-    tiering_section: Tiering | None = None  # None or enabled = false: no FAST VP
-    snapshots_section: Snapshots | None = None  # None or enabled = false: no snapshots
+    #: the optional mechanisms' sections the file has (``SECTIONS``), switched on or not
+    sections: dict[str, Any] = field(default_factory=dict)
     source: str = ""
-    flash_array: Flash | None = None  # None or enabled = false: not an all-flash array
+
+    def __getattr__(self, name: str) -> Any:
+        """An optional mechanism's section by its name (``sc.ssd_cache``, ``sc.tiering``,
+        ``sc.snapshots``, ``sc.flash``: every ``SECTIONS`` entry) when it is switched on, else
+        None; ``sc.sections[name]`` has it as written even when off."""
+        if name in SECTIONS:
+            t = self.__dict__.get("sections", {}).get(name)
+            return t if t is not None and t.enabled else None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- derived ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("source")
-        if d["flash_array"] is None:  # scenarios without [flash] keep the hash they had before it existed
-            d.pop("flash_array")
+        d.update(d.pop("sections"))  # each section under its table's name, only when the file has it
         return d
 
     def model_dict(self) -> dict:
@@ -390,47 +247,17 @@ class Scenario:
         """HDD and flash-tier drives of the RAID groups (an SSD cache's drives not included)."""
         return sum(rg.width for rg in self.raid_groups)
 
-    @property
-    def ssd(self) -> SsdCache | None:
-        """The SSD cache when it is switched on."""
-        return self.ssd_cache if self.ssd_cache is not None and self.ssd_cache.enabled else None
-
-    @property
-    def tiering(self) -> Tiering | None:
-        """FAST VP when it is switched on."""
-        t = self.tiering_section
-        return t if t is not None and t.enabled else None
-
-    @property
-    def snapshots(self) -> Snapshots | None:
-        """The snapshot schedule when it is switched on."""
-        t = self.snapshots_section
-        return t if t is not None and t.enabled else None
-
     def rg_tier(self, rg: RaidGroup) -> str:
         return self.drive_classes[rg.drive_class].fast_vp_tier
-
-    @property
-    def flash(self) -> Flash | None:
-        """The all-flash mechanism when it is switched on."""
-        return self.flash_array if self.flash_array is not None and self.flash_array.enabled else None
 
     def features(self) -> list[str]:
         """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
         f = [f"dram:{self.dram.mode}"]
-        if self.ssd:
-            f.append(f"ssd_cache:{self.ssd.kind}" + (f":{self.ssd.mode}" if self.ssd.kind == "qcache" else ""))
         f += sorted({f"raid{rg.level}" for rg in self.raid_groups})
         if any(self.drive_classes[rg.drive_class].kind == "ssd" for rg in self.raid_groups):
             f.append("flash_tier")
-        if self.tiering:
-            f.append(f"fast_vp:{self.tiering.policy}")
-        if self.snapshots:
-            f.append(f"snapshots:{self.snapshots.mode}")
         f.append(f"{self.replay.mode}_loop")
-        if self.flash:
-            f.append("all_flash")
-        return f
+        return f + [schema.feature(s) for name, schema in SECTIONS.items() if (s := getattr(self, name))]
 
     def relabel(self, name: str) -> Scenario:
         """A copy under another name (the hash, which keys runs, covers the model only)."""
@@ -464,7 +291,7 @@ class Scenario:
             "mode": self.replay.mode,
             "outstanding": self.replay.outstanding,
             "features": self.features(),
-            "ssd_cache_bytes": self.ssd.usable_bytes(self.drive_classes) if self.ssd else 0,
+            "ssd_cache_bytes": self.ssd_cache.usable_bytes(self.drive_classes) if self.ssd_cache else 0,
             "not_yet_modelled": self.ignored_sections,
             "source": self.source,
         }
@@ -474,16 +301,16 @@ class Scenario:
 # parsing
 # --------------------------------------------------------------------------------------------
 _TOP = {"name", "description", "controller", "dram", "drive_classes", "raid_groups", "pools", "volumes",
-        "replay", "ssd_cache", "tiering", "snapshots", "flash", *NOT_YET_MODELLED}
+        "replay", *SECTIONS, *NOT_YET_MODELLED}
 
 
 def _names(cls) -> set[str]:
     return {f.name for f in fields(cls)}
 
 
-def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
+def _parse_drive(w: ScenarioFile, name: str, t: dict) -> DriveClass:
     sec = f"drive_classes.{name}"
-    dc = DriveClass(name=name, **_read(w, sec, DRIVE_CLASS, t))
+    dc = DriveClass(name=name, **w.read(sec, DRIVE_CLASS, t))
     kind = dc.kind
     if kind == "hdd":
         for k in ("read_iops", "write_iops", "read_latency_us"):
@@ -503,9 +330,9 @@ def _parse_drive(w: _Where, name: str, t: dict) -> DriveClass:
     return dc
 
 
-def _parse_rg(w: _Where, i: int, t: dict, classes: dict[str, DriveClass]) -> RaidGroup:
+def _parse_rg(w: ScenarioFile, i: int, t: dict, classes: dict[str, DriveClass]) -> RaidGroup:
     sec = f"raid_groups[{i}]"
-    rg = RaidGroup(**_read(w, sec, RAID_GROUP, _table(w, sec, t)))
+    rg = RaidGroup(**w.read(sec, RAID_GROUP, w.table(sec, t)))
     name, level, width, dclass, elem = rg.name, rg.level, rg.width, rg.drive_class, rg.stripe_element_bytes
     if dclass not in classes:
         raise w.error(sec, "drive_class", f"RAID group {name!r}: unknown drive class {dclass!r}; "
@@ -518,23 +345,23 @@ def _parse_rg(w: _Where, i: int, t: dict, classes: dict[str, DriveClass]) -> Rai
     return rg
 
 
-def _parse_dram(w: _Where, t: dict) -> Dram:
-    ft = _table(w, "dram.flare", t.get("flare", {}))
-    mt = _table(w, "dram.mcx", t.get("mcx", {}))
-    flare = Flare(**_read(w, "dram.flare", FLARE, ft))
+def _parse_dram(w: ScenarioFile, t: dict) -> Dram:
+    ft = w.table("dram.flare", t.get("flare", {}))
+    mt = w.table("dram.mcx", t.get("mcx", {}))
+    flare = Flare(**w.read("dram.flare", FLARE, ft))
     if flare.low_watermark_pct >= flare.high_watermark_pct:
         raise w.error("dram.flare", "low_watermark_pct", f"low watermark {flare.low_watermark_pct} % must be "
                       f"below the high watermark {flare.high_watermark_pct} %")
     ms = "dram.mcx"
-    mcx = Mcx(**_read(w, ms, MCX, mt))
+    mcx = Mcx(**w.read(ms, MCX, mt))
     if mcx.dirty_max_pct < mcx.dirty_target_pct:
         raise w.error(ms, "dirty_max_pct", f"must be >= dirty_target_pct ({mcx.dirty_target_pct}), "
                       f"got {mcx.dirty_max_pct}")
     if not mcx.min_age_ms <= mcx.initial_age_ms <= mcx.max_age_ms:
         raise w.error(ms, "initial_age_ms", f"must lie within min_age_ms..max_age_ms "
                       f"({mcx.min_age_ms}..{mcx.max_age_ms}), got {mcx.initial_age_ms}")
-    mode = _get(w, "dram", t, "mode", "str", DRAM["mode"].default, choices=DRAM["mode"].choices)
-    dram = Dram(**_read(w, "dram", DRAM, t, defaults={"flush_order": "address" if mode == "mcx" else "age"}),
+    mode = w.get("dram", t, "mode", "str", DRAM["mode"].default, choices=DRAM["mode"].choices)
+    dram = Dram(**w.read("dram", DRAM, t, defaults={"flush_order": "address" if mode == "mcx" else "age"}),
                 flare=flare, mcx=mcx)
     pb, fu = dram.page_bytes, dram.flush_unit_bytes
     if pb & (pb - 1):
@@ -553,17 +380,17 @@ def _parse_dram(w: _Where, t: dict) -> Dram:
 
 def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Scenario:
     """A validated :class:`Scenario` from a parsed TOML document."""
-    w = _Where(source, text)
-    _check_keys(w, "", data, _TOP)
-    name = _get(w, "", data, "name", "str", Path(source).stem)
-    description = _get(w, "", data, "description", "str", "")
+    w = ScenarioFile(source, text)
+    w.check_keys("", data, _TOP)
+    name = w.get("", data, "name", "str", Path(source).stem)
+    description = w.get("", data, "description", "str", "")
 
-    ct = _table(w, "controller", data.get("controller", {}))
-    controller = Controller(**_read(w, "controller", CONTROLLER, ct))
-    dram = _parse_dram(w, _table(w, "dram", data.get("dram", {})))
+    ct = w.table("controller", data.get("controller", {}))
+    controller = Controller(**w.read("controller", CONTROLLER, ct))
+    dram = _parse_dram(w, w.table("dram", data.get("dram", {})))
 
-    dct = _table(w, "drive_classes", data.get("drive_classes", {}))
-    classes = {k: _parse_drive(w, k, _table(w, f"drive_classes.{k}", v)) for k, v in dct.items()}
+    dct = w.table("drive_classes", data.get("drive_classes", {}))
+    classes = {k: _parse_drive(w, k, w.table(f"drive_classes.{k}", v)) for k, v in dct.items()}
     rgs_raw = data.get("raid_groups", [])
     if not isinstance(rgs_raw, list) or not rgs_raw:
         raise w.error("raid_groups", None, "at least one [[raid_groups]] entry is needed")
@@ -584,11 +411,11 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     used: dict[str, str] = {}
     for i, pt in enumerate(pools_raw):
         sec = f"pools[{i}]"
-        pt = _table(w, sec, pt)
-        values = _read(w, sec, POOL, pt)
+        pt = w.table(sec, pt)
+        values = w.read(sec, POOL, pt)
         if "name" not in pt or "raid_groups" not in pt:
             raise w.error(sec, None, "needs 'name' and 'raid_groups'")
-        pname = _get(w, sec, pt, "name", "str")
+        pname = w.get(sec, pt, "name", "str")
         members = pt["raid_groups"]
         if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
             raise w.error(sec, "raid_groups", f"pool {pname!r}: a non-empty list of RAID group names")
@@ -613,28 +440,28 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
             raise w.error(sec, "name", f"pool {pname!r} defined twice")
         pools.append(p)
 
-    vt = _table(w, "volumes", data.get("volumes", {}))
-    _check_keys(w, "volumes", vt, {"default_pool", "map"})
+    vt = w.table("volumes", data.get("volumes", {}))
+    w.check_keys("volumes", vt, {"default_pool", "map"})
     pool_names = [p.name for p in pools]
-    default_pool = _get(w, "volumes", vt, "default_pool", "str", pool_names[0])
+    default_pool = w.get("volumes", vt, "default_pool", "str", pool_names[0])
     if default_pool not in pool_names:
         raise w.error("volumes", "default_pool", f"unknown pool {default_pool!r}; defined: {', '.join(pool_names)}")
     maps = []
     for i, mt in enumerate(vt.get("map", [])):
         sec = f"volumes.map[{i}]"
-        mt = _table(w, sec, mt)
-        _check_keys(w, sec, mt, {"pattern", "pool"})
+        mt = w.table(sec, mt)
+        w.check_keys(sec, mt, {"pattern", "pool"})
         if "pattern" not in mt or "pool" not in mt:
             raise w.error(sec, None, "needs 'pattern' and 'pool'")
-        pat = _get(w, sec, mt, "pattern", "str")
-        pl = _get(w, sec, mt, "pool", "str")
+        pat = w.get(sec, mt, "pattern", "str")
+        pl = w.get(sec, mt, "pool", "str")
         if pl not in pool_names:
             raise w.error(sec, "pool", f"unknown pool {pl!r}; defined: {', '.join(pool_names)}")
         maps.append(VolumeMap(pat, pl))
 
-    rt = _table(w, "replay", data.get("replay", {}))
+    rt = w.table("replay", data.get("replay", {}))
     auto = rt.get("interval") == "auto"
-    opts = _read(w, "replay", REPLAY, {k: v for k, v in rt.items() if not (auto and k == "interval")})
+    opts = w.read("replay", REPLAY, {k: v for k, v in rt.items() if not (auto and k == "interval")})
     replay_opts = ReplayOptions(mode=opts["mode"], outstanding=opts["outstanding"], interval_ns=opts["interval"],
                                 warmup_pct=opts["warmup_pct"])
     if 0 < replay_opts.interval_ns < MIN_INTERVAL_NS:
@@ -643,118 +470,13 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     extra = {}
     for k in NOT_YET_MODELLED:
         if k in data:
-            extra[k] = _table(w, k, data[k])
-    ssd = _parse_ssd(w, _table(w, "ssd_cache", data["ssd_cache"]), classes, dram) if "ssd_cache" in data else None
-    tiering = (_parse_tiering(w, _table(w, "tiering", data["tiering"]), pools, rgs, classes, default_pool)
-               if "tiering" in data else None)
-    snaps = _parse_snapshots(w, _table(w, "snapshots", data["snapshots"])) if "snapshots" in data else None
-    flash = _parse_flash(w, _table(w, "flash", data["flash"])) if "flash" in data else None
-    if flash is not None and flash.enabled and ssd is not None and ssd.enabled:
-        raise w.error("flash", "enabled", "an all-flash array has no SSD cache: switch [ssd_cache] off")
-    return Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
-                    replay_opts, extra, ssd, tiering, snaps, source, flash)
-
-
-def _parse_snapshots(w: _Where, t: dict) -> Snapshots:
-    return Snapshots(**_read(w, "snapshots", SNAPSHOTS, t))
-
-
-def _parse_tiering(w: _Where, t: dict, pools: list[Pool], rgs: tuple[RaidGroup, ...],
-                   classes: dict[str, DriveClass], default_pool: str) -> Tiering:
-    sec = "tiering"
-    values = _read(w, sec, TIERING, t)
-    maps = []
-    raw = t.get("policies", [])
-    if not isinstance(raw, list):
-        raise w.error(sec, "policies", "an array of {pattern, policy} tables")
-    for i, mt in enumerate(raw):
-        ms = f"tiering.policies[{i}]"
-        mt = _table(w, ms, mt)
-        _check_keys(w, ms, mt, {"pattern", "policy"})
-        if "pattern" not in mt or "policy" not in mt:
-            raise w.error(ms, None, "needs 'pattern' and 'policy'")
-        maps.append(PolicyMap(_get(w, ms, mt, "pattern", "str"), _get(w, ms, mt, "policy", "str", choices=TIER_POLICIES)))
-    tg = Tiering(**{**values, "pool": values["pool"] or default_pool}, policies=tuple(maps))
-    names = [p.name for p in pools]
-    if tg.pool not in names:
-        raise w.error(sec, "pool", f"unknown pool {tg.pool!r}; defined: {', '.join(names)}")
-    pool = pools[names.index(tg.pool)]
-    if not pool.slice_bytes:
-        raise w.error(sec, "pool", f"pool {tg.pool!r} has no slice_bytes: FAST VP moves slices")
-    if tg.window_hours > tg.window_every_h:
-        raise w.error(sec, "window_hours", f"{tg.window_hours} h window is longer than its period "
-                      f"{tg.window_every_h} h")
-    by_name = {rg.name: rg for rg in rgs}
-    for m in pool.raid_groups:
-        rg = by_name[m]
-        cap = classes[rg.drive_class].capacity_bytes
-        if tg.enabled and cap <= 0:
-            raise w.error(sec, "pool", f"RAID group {m!r} of pool {tg.pool!r}: drive class {rg.drive_class!r} "
-                          "needs capacity_bytes (tiers fill by capacity)")
-        if tg.enabled and cap * (rg.data_drives) < pool.slice_bytes:
-            raise w.error(sec, "pool", f"RAID group {m!r} holds no {pool.slice_bytes} B slice")
-    return tg
-
-
-def _parse_flash(w: _Where, t: dict) -> Flash:
-    sec = "flash"
-    f = Flash(**_read(w, sec, FLASH, t))
-    if f.stripe_unit_bytes & (f.stripe_unit_bytes - 1):
-        raise w.error(sec, "stripe_unit_bytes", f"{f.stripe_unit_bytes} is not a power of two")
-    return f
-
-
-def _parse_ssd(w: _Where, t: dict, classes: dict[str, DriveClass], dram: Dram) -> SsdCache:
-    sec = "ssd_cache"
-    kind = _get(w, sec, t, "kind", "str", None, choices=SSD_KINDS)
-    if kind is None:
-        raise w.error(sec, None, f"lacks 'kind' ({' or '.join(map(repr, SSD_KINDS))})")
-    size_key = "chunk_bytes" if kind == "fastcache" else "block_bytes"
-    for other, keys in SSD_OWN_KEYS.items():
-        if other != kind:
-            for k in sorted(set(keys) & set(t)):
-                raise w.error(sec, k, f"only for kind = {other!r}")
-    io_type = _get(w, sec, t, "io_type", "str", SSD_CACHE["io_type"].default, choices=SSD_CACHE["io_type"].choices)
-    if io_type != "custom":
-        for k in ("block_bytes", "sub_block_bytes", "populate_on_read", "populate_on_write"):
-            if k in t:
-                raise w.error(sec, k, f"set by io_type = {io_type!r}; use io_type = \"custom\" to choose it")
-    # a QCache block is its chunk (``block_bytes`` in the file, the vendor's word)
-    table = {("chunk_bytes" if k == "block_bytes" else k): v for k, v in t.items()}
-    values = SSD_CACHE.read(table, lambda key, msg: w.error(sec, size_key if key == "chunk_bytes" else key, msg))
-    if io_type != "custom":
-        chunk, sub, por, pow_ = QCACHE_IO_TYPES[io_type]
-        values |= {"chunk_bytes": chunk, "sub_block_bytes": sub, "populate_on_read": por, "populate_on_write": pow_}
-    s = SsdCache(**values)
-    mode = s.mode
-    if kind == "fastcache" and mode != "read_write":
-        raise w.error(sec, "mode", "FAST Cache is always a read-write cache")
-    if not s.drive_class:
-        raise w.error(sec, None, "lacks 'drive_class' (an SSD class of [drive_classes])")
-    if s.drive_class not in classes:
-        raise w.error(sec, "drive_class", f"unknown drive class {s.drive_class!r}; defined: {', '.join(classes)}")
-    if classes[s.drive_class].kind != "ssd":
-        raise w.error(sec, "drive_class", f"{s.drive_class!r} is not an SSD class (kind = \"ssd\")")
-    if s.mirrored and s.drives % 2:
-        raise w.error(sec, "drives", f"a mirrored ({mode}) SSD cache takes SSDs in pairs, got {s.drives}")
-    for k, v in ((size_key, s.chunk_bytes), ("sub_block_bytes", s.sub_bytes)):
-        if v & (v - 1):
-            raise w.error(sec, k, f"{v} is not a power of two")
-    if s.chunk_bytes < dram.flush_unit_bytes:
-        raise w.error(sec, size_key, f"{s.chunk_bytes} B is smaller than the DRAM flush unit "
-                      f"{dram.flush_unit_bytes} B")
-    if not dram.page_bytes <= s.sub_bytes <= s.chunk_bytes:
-        raise w.error(sec, "sub_block_bytes", f"{s.sub_bytes} B must lie within the page size {dram.page_bytes} B "
-                      f"and the block size {s.chunk_bytes} B")
-    if s.chunk_bytes // s.sub_bytes > 4096:
-        raise w.error(sec, "sub_block_bytes", "at most 4096 sub-blocks per block")
-    if s.enabled and s.usable_bytes(classes) < s.chunk_bytes:
-        raise w.error(sec, "capacity_bytes", f"{s.usable_bytes(classes)} B holds no {s.chunk_bytes} B chunk "
-                      "(give capacity_bytes, or capacity_bytes on the drive class)")
-    if kind == "qcache" and s.populate_on_read == 0 and s.populate_on_write == 0 and s.enabled:
-        raise w.error(sec, "populate_on_read", "populate_on_read and populate_on_write are both 0: nothing "
-                      "would ever be cached")
-    return s
+            extra[k] = w.table(k, data[k])
+    sc = Scenario(name, description, controller, dram, classes, rgs, tuple(pools), tuple(maps), default_pool,
+                  replay_opts, extra, {}, source)
+    for key, schema in SECTIONS.items():  # in registry order: a section's parser sees the ones before it
+        if key in data:
+            sc.sections[key] = schema.parse(w, w.table(key, data[key]), sc)
+    return sc
 
 
 def loads(text: str, source: str = "<string>", overrides: Iterable[str] = ()) -> Scenario:

@@ -95,10 +95,10 @@ def test_a_missing_table_is_created_a_value_is_not_a_table():
 def test_the_ssd_cache_of_a_preset():
     base = load("vnx5400-fastcache")
     s = load("vnx5400-fastcache", ["ssd_cache.capacity_bytes=200GB"])
-    assert (base.ssd_cache.capacity_bytes, s.ssd_cache.capacity_bytes) == (0, 200 << 30) and s.hash != base.hash
+    assert (base.sections["ssd_cache"].capacity_bytes, s.sections["ssd_cache"].capacity_bytes) == (0, 200 << 30) and s.hash != base.hash
     assert load("vnx5400-fastcache", ['ssd_cache.capacity_bytes="200GB"']).hash == s.hash
-    assert load("vnx5400-fastcache", ["ssd_cache.enabled=false"]).ssd is None and base.ssd is not None
-    assert load("vnx5400").ssd is None and load("vnx5400", ["ssd_cache.enabled=true"]).ssd is not None
+    assert load("vnx5400-fastcache", ["ssd_cache.enabled=false"]).ssd_cache is None and base.ssd_cache is not None
+    assert load("vnx5400").ssd_cache is None and load("vnx5400", ["ssd_cache.enabled=true"]).ssd_cache is not None
 
 
 @pytest.mark.parametrize("text, message", [

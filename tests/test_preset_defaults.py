@@ -99,17 +99,16 @@ def test_preset_values_equal_the_dataclass_defaults_except_the_listed_ones(name)
         if dc.kind == "ssd":  # the defaults are a 10k SAS HDD: SSD classes carry their sources in the preset
             continue
         diffs.update(_differences(dc, f"drive_classes.{n}", mode))
-    if sc.ssd_cache is not None:
-        diffs.update(_differences(sc.ssd_cache, "ssd_cache", mode))
-    if sc.flash_array is not None:
-        diffs.update(_differences(sc.flash_array, "flash", mode))
+    for key in ("ssd_cache", "flash"):
+        if key in sc.sections:
+            diffs.update(_differences(sc.sections[key], key, mode))
     for rg in sc.raid_groups:
         diffs.update(_differences(rg, f"raid_groups.{rg.name}", mode))
     for p in sc.pools:
         diffs.update(_differences(p, f"pools.{p.name}", mode))
     diffs.update(_differences(sc.replay, "replay", mode))
-    if sc.tiering_section is not None:
-        diffs.update(_differences(sc.tiering_section, "tiering", mode))
+    if "tiering" in sc.sections:
+        diffs.update(_differences(sc.sections["tiering"], "tiering", mode))
     listed = {path for (preset, path) in DELIBERATE if preset in (name, VARIANT_OF.get(name))}
     if name in VARIANT_OF:  # the base preset's own SSD cache switch-off and mode do not apply
         listed -= {"ssd_cache.enabled", "ssd_cache.mode"} - {path for (p, path) in DELIBERATE if p == name}

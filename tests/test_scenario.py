@@ -37,7 +37,7 @@ def test_presets_load_and_describe_the_seed_systems():
     assert v.n_drives == 15 and v.dram.cache_bytes == 4 << 30 and v.dram.mode == "mcx"
     assert v.drive_classes["sas10k"].planning_iops == 150
     assert v.pools[0].slice_bytes == 256 << 20
-    assert v.ignored_sections == [] and v.ssd_cache.kind == "fastcache" and v.ssd is None  # FAST Cache off
+    assert v.ignored_sections == [] and v.sections["ssd_cache"].kind == "fastcache" and v.ssd_cache is None  # FAST Cache off
     f, m = load("vnx1-flare"), load("vnx2-mcx")
     assert (f.dram.mode, m.dram.mode) == ("flare", "mcx")
     assert f.raid_groups == m.raid_groups and f.drive_classes == m.drive_classes

@@ -235,11 +235,11 @@ def test_qcache_read_cache_writes_through_and_updates_its_copy():
 
 
 def test_io_type_presets_and_validation():
-    db = loads(scenario('kind = "qcache"\nio_type = "database"\n'), "q.toml").ssd
+    db = loads(scenario('kind = "qcache"\nio_type = "database"\n'), "q.toml").ssd_cache
     assert (db.chunk_bytes, db.sub_bytes, db.populate_on_read, db.populate_on_write) == (1 << 20, 8 << 10, 2, 0)
-    fs = loads(scenario('kind = "qcache"\nio_type = "file_system"\n'), "q.toml").ssd
+    fs = loads(scenario('kind = "qcache"\nio_type = "file_system"\n'), "q.toml").ssd_cache
     assert (fs.chunk_bytes, fs.sub_bytes, fs.populate_on_read, fs.populate_on_write) == (2 << 20, 16 << 10, 2, 2)
-    ws = loads(scenario('kind = "qcache"\nio_type = "web_service"\n'), "q.toml").ssd
+    ws = loads(scenario('kind = "qcache"\nio_type = "web_service"\n'), "q.toml").ssd_cache
     assert (ws.chunk_bytes, ws.sub_bytes, ws.populate_on_read, ws.populate_on_write) == (4 << 20, 64 << 10, 2, 0)
     bad = {
         'kind = "qcache"\nio_type = "database"\nblock_bytes = "4MiB"\n': r"line \d+: \[ssd_cache\] block_bytes: set by io_type = 'database'",
@@ -302,13 +302,13 @@ def test_chunked_replay_equals_one_pass(ssd, closed):
 
 def test_presets_with_ssd_caches():
     fc = load("vnx5400-fastcache")
-    assert fc.ssd.kind == "fastcache" and fc.ssd.usable_bytes(fc.drive_classes) == 100 << 30  # GB = GiB
-    assert (fc.ssd.raid_level, fc.ssd.chunk_bytes, fc.ssd.promote_after_hits) == (1, 64 * KIB, 3)
-    assert "ssd_cache:fastcache" in fc.describe()["features"] and load("vnx5400").ssd is None
+    assert fc.ssd_cache.kind == "fastcache" and fc.ssd_cache.usable_bytes(fc.drive_classes) == 100 << 30  # GB = GiB
+    assert (fc.ssd_cache.raid_level, fc.ssd_cache.chunk_bytes, fc.ssd_cache.promote_after_hits) == (1, 64 * KIB, 3)
+    assert "ssd_cache:fastcache" in fc.describe()["features"] and load("vnx5400").ssd_cache is None
     r, w = load("xs5224d-qcache-read"), load("xs5224d-qcache-rw")
-    assert (r.ssd.raid_level, r.ssd.usable_bytes(r.drive_classes)) == (0, 800 << 30)
-    assert (w.ssd.raid_level, w.ssd.usable_bytes(w.drive_classes)) == (10, 400 << 30)
-    assert (r.ssd.populate_on_read, r.ssd.populate_on_write, w.ssd.populate_on_write) == (1, 0, 1)
+    assert (r.ssd_cache.raid_level, r.ssd_cache.usable_bytes(r.drive_classes)) == (0, 800 << 30)
+    assert (w.ssd_cache.raid_level, w.ssd_cache.usable_bytes(w.drive_classes)) == (10, 400 << 30)
+    assert (r.ssd_cache.populate_on_read, r.ssd_cache.populate_on_write, w.ssd_cache.populate_on_write) == (1, 0, 1)
 
 
 @pytest.mark.parametrize("ssd", [FAST + 'capacity_bytes = "4MiB"\nproactive_cleaning = true\nidle_after_ms = 2\n',

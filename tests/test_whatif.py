@@ -66,8 +66,8 @@ def test_parse_vary_and_variants_cheapest_first():
                                      "ssd_cache.capacity_bytes=100GB, dram.mode=flare",
                                      "ssd_cache.capacity_bytes=100GB, dram.mode=mcx"]
     # 0 switches the SSD cache off; a size switches it on at that size
-    assert vs[0].scenario.ssd is None and vs[0].ssd_bytes == 0
-    assert vs[2].scenario.ssd is not None and vs[2].ssd_bytes == 100 * GIB  # tiercast sizes: GB = GiB
+    assert vs[0].scenario.ssd_cache is None and vs[0].ssd_bytes == 0
+    assert vs[2].scenario.ssd_cache is not None and vs[2].ssd_bytes == 100 * GIB  # tiercast sizes: GB = GiB
     assert vs[2].ssd_chunk_bytes == 64 << 10
     assert vs[0].scenario.name == "vnx5400-fastcache [ssd_cache.capacity_bytes=0, dram.mode=flare]"
     assert vs[0].family == vs[2].family == (("dram.mode", "flare"),)

@@ -132,8 +132,8 @@ def raid_groups(sc: Scenario) -> list[RaidGroup]:
     """The scenario's RAID groups, then the SSD cache's drives as one more group (not in any pool;
     RAID 1/10 when mirrored, else 0), so its SSDs queue like every other drive."""
     rgs = list(sc.raid_groups)
-    if sc.ssd:
-        s = sc.ssd
+    if sc.ssd_cache:
+        s = sc.ssd_cache
         rgs.append(RaidGroup("ssd_cache", s.raid_level, s.drives, s.drive_class, max(s.sub_bytes, 4096)))
     return rgs
 

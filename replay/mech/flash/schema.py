@@ -36,3 +36,26 @@ FLASH = Section("flash", (
           "seed 001: read bandwidth 2,750 MB/s (fio MB = MiB)", **_POS),
 ), doc="An all-flash array: no DRAM cache, full-stripe writes without RAID penalty, free space with greedy-GC "
        "write amplification from the spare factor, and a GC bandwidth limit. Defaults: the violin6232 preset's.")
+
+
+class Flash(FLASH.base("Flash")):
+    """An all-flash array (``replay.mech.flash.schema.FLASH``; ``replay.mech.flash.kernel``, seed 001 Violin
+    6232). The defaults are the ``violin6232`` preset's."""
+
+
+def parse(w, t: dict, sc) -> Flash:
+    """``[flash]`` (``w``: the ``replay.scenario_file.ScenarioFile``; ``sc``: the scenario so far):
+    an all-flash array has no SSD cache."""
+    sec = "flash"
+    f = Flash(**w.read(sec, FLASH, t))
+    if f.stripe_unit_bytes & (f.stripe_unit_bytes - 1):
+        raise w.error(sec, "stripe_unit_bytes", f"{f.stripe_unit_bytes} is not a power of two")
+    ssd = sc.sections.get("ssd_cache")
+    if f.enabled and ssd is not None and ssd.enabled:
+        raise w.error(sec, "enabled", "an all-flash array has no SSD cache: switch [ssd_cache] off")
+    return f
+
+
+def feature(s: Flash) -> str:
+    """What ``tiercast scenarios`` lists for it."""
+    return "all_flash"

@@ -16,3 +16,17 @@ SNAPSHOTS = Section("snapshots", (
           "cofw: copy-on-first-write (the old chunk copied before the write)", "seed",
           "seed 004: VNX Snapshots redirect on write (SnapView: cofw)", choices=MODES),
 ), doc="Snapshots on a schedule: one every ``every_s`` from time zero, each kept ``keep_s``.")
+
+
+class Snapshots(SNAPSHOTS.base("Snapshots")):
+    """Snapshots on a schedule (``replay.mech.snapshots.schema.SNAPSHOTS``; ``replay.mech.snapshots.kernel``)."""
+
+
+def parse(w, t: dict, sc) -> Snapshots:
+    """``[snapshots]`` (``w``: the ``replay.scenario_file.ScenarioFile``; ``sc``: the scenario so far)."""
+    return Snapshots(**w.read("snapshots", SNAPSHOTS, t))
+
+
+def feature(s: Snapshots) -> str:
+    """What ``tiercast scenarios`` lists for it."""
+    return f"snapshots:{s.mode}"

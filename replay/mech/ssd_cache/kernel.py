@@ -132,7 +132,7 @@ def params(sc) -> SsdParams:
     backend_groups = be.raid_groups(sc)  # the SSD cache's drives are the last group when it is on
     flash = np.array([1 if sc.drive_classes[g.drive_class].kind == "ssd" else 0 for g in backend_groups],
                      dtype=np.int8)
-    s = sc.ssd
+    s = sc.ssd_cache
     unit = int(sc.dram.flush_unit_bytes)
     if s is None:
         return SsdParams(0, 0, 0, unit, 1, unit, int(sc.dram.page_bytes), unit, unit.bit_length() - 1, 1, 0,
@@ -190,7 +190,7 @@ def new_state(sc, p) -> SsdState:
     c = np.zeros(1, SSD)
     for f in ("t50_ns", "t90_ns"):
         c[f] = -1
-    clean_out = sc.ssd.clean_outstanding if sc.ssd else 1
+    clean_out = sc.ssd_cache.clean_outstanding if sc.ssd_cache else 1
     return SsdState(chunks=new_chunks(0), lru_ends=np.full(2, -1, dtype=np.int64),
                     dirty_ends=np.full(2, -1, dtype=np.int64),
                     dirty=np.zeros((n, (sp.sub_blocks + 63) // 64), dtype=np.uint64),

@@ -50,3 +50,93 @@ SSD_CACHE = Section("ssd_cache", (
     Param("idle_after_ms", "float", 1000.0, "ms", "no host I/O for this long makes the array idle", minimum=0),
     Param("clean_outstanding", "int", 4, "copies", "proactive cleaning copies in flight", minimum=1, maximum=4096),
 ), doc="An SSD cache below the DRAM cache: EMC FAST Cache or QSAN QCache 2.0.", extra=("block_bytes",))
+
+
+class SsdCache(SSD_CACHE.base("SsdCache")):
+    """An SSD cache below the DRAM cache (``replay.mech.ssd_cache.schema.SSD_CACHE``;
+    ``replay.mech.ssd_cache.kernel``). A promotion or population reads the whole chunk / block from the HDD
+    pool and writes it to the SSDs; at most ``fills_in_flight`` are in progress (a miss that finds
+    them all busy is not promoted and counts again next time). Capacity: ``capacity_bytes``, or
+    what the drives hold (halved when mirrored)."""
+
+    @property
+    def mirrored(self) -> bool:
+        return self.mode == "read_write"
+
+    @property
+    def raid_level(self) -> int:
+        if not self.mirrored:
+            return 0
+        return 1 if self.drives == 2 else 10
+
+    def usable_bytes(self, classes: dict) -> int:
+        if self.capacity_bytes:
+            return self.capacity_bytes
+        raw = self.drives * classes[self.drive_class].capacity_bytes
+        return raw // 2 if self.mirrored else raw
+
+    @property
+    def sub_bytes(self) -> int:
+        return self.sub_block_bytes or self.chunk_bytes
+
+
+def parse(w, t: dict, sc) -> SsdCache:
+    """``[ssd_cache]`` (``w``: the ``replay.scenario_file.ScenarioFile``; ``sc``: the scenario so
+    far): the kind's own keys only, sizes powers of two within the DRAM page and flush unit, SSDs
+    of an SSD class, in pairs when mirrored."""
+    classes, dram = sc.drive_classes, sc.dram
+    sec = "ssd_cache"
+    kind = w.get(sec, t, "kind", "str", None, choices=KINDS)
+    if kind is None:
+        raise w.error(sec, None, f"lacks 'kind' ({' or '.join(map(repr, KINDS))})")
+    size_key = "chunk_bytes" if kind == "fastcache" else "block_bytes"
+    for other, keys in OWN_KEYS.items():
+        if other != kind:
+            for k in sorted(set(keys) & set(t)):
+                raise w.error(sec, k, f"only for kind = {other!r}")
+    io_type = w.get(sec, t, "io_type", "str", SSD_CACHE["io_type"].default, choices=SSD_CACHE["io_type"].choices)
+    if io_type != "custom":
+        for k in ("block_bytes", "sub_block_bytes", "populate_on_read", "populate_on_write"):
+            if k in t:
+                raise w.error(sec, k, f"set by io_type = {io_type!r}; use io_type = \"custom\" to choose it")
+    # a QCache block is its chunk (``block_bytes`` in the file, the vendor's word)
+    table = {("chunk_bytes" if k == "block_bytes" else k): v for k, v in t.items()}
+    values = SSD_CACHE.read(table, lambda key, msg: w.error(sec, size_key if key == "chunk_bytes" else key, msg))
+    if io_type != "custom":
+        chunk, sub, por, pow_ = QCACHE_IO_TYPES[io_type]
+        values |= {"chunk_bytes": chunk, "sub_block_bytes": sub, "populate_on_read": por, "populate_on_write": pow_}
+    s = SsdCache(**values)
+    mode = s.mode
+    if kind == "fastcache" and mode != "read_write":
+        raise w.error(sec, "mode", "FAST Cache is always a read-write cache")
+    if not s.drive_class:
+        raise w.error(sec, None, "lacks 'drive_class' (an SSD class of [drive_classes])")
+    if s.drive_class not in classes:
+        raise w.error(sec, "drive_class", f"unknown drive class {s.drive_class!r}; defined: {', '.join(classes)}")
+    if classes[s.drive_class].kind != "ssd":
+        raise w.error(sec, "drive_class", f"{s.drive_class!r} is not an SSD class (kind = \"ssd\")")
+    if s.mirrored and s.drives % 2:
+        raise w.error(sec, "drives", f"a mirrored ({mode}) SSD cache takes SSDs in pairs, got {s.drives}")
+    for k, v in ((size_key, s.chunk_bytes), ("sub_block_bytes", s.sub_bytes)):
+        if v & (v - 1):
+            raise w.error(sec, k, f"{v} is not a power of two")
+    if s.chunk_bytes < dram.flush_unit_bytes:
+        raise w.error(sec, size_key, f"{s.chunk_bytes} B is smaller than the DRAM flush unit "
+                      f"{dram.flush_unit_bytes} B")
+    if not dram.page_bytes <= s.sub_bytes <= s.chunk_bytes:
+        raise w.error(sec, "sub_block_bytes", f"{s.sub_bytes} B must lie within the page size {dram.page_bytes} B "
+                      f"and the block size {s.chunk_bytes} B")
+    if s.chunk_bytes // s.sub_bytes > 4096:
+        raise w.error(sec, "sub_block_bytes", "at most 4096 sub-blocks per block")
+    if s.enabled and s.usable_bytes(classes) < s.chunk_bytes:
+        raise w.error(sec, "capacity_bytes", f"{s.usable_bytes(classes)} B holds no {s.chunk_bytes} B chunk "
+                      "(give capacity_bytes, or capacity_bytes on the drive class)")
+    if kind == "qcache" and s.populate_on_read == 0 and s.populate_on_write == 0 and s.enabled:
+        raise w.error(sec, "populate_on_read", "populate_on_read and populate_on_write are both 0: nothing "
+                      "would ever be cached")
+    return s
+
+
+def feature(s: SsdCache) -> str:
+    """What ``tiercast scenarios`` lists for it."""
+    return f"ssd_cache:{s.kind}" + (f":{s.mode}" if s.kind == "qcache" else "")
