@@ -77,7 +77,7 @@ from pipelines.progress import Progress
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
-from replay.mech.snapshots.space import SnapshotTimeline
+from replay.mech import MECHANISMS
 from replay.model import Segment
 from replay.pages import SegmentBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
@@ -87,6 +87,11 @@ from traces.source import prefetch as prefetch_items
 
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
+
+
+#: the mechanisms' results modules (``replay/mech/<name>/results.py``): what they aggregate as a
+#: replay streams, their tables and summary fields
+RESULTS = {m.name: m.module("results") for m in MECHANISMS if m.has("results")}
 
 
 def array_model_version() -> str:
@@ -208,7 +213,6 @@ class _Aggregates:
     warmup_requests: int
     ssd_slots: int = 0  # 0: no SSD cache
     tiering: bool = False  # FAST VP: keep the relocation records
-    snapshot_every_ns: int = 0  # snapshots: per snapshot interval first writes (0: none)
     flash_free_full: int = 0  # all-flash: the space GC can free (0: not an all-flash array)
     mcx: bool = False  # MCx: throttle and cache-full wait records per RAID group
     req: IntervalAggregator = field(init=False)
@@ -222,6 +226,7 @@ class _Aggregates:
     sums: dict = field(default_factory=dict)
     flash: IntervalAggregator | None = field(init=False, default=None)
     cliff: dict = field(default_factory=dict)  # all-flash: writes before / after the first GC wait
+    mech: dict = field(default_factory=dict)  # the running mechanisms' results (RESULTS): name -> Results
 
     def __post_init__(self) -> None:
         self.auto = self.interval_ns == 0
@@ -246,10 +251,6 @@ class _Aggregates:
                                             mins=_THROTTLE_MINS) if self.mcx else None
         self.full_waits = IntervalAggregator(n, by=["rg"], sums=_FULL_WAIT_SUMS, ratios={}) if self.mcx else None
         self.moves = tier_tables.TierRecords() if self.tiering else None
-        self.snap = IntervalAggregator(self.snapshot_every_ns, sums={
-            "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
-            "write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0).sum(),
-            "blocks": pl.col("snapshot_first_writes").sum()}, ratios={}) if self.snapshot_every_ns else None
         if self.flash_free_full:
             used = pl.lit(self.flash_free_full, dtype=pl.Int64) - pl.col("flash_free_bytes")
             self.flash = IntervalAggregator(n, sums=_FLASH_SUMS, ratios={}, maxes={"flash_used_max": used.max()})
@@ -285,6 +286,8 @@ class _Aggregates:
         for agg in (self.ssd_fine, self.ssd_fine_flush):
             if agg is not None:
                 agg.coarsen(min(n, SSD_FINE_NS))
+        for results in self.mech.values():
+            results.coarsen(n)
 
     def add(self, segment: Segment, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         if self.auto:
@@ -297,8 +300,6 @@ class _Aggregates:
         self.hist.add(frame)
         if self.ssd_fine is not None:
             self.ssd_fine.add(frame)
-        if self.snap is not None:
-            self.snap.add(frame)
         if self.flash is not None:
             self.flash.add(frame)
             self._split_at_cliff(segment, out)
@@ -323,6 +324,8 @@ class _Aggregates:
                 self.ssd_fine_flush.add(flushes)
         if self.moves is not None and "relocation" in logs:
             self.moves.add(logs["relocation"])
+        for results in self.mech.values():
+            results.add(frame, logs)
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - segment.first_request)
         if skip >= segment.n_requests:
@@ -583,7 +586,7 @@ class ReplayResult:
     summary: dict
     volume_intervals: pl.DataFrame
     rg_intervals: pl.DataFrame
-    # FAST VP: pipelines.tiering.TIER_TABLES; snapshots: snapshot_intervals
+    # FAST VP: pipelines.tiering.TIER_TABLES; a mechanism's results module: its TABLES
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
@@ -621,8 +624,8 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
         warm = int(n_all * scenario.replay.warmup_pct / 100)
     fp = model.kernel_params.flash
     aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd_cache.slots, model.tiering.on,
-                       model.kernel_params.snapshots.every_ns if model.kernel_params.snapshots.on else 0,
                        int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
+    aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
     done = 0
     for segment in segments:
         state.volume_names = volumes()
@@ -646,31 +649,13 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
                                                               return_dtype=pl.String))
         extra = {"trace_id": trace_id, "run_id": rid, "scenario": scenario.name}
         tables |= {k: t.with_columns(pl.lit(v).alias(c) for c, v in extra.items()) for k, t in tier.items()}
-    if aggs.snap is not None:
-        timeline = _snapshot_timeline(model, aggs)
-        tables["snapshot_intervals"] = timeline.rows().with_columns(
-            pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(scenario.name).alias("scenario"))
-        peak = timeline.summary()["peak"]
-        summary.update(snapshot_peak_bytes=peak["snapshot_bytes"], snapshot_peak_end_ns=peak["end_ns"],
-                       snapshot_retained_max=timeline.retained_max,
-                       snapshot_bytes_end=int(timeline.snapshot_blocks[-1]) * timeline.block_bytes
-                       if len(timeline.blocks) else 0)
+    for results in aggs.mech.values():
+        fields, more = results.finish(model, state)
+        summary.update(fields)
+        tables |= {k: t.with_columns(pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"),
+                                     pl.lit(scenario.name).alias("scenario")) for k, t in more.items()}
     summary["warnings"] = physics.check(scenario, summary, vol, rg, aggs.interval_ns, aggs.stall_spans)
     return ReplayResult(summary, vol, rg, tables)
-
-
-def _snapshot_timeline(model: ArrayModel, aggs: _Aggregates) -> SnapshotTimeline:
-    """The space held by the replay's snapshots (``replay.mech.snapshots.space`` accounting, 64 KB chunks, on
-    the replay's clock), from the per-snapshot-interval sums of first writes."""
-    np_ = model.kernel_params.snapshots
-    df = aggs.snap.result()
-    n = int(df["interval_start_ns"].max() // np_.every_ns) + 1 if df.height else 0
-    full = pl.DataFrame({"interval_start_ns": np.arange(n, dtype=np.int64) * np_.every_ns}).join(
-        df, on="interval_start_ns", how="left").fill_null(0)
-    keep = round(model.scenario.snapshots.keep_s * 1e9)
-    return SnapshotTimeline(np_.every_ns, keep, np_.chunk_bytes, full["writes"].to_numpy(),
-                            full["write_bytes"].to_numpy(),
-                            full["blocks"].to_numpy())
 
 
 def _tier_tables(model: ArrayModel, state, aggs: _Aggregates, rg: pl.DataFrame, hist: pl.DataFrame,
@@ -815,8 +800,8 @@ def run_paths(data_dir: str | Path, rid: str) -> dict[str, Path]:
         "summary_json": root / "array_runs" / rid / "summary.json",
         "volume_intervals": root / "array_volume_intervals" / f"{rid}.parquet",
         "rg_intervals": root / "array_rg_intervals" / f"{rid}.parquet",
-        **{name: root / f"array_{name}" / f"{rid}.parquet" for name in (*tier_tables.TIER_TABLES,
-                                                                         "snapshot_intervals", "latency_hist")},
+        **{name: root / f"array_{name}" / f"{rid}.parquet"
+           for name in (*tier_tables.TIER_TABLES, *(t for r in RESULTS.values() for t in r.TABLES), "latency_hist")},
         "run": root / "array_runs" / rid / "run.json",
     }
 

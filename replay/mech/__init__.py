@@ -12,8 +12,12 @@ A mechanism lives in ``replay/mech/<name>/``:
   ``counters(sc, p, state)`` (its summary counters), and ``grow_units(st, n)`` if its state has a
   row per DRAM cache unit.
 * ``outputs.py``: what it adds to a replay's results, as data: its per-request outcome columns
-  (:class:`replay.outputs.Column`), its counters and summary fields with their units, and the lines
-  ``tiercast replay`` prints for it.
+  (:class:`replay.outputs.Column`), its records, its counters, and the lines ``tiercast replay``
+  prints for it.
+* ``results.py`` (optional): what it aggregates as a replay streams (Polars, above the kernel):
+  ``TABLES`` (per-run tables, loaded into the warehouse by name), ``SUMMARY`` (the summary fields
+  it adds, with units) and ``Results(model, interval_ns)`` with ``add(requests, logs)``,
+  ``coarsen(interval_ns)`` and ``finish(model, state) -> (summary fields, tables)``.
 
 ``replay.array.run_requests`` is the one hand-written place where the steps are composed (numba
 needs static calls); everything else (the scenario's sections, the kernel's parameter and state
@@ -25,6 +29,7 @@ tuples, the outcome columns, the summary, the numba cache key and the model vers
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -51,8 +56,12 @@ class Mechanism:
         return (f"{self.package}.kernel", *(f"{self.package}.{m}" for m in self.more_modules))
 
     def module(self, part: str) -> ModuleType:
-        """``schema``, ``kernel`` or ``outputs`` of this mechanism."""
+        """``schema``, ``kernel``, ``outputs`` or ``results`` of this mechanism."""
         return importlib.import_module(f"{self.package}.{part}")
+
+    def has(self, part: str) -> bool:
+        """Whether the mechanism has that module (``results`` is optional)."""
+        return importlib.util.find_spec(f"{self.package}.{part}") is not None
 
 
 #: In composition order: the host issues, the DRAM cache serves, the back end stores, the SSD
