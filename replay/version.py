@@ -27,10 +27,11 @@ from replay.mech import kernel_modules, schema_modules
 
 SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as constants
 #: the array model's code: every mechanism (``replay.mech``), the event loop and what it shares
+#: (``replay.mech`` is a package: every file under it, each mechanism's results too)
 ARRAY_MODEL = ("replay.array", *kernel_modules(), *schema_modules(), "replay.schema", "replay.mech",
-               "replay.mech.snapshots.space", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
-               "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.jit",
-               "pipelines.replay", "pipelines.physics", "pipelines.tiering", *SCHEMA_MODULES)
+               "replay.outputs", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
+               "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.scenario_file",
+               "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)
 #: what ``tiercast skew``'s result depends on (the counting and the curve), and what a model vs
