@@ -1,6 +1,6 @@
 """The back end's per-request outcomes."""
 
-from replay.outputs import Column
+from replay.outputs import Column, Line
 
 OUTCOMES = (
     Column("rg", "", "RAID group of the request's first page (-1: none)"),
@@ -9,3 +9,7 @@ OUTCOMES = (
 )
 
 RECORDS: dict = {}
+
+#: ``tiercast replay`` prints no line of its own for the back end (its per-group counters are in the
+#: summary's ``raid_groups`` and the RAID-group intervals).
+LINES: tuple[Line, ...] = ()
