@@ -146,7 +146,9 @@ def _pct_change(v: float | None, base: float | None) -> float | None:
 
 
 def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
-    tiers = {t["tier"]: t["request_share"] for t in s["tiers"]} if s.get("tiers") else None
+    ran = s["mechanisms"]
+    tiers = {t["tier"]: t["request_share"] for t in s["tiers"]} if "tiering" in ran else None
+    ssd = "ssd_cache" in ran
     return {
         "scenario": label, "mode": s["mode"], "outstanding": s["outstanding"], "run_id": s["run_id"],
         "reused": bool(s.get("already_done")),
@@ -154,7 +156,7 @@ def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
         "latency_mean_ms": s["latency_mean_ms"], "latency_p95_ms": s["latency_p95_ms"],
         "latency_p99_ms": s["latency_p99_ms"],
         "dram_read_hit_ratio": s["read_hit_ratio"], "dram_write_hit_ratio": s["write_hit_ratio"],
-        "ssd_hit_ratio": s.get("ssd_hit_ratio"), "ssd_fill_pct_end": s.get("ssd_fill_pct"),
+        "ssd_hit_ratio": s["ssd_hit_ratio"] if ssd else None, "ssd_fill_pct_end": s["ssd_fill_pct"] if ssd else None,
         "tier_request_share": tiers,
         "flush_mb_per_s": s["flush_mb_per_s"], "forced_flush_count": s["forced_flush_count"],
         "forced_flush_stall_ms": s["forced_flush_stall_ms"], "throttle_delay_sum_ms": s["throttle_delay_sum_ms"],
@@ -364,7 +366,7 @@ def _twin(v: Variant, failed: Sequence[Variant]) -> Variant | None:
 
 
 def _curve_note(v: Variant, summary: dict) -> str | None:
-    got = summary.get("ssd_hit_ratio")
+    got = summary["ssd_hit_ratio"] if "ssd_cache" in summary["mechanisms"] else None
     if v.curve_hit_ratio is None or got is None or abs(got - v.curve_hit_ratio) <= CURVE_MISS:
         return None
     sc = v.scenario.ssd_cache

@@ -250,9 +250,17 @@ def test_impossible_latencies_are_refused_naming_the_key():
         ArrayModel(load("violin6232", ["flash.read_latency_us=2.0"]))
 
 
-def test_flash_and_an_ssd_cache_exclude_each_other():
-    with pytest.raises(ValueError, match=r"\[flash\] enabled: an all-flash array has no SSD cache"):
+def test_flash_excludes_what_its_path_does_not_run():
+    """The all-flash path runs no SSD cache, FAST VP or snapshots: a scenario with them on is
+    refused, not replayed with their outputs unwritten (snapshots on flash gave random space)."""
+    with pytest.raises(ValueError, match=r"\[flash\] enabled: an all-flash array runs no SSD cache: switch "
+                                         r"\[ssd_cache\] off"):
         load("vnx5400-fastcache", ["flash.enabled=true"])
+    with pytest.raises(ValueError, match=r"\[flash\] enabled: an all-flash array runs no FAST VP tiers"):
+        load("vnx5400-fastvp", ["flash.enabled=true"])
+    with pytest.raises(ValueError, match=r"\[flash\] enabled: an all-flash array runs no snapshots"):
+        load("violin6232", ["snapshots.enabled=true"])
+    assert load("vnx5500-snapshots", ["flash.enabled=true", "snapshots.enabled=false", "tiering.enabled=false"]).flash
 
 
 # -- seed 001 (calibration: the parameters were fitted to these) ---------------------------------

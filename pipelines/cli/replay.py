@@ -99,87 +99,19 @@ def replay(
     print_findings(s.get("warnings"))
     if overrides:
         out.print(f"scenario {sc.source}")
-    rows = [
-        ("requests", f"{s['requests']:,}"),
-        ("iops", f"{s['iops']:,.0f}"),
-        ("mb_per_s", f"{s['mb_per_s']:,.1f}"),
-        ("latency mean/p95/p99/max ms",
-         f"{s['latency_mean_ms']:.2f} / {s['latency_p95_ms']:.2f} / {s['latency_p99_ms']:.2f} / {s['latency_max_ms']:.1f}"),
-        ("read_hit_ratio", f"{s['read_hit_ratio']:.4f}"),
-        ("write_hit_ratio (coalesced)", f"{s['write_hit_ratio']:.4f}"),
-        ("flush_mb_per_s", f"{s['flush_mb_per_s']:,.2f}"),
-        ("forced flushes / stall ms", f"{s['forced_flush_count']:,} / {s['forced_flush_stall_ms']:,.0f}"),
-        ("throttled requests / delay sum ms / mean ms",
-         f"{s['throttled_requests']:,} / {s['throttle_delay_sum_ms']:,.0f} / {s['throttle_delay_mean_ms']:.2f}"),
-        ("dirty pages max", f"{s['dirty_pages_max']:,} of {s['write_cache_pages']:,}"),
-    ]
-    if "ssd_slots" in s:  # an SSD cache (FAST Cache, QCache)
-        def _t(x):
-            return "never" if x is None else f"{x:,.0f} s"
-
-        def _r(x):
-            return "-" if x is None else f"{x:.4f}"
-
-        rows += [
-            ("ssd fill % / dirty %", f"{s['ssd_fill_pct']:.1f} / {s['ssd_dirty_pct']:.1f}"),
-            ("ssd hit ratio (last 10 %)", f"{s['ssd_hit_ratio']:.4f} ({_r(s['ssd_hit_ratio_last10pct'])})"),
-            ("ssd read hits / misses", f"{s['ssd_read_hits']:,} / {s['ssd_read_misses']:,}"),
-            ("ssd write hits / misses", f"{s['ssd_write_hits']:,} / {s['ssd_write_misses']:,}"),
-            ("ssd promotions / deferred", f"{s['ssd_promotions']:,} / {s['ssd_deferred']:,}"),
-            ("ssd time to 50 % / 90 % full", f"{_t(s['ssd_time_to_50pct_fill_s'])} / {_t(s['ssd_time_to_90pct_fill_s'])}"),
-        ]
-    if "flash_servers" in s:  # an all-flash array (replay.mech.flash.kernel): no cache lines
-        rows = rows[:4] + _flash_rows(s)
-    if "tier_moves" in s:  # FAST VP
-        rows += _tier_rows(s)
-    if "snapshot_first_writes" in s:
-        rows += [("snapshot chunks first written", f"{s['snapshot_first_writes']:,}"),
-                 ("snapshot space peak / end GiB", f"{s['snapshot_peak_bytes'] / 2**30:,.1f} / "
-                                                   f"{s['snapshot_bytes_end'] / 2**30:,.1f}"),
-                 ("COFW copies / wait s", f"{s['snapshot_cofw_copies']:,} / {s['snapshot_cofw_wait_ns'] / 1e9:,.1f}")]
-    for k, v in rows:
+    for k, v in _lines(s):
         out.print(f"{k:<30} {v:>20}")
     if s.get("results_dir"):
         out.print(f"results {s['results_dir']}")
 
 
-def _tier_rows(s: dict) -> list[tuple[str, str]]:
+def _lines(s: dict) -> list[tuple[str, str]]:
+    """The summary lines of the mechanisms the run ran (``s["mechanisms"]``), each as its
+    ``replay/mech/<name>/outputs.py`` declares them (``LINES``)."""
+    from replay.mech import BY_NAME
+    from replay.outputs import render
 
-    rows = []
-    for t in s["tiers"]:
-        lat = "-" if t["latency_mean_ms"] is None else f"{t['latency_mean_ms']:.2f} ms"
-        rows.append((f"tier {t['tier']}", f"{t['request_share'] * 100:.1f} % of I/O, {lat}, "
-                                          f"{t['used_bytes'] / 2**30:,.0f} of {t['capacity_bytes'] / 2**30:,.0f} GiB"))
-    rows += [
-        ("relocations up / down / rebalance",
-         f"{s['tier_promotions']:,} / {s['tier_demotions']:,} / {s['tier_rebalances']:,}"),
-        ("relocated GiB / windows", f"{s['tier_moved_bytes'] / 2**30:,.1f} / {s['tier_windows']:,}"),
-        ("slices off target / dropped", f"{s['tier_deferred']:,} / {s['tier_dropped']:,}"),
-    ]
-    if "tier_skew_io_share" in s:
-        rows.append(("skew (I/O on capacity)", f"{s['tier_skew_io_share'] * 100:.0f} % on "
-                                               f"{s['tier_skew_capacity_share'] * 100:.0f} %"))
-    return rows
-
-
-def _flash_rows(s: dict) -> list[tuple[str, str]]:
-    """All-flash summary lines: free space, GC, write amplification, the write cliff."""
-    def _v(x, fmt):
-        return "-" if x is None else fmt.format(x)
-
-    gib = 1 << 30
-    return [
-        ("writes that waited for GC", f"{s['flash_gc_waits']:,} (wait sum {s['flash_gc_wait_ns'] / 1e6:,.0f} ms)"),
-        ("flash free GiB / %", f"{s['flash_free_bytes'] / gib:,.1f} / {s['flash_free_pct']:.1f}"),
-        ("flash GC GiB copied / WA", f"{s['flash_gc_bytes'] / gib:,.1f} / {s['flash_write_amplification']:.3f}"),
-        ("flash GC-bound write MiB/s", f"{s['flash_steady_write_mib_per_s']:,.0f} (WA {s['flash_gc_write_amplification']:.2f})"),
-        ("flash time to cliff", _v(s["flash_time_to_cliff_s"], "{:,.1f} s") if s["flash_time_to_cliff_s"] is not None
-         else "no cliff"),
-        ("write IOPS pre / post cliff", f"{_v(s['flash_pre_cliff_write_iops'], '{:,.0f}')} / "
-                                        f"{_v(s['flash_post_cliff_write_iops'], '{:,.0f}')}"),
-        ("write MiB/s pre / post cliff", f"{_v(s['flash_pre_cliff_write_mib_per_s'], '{:,.0f}')} / "
-                                         f"{_v(s['flash_post_cliff_write_mib_per_s'], '{:,.0f}')}"),
-    ]
+    return [row for m in s["mechanisms"] for row in render(BY_NAME[m].module("outputs").LINES, s)]
 
 
 @app.command()

@@ -1,6 +1,6 @@
 """The back end's per-request outcomes."""
 
-from replay.outputs import Column
+from replay.outputs import Column, Line
 
 OUTCOMES = (
     Column("rg", "", "RAID group of the request's first page (-1: none)"),
@@ -13,3 +13,7 @@ RECORDS: dict = {}
 #: counters (``replay.array.ArrayModel.counters``): summary name -> field of the back end's record
 #: (``replay.mech.backend.kernel.BACKEND``)
 COUNTERS = {"backend_read_ios": "read_ios", "backend_write_ios": "write_ios", "backend_read_bytes": "read_bytes"}
+
+#: ``tiercast replay`` prints no line of its own for the back end (its per-group counters are in the
+#: summary's ``raid_groups`` and the RAID-group intervals).
+LINES: tuple[Line, ...] = ()

@@ -1,6 +1,6 @@
-"""The DRAM cache's per-request outcomes."""
+"""The DRAM cache's per-request outcomes, records and summary lines."""
 
-from replay.outputs import Column
+from replay.outputs import Column, Line
 
 OUTCOMES = (
     Column("read_pages", "pages", "pages read"),
@@ -67,3 +67,17 @@ COUNTERS = {
     "idle_flush_ops": "idle_flush_ops", "flush_pages": "flush_pages", "flush_bytes": "flush_bytes",
     "dirty_pages": "dirty", "dirty_pages_max": "dirty_max", "dirty_units": "dirty_units",
 }
+
+#: What ``tiercast replay`` prints for the DRAM cache: hit ratios, flushing, FLARE's forced flushes and
+#: MCx's throttling.
+LINES = (
+    Line("read_hit_ratio", "{read_hit_ratio:.4f}"),
+    Line("write_hit_ratio (coalesced)", "{write_hit_ratio:.4f}"),
+    Line("flush_mb_per_s", "{flush_mb_per_s:,.2f}"),
+    Line("forced flushes / stall ms", "{forced_flush_count:,} / {forced_flush_stall_ms:,.0f}"),
+    Line(
+        "throttled requests / delay sum ms / mean ms",
+        "{throttled_requests:,} / {throttle_delay_sum_ms:,.0f} / {throttle_delay_mean_ms:.2f}",
+    ),
+    Line("dirty pages max", "{dirty_pages_max:,} of {write_cache_pages:,}"),
+)

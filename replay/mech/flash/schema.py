@@ -45,14 +45,18 @@ class Flash(FLASH.base("Flash")):
 
 def parse(w, t: dict, sc) -> Flash:
     """``[flash]`` (``w``: the ``replay.scenario_file.ScenarioFile``; ``sc``: the scenario so far):
-    an all-flash array has no SSD cache."""
+    an all-flash array has no SSD cache, FAST VP or snapshots."""
     sec = "flash"
     f = Flash(**w.read(sec, FLASH, t))
     if f.stripe_unit_bytes & (f.stripe_unit_bytes - 1):
         raise w.error(sec, "stripe_unit_bytes", f"{f.stripe_unit_bytes} is not a power of two")
-    ssd = sc.sections.get("ssd_cache")
-    if f.enabled and ssd is not None and ssd.enabled:
-        raise w.error(sec, "enabled", "an all-flash array has no SSD cache: switch [ssd_cache] off")
+    if f.enabled:
+        # the all-flash path (replay.array.run_flash_requests) runs none of them
+        for name, what in (("ssd_cache", "SSD cache"), ("tiering", "FAST VP tiers"),
+                           ("snapshots", "snapshots (not modelled on it yet)")):
+            other = sc.sections.get(name)
+            if other is not None and other.enabled:
+                raise w.error(sec, "enabled", f"an all-flash array runs no {what}: switch [{name}] off")
     return f
 
 

@@ -1,6 +1,6 @@
-"""The host's per-request outcomes: when each request was issued and completed."""
+"""The host's per-request outcomes (when each request was issued and completed) and its summary lines."""
 
-from replay.outputs import Column
+from replay.outputs import Column, Line
 
 OUTCOMES = (
     Column("arrival_ns", "ns", "issue time: the trace's timestamp (open loop) or the completion that freed a slot "
@@ -19,3 +19,14 @@ COUNTERS = {
     "throttled_requests": "throttled_requests", "first_arrival_ns": "first_arrival", "last_done_ns": "last_done",
     "latency_sum_ns": "latency_sum",
 }
+
+#: What ``tiercast replay`` prints for every run.
+LINES = (
+    Line("requests", "{requests:,}"),
+    Line("iops", "{iops:,.0f}"),
+    Line("mb_per_s", "{mb_per_s:,.1f}"),
+    Line(
+        "latency mean/p95/p99/max ms",
+        "{latency_mean_ms:.2f} / {latency_p95_ms:.2f} / {latency_p99_ms:.2f} / {latency_max_ms:.1f}",
+    ),
+)

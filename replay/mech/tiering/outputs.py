@@ -1,6 +1,7 @@
-"""FAST VP adds no per-request outcome (its relocations are records, its shares per-interval tables)."""
+"""FAST VP's outputs: no per-request outcome (its relocations are records, its shares per-interval
+tables), and its summary lines."""
 
-from replay.outputs import Column
+from replay.outputs import Column, Line
 
 OUTCOMES = ()
 
@@ -17,3 +18,24 @@ RECORDS = {
         Column("copy_ns", "ns", "the copy's duration"),
     ),
 }
+
+#: What ``tiercast replay`` prints for FAST VP: a line per tier, the relocations and the skew point
+#: (when the run's slices saw I/O).
+LINES = (
+    Line(
+        "tier {tier}",
+        "{request_share:%:.1f} % of I/O, {latency_mean_ms:.2f ms}, "
+        "{used_bytes:GiB:,.0f} of {capacity_bytes:GiB:,.0f} GiB",
+        each="tiers",
+    ),
+    Line(
+        "relocations up / down / rebalance", "{tier_promotions:,} / {tier_demotions:,} / {tier_rebalances:,}"
+    ),
+    Line("relocated GiB / windows", "{tier_moved_bytes:GiB:,.1f} / {tier_windows:,}"),
+    Line("slices off target / dropped", "{tier_deferred:,} / {tier_dropped:,}"),
+    Line(
+        "skew (I/O on capacity)",
+        "{tier_skew_io_share:%:.0f} % on {tier_skew_capacity_share:%:.0f} %",
+        optional=True,
+    ),
+)
