@@ -522,7 +522,7 @@ class ArrayModel(Model):
                 if state.tiering.c[0]["rank_due"]:
                     state.tiering = self.tiering.rank(state.tiering, state.backend, int(state.events[0]["now"]))
                 elif nxt == i and not any(log.n[0] for log in state.logs):  # one request needs more room
-                    state.logs = Logs(*(Log(np.zeros(2 * log.rows.shape[0], log.rows.dtype), log.n)
+                    state.logs = Logs(*(Log(np.empty(2 * log.rows.shape[0], log.rows.dtype), log.n)
                                         for log in state.logs))
                 i = nxt
                 if i < n and any(log.n[0] for log in state.logs):  # the kernel stopped to make room
@@ -549,7 +549,7 @@ class ArrayModel(Model):
             if log.n[0]:
                 state.records.setdefault(kind, []).append(columns(log))
             if full and log.rows.shape[0] < LOG_ROWS_MAX:
-                log = Log(np.zeros(2 * log.rows.shape[0], log.rows.dtype), log.n)
+                log = Log(np.empty(2 * log.rows.shape[0], log.rows.dtype), log.n)
             logs.append(log)
         state.logs = Logs(*logs)
 

@@ -22,16 +22,17 @@ from typing import NamedTuple
 import numpy as np
 
 from replay.jit import kernel, njit
+from replay.layout import record
 from replay.mech import MECHANISMS
 
 INF = np.int64(1 << 62)
 
-EVENTS = np.dtype([("now", np.int64), ("next_ev", np.int64)])
+EVENTS = record([("now", np.int64), ("next_ev", np.int64)])
 
 #: record kind -> its columns (``replay.outputs.Column``), from every mechanism's ``outputs.RECORDS``
 LOG_COLUMNS = {kind: cols for m in MECHANISMS for kind, cols in m.module("outputs").RECORDS.items()}
 #: the structured dtype of each kind's rows
-LOG_DTYPES = {kind: np.dtype([(c.name, np.int64) for c in cols]) for kind, cols in LOG_COLUMNS.items()}
+LOG_DTYPES = {kind: record([(c.name, np.int64) for c in cols]) for kind, cols in LOG_COLUMNS.items()}
 #: rows a new log holds
 LOG_ROWS = 1 << 14
 

@@ -138,10 +138,10 @@ def test_pool_spreads_slices_round_robin():
 def test_hdd_service_time_is_the_planning_rate_at_queue_depth_one():
     ba = be.build(load("vnx2-mcx"))
     queues = qk.new_queues(5)
-    done, svc = qk.drive_submit(ba.drives, ba.gain, queues, 0, 0, 1, 8192, 1.0, True)
+    done, svc = qk.drive_submit(ba.drives, queues, 0, 0, 1, 8192, 1.0, True)
     assert svc == round(1e9 / 150) and done == svc  # 6.667 ms: seek 3.61 + rotation 3.0 + transfer
     # a second read queued behind it: q = 1 + backlog / nominal = 2 requests, positioning / 2**0.12
-    done2, svc2 = qk.drive_submit(ba.drives, ba.gain, queues, 0, 0, 1, 8192, 1.0, True)
+    done2, svc2 = qk.drive_submit(ba.drives, queues, 0, 0, 1, 8192, 1.0, True)
     pos = ba.drives[0]["pos_rand_ns"]
     assert svc2 == round(pos / 2 ** 0.12 + 8192 * ba.drives[0]["xfer_ns_per_byte"])
     assert done2 == done + svc2
@@ -149,19 +149,19 @@ def test_hdd_service_time_is_the_planning_rate_at_queue_depth_one():
 
 def test_sorted_sweep_seeks_short_and_host_reads_jump_the_flush_queue():
     ba = be.build(load("vnx2-mcx"))
-    drives, gain = ba.drives, ba.gain
+    drives = ba.drives
     # a sweep over 10,000 writes per drive: track-to-track + k*sqrt(1e-4) instead of the 3.61 ms seek
-    short = qk.positioning_ns(drives, 0, 10_000.0)
+    short = qk.positioning_ns(drives[0], 10_000.0)
     k = (drives[0]["seek_rand_ns"] - drives[0]["tmin_ns"]) / be.SQRT_DISTANCE_MEAN
     assert short == pytest.approx(0.3 * MS + k * 0.01 + 3.0 * MS)
-    assert qk.queue_gain(gain, 0, 8.7) == pytest.approx(8 ** 0.12)  # whole requests
-    assert qk.queue_gain(gain, 0, 5000.0) == pytest.approx(256 ** 0.12)  # capped at queue_depth_max
+    assert qk.queue_gain(drives[0], 8.7) == pytest.approx(8 ** 0.12)  # whole requests
+    assert qk.queue_gain(drives[0], 5000.0) == pytest.approx(256 ** 0.12)  # capped at queue_depth_max
     queues = qk.new_queues(5)
-    d1, s1 = qk.drive_submit(drives, gain, queues, 0, 0, 2, 8192, 1.0, False)  # a 2-op read-modify-write
-    d2, s2 = qk.drive_submit(drives, gain, queues, 0, 0, 2, 8192, 1.0, False)  # another one queued
+    d1, s1 = qk.drive_submit(drives, queues, 0, 0, 2, 8192, 1.0, False)  # a 2-op read-modify-write
+    d2, s2 = qk.drive_submit(drives, queues, 0, 0, 2, 8192, 1.0, False)  # another one queued
     assert d1 == s1 and d2 == s1 + s2 and s2 < s1  # FCFS; the second saw a queue of 2 ops
     # a host read at 1 ms waits half an operation (the mean residual), not the 28 ms of backlog
-    d3, s3 = qk.drive_submit(drives, gain, queues, 0, MS, 1, 8192, 1.0, True)
+    d3, s3 = qk.drive_submit(drives, queues, 0, MS, 1, 8192, 1.0, True)
     assert d3 == MS + int(0.5 * s2 / 2) + s3
     assert queues[0]["free_all"] == d2 + s3  # the flush backlog is pushed back by the read
 

@@ -173,16 +173,17 @@ def test_kernels_compile_without_reference_counting():
     for fn in (ar.run_requests, dc.flush, dc.mark_dirty, be.write_drives, qk.drive_submit):
         assert fn.targetoptions.get("_nrt") is False, fn
 
-    def write_run(place, drives, gain, queues, u, tau, nops, nbytes, batch):
+    def write_run(place, drives, queues, u, tau, nops, nbytes, batch):
         # passes arrays on to another kernel, as the array kernel does: reference counted by default
-        return be.write_drives(drives, gain, queues, place[u, 0], place[u, 1], place[u, 2], tau, nops, nbytes, batch)
+        return be.write_drives(drives, queues, place[u, 0], place[u, 1], place[u, 2], tau, nops, nbytes, batch)
 
     counted = numba.njit(nogil=True)(write_run)
     uncounted = numba.njit(nogil=True, **jit.KERNEL_OPTIONS)(write_run)
     place = np.full((2, 3), -1, dtype=np.int32)  # data drive, parity/mirror drives (-1: none)
     place[:, 0] = 0
     drives = np.ones(2, qk.DRIVE)
-    args = (place, drives, np.ones((2, qk.GAIN_TABLE)), qk.new_queues(2), 0, 0, 1, 8192, 1.0)
+    drives["gain_table"] = 1.0
+    args = (place, drives, qk.new_queues(2), 0, 0, 1, 8192, 1.0)
     assert counted(*args)[2] == uncounted(*args)[2] == 1  # one data drive, one write
     ir_counted = "".join(counted.inspect_llvm().values())
     ir_uncounted = "".join(uncounted.inspect_llvm().values())

@@ -266,15 +266,15 @@ def test_ssd_drive_class_latency_and_parallelism():
     dc = sc.drive_classes["ssd"]
     assert dc.parallelism == 3 and dc.write_cost == 2.0
     queues = qk.new_queues(ba.drives.shape[0])
-    done, svc = qk.drive_submit(ba.drives, ba.gain, queues, d, 0, 1, 4096, 1.0, qk.HOST_READ)
+    done, svc = qk.drive_submit(ba.drives, queues, d, 0, 1, 4096, 1.0, qk.HOST_READ)
     xfer = 4096 * 1e9 / 400e6
     assert svc == round(3 * (50_000 - xfer) + xfer)
     for _ in range(3999):
-        done, _ = qk.drive_submit(ba.drives, ba.gain, queues, d, 0, 1, 4096, 1.0, qk.BG_READ)
+        done, _ = qk.drive_submit(ba.drives, queues, d, 0, 1, 4096, 1.0, qk.BG_READ)
     assert 4000 / (done / 1e9) == pytest.approx(20_000, rel=0.01)
     start = done
     for _ in range(4000):
-        done, _ = qk.drive_submit(ba.drives, ba.gain, queues, d, 0, 1, 4096, 1.0, qk.BG_WRITE)
+        done, _ = qk.drive_submit(ba.drives, queues, d, 0, 1, 4096, 1.0, qk.BG_WRITE)
     assert 4000 / ((done - start) / 1e9) == pytest.approx(10_000, rel=0.01)
 
 

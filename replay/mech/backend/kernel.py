@@ -31,14 +31,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from replay.jit import kernel
+from replay.jit import kernel, step
+from replay.layout import record
 from replay.mech.backend import queueing as qk
 from replay.mech.backend.outputs import COUNTERS
 from replay.outputs import record_counters
 from replay.scenario import RaidGroup, Scenario
 
 #: A RAID group as the kernels see it (``BackendParams.groups``, one record per group).
-GROUP = np.dtype([(n, np.int64) for n in (
+GROUP = record([(n, np.int64) for n in (
     "level",
     "width",
     "drive0",  # index of the group's first drive in the drive arrays
@@ -47,7 +48,7 @@ GROUP = np.dtype([(n, np.int64) for n in (
 )])
 
 #: Where a cache unit lives (:func:`place_unit`'s answer, one record).
-PLACE = np.dtype([(n, np.int64) for n in (
+PLACE = record([(n, np.int64) for n in (
     "rg",
     "data",  # global index of the drive holding the unit's data
     "p1",  # parity drive (RAID 5/6) or mirror (RAID 1/10), -1 if none
@@ -76,7 +77,6 @@ class BackendArrays:
 
     groups: np.ndarray  # GROUP [n_rg]
     drives: np.ndarray  # queueing.DRIVE [n_drives]
-    gain: np.ndarray  # float64 [n_drives, queueing.GAIN_TABLE]: gain(q)
     pool_rgs: np.ndarray  # int32 [n_pools, max_rgs] (-1 padded)
     pool_nrg: np.ndarray  # int32 [n_pools]
     pool_slice: np.ndarray  # int64 [n_pools] (0: no slicing)
@@ -88,7 +88,6 @@ class BackendParams(NamedTuple):
 
     groups: np.ndarray  # GROUP [n_rg]
     drives: np.ndarray  # queueing.DRIVE [n_drives]
-    gain: np.ndarray  # float64 [n_drives, queueing.GAIN_TABLE]
     pool_rgs: np.ndarray
     pool_nrg: np.ndarray
     pool_slice: np.ndarray
@@ -96,7 +95,7 @@ class BackendParams(NamedTuple):
 
 
 #: Back-end counters (one record of ``BackendState.c``).
-BACKEND = np.dtype([("read_ios", np.int64), ("write_ios", np.int64), ("read_bytes", np.int64)])
+BACKEND = record([("read_ios", np.int64), ("write_ios", np.int64), ("read_bytes", np.int64)])
 
 
 class BackendState(NamedTuple):
@@ -111,7 +110,7 @@ class BackendState(NamedTuple):
 
 def params(sc: Scenario) -> BackendParams:
     ba = build(sc)
-    return BackendParams(ba.groups, ba.drives, ba.gain, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.pool_tiered)
+    return BackendParams(ba.groups, ba.drives, ba.pool_rgs, ba.pool_nrg, ba.pool_slice, ba.pool_tiered)
 
 
 def new_state(sc: Scenario, p) -> BackendState:
@@ -142,7 +141,7 @@ def build(sc: Scenario) -> BackendArrays:
     page = sc.dram.page_bytes
     groups = raid_groups(sc)
     table = np.zeros(len(groups), GROUP)
-    drives, gains = [], []
+    drives = []
     d0 = 0
     for g, rg in enumerate(groups):
         table[g] = (rg.level, rg.width, d0, rg.stripe_element_bytes, rg.data_drives)
@@ -168,11 +167,10 @@ def build(sc: Scenario) -> BackendArrays:
         x["nominal_ns"] = x["pos_rand_ns"] + page * xfer_ns_per_byte
         x["write_cost"] = dc.write_cost
         if dc.parallelism:  # SSD: P requests in service at once (gain q up to P)
-            gain = qk.gain_table(1.0, dc.parallelism)
+            x["gain_table"] = qk.gain_table(1.0, dc.parallelism)
         else:
-            gain = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
+            x["gain_table"] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
         drives += [x] * rg.width
-        gains += [gain] * rg.width
         d0 += rg.width
     maxr = max(len(p.raid_groups) for p in sc.pools)
     tiered = sc.tiering.pool if sc.tiering else None
@@ -182,7 +180,6 @@ def build(sc: Scenario) -> BackendArrays:
     return BackendArrays(
         groups=table,
         drives=np.array(drives, dtype=qk.DRIVE),
-        gain=np.array(gains, dtype=np.float64).reshape(len(gains), qk.GAIN_TABLE),
         pool_rgs=pool_rgs,
         pool_nrg=np.array([len(p.raid_groups) for p in sc.pools], dtype=np.int32),
         pool_slice=np.array([p.slice_bytes if (len(p.raid_groups) > 1 or tiered == p.name) else 0
@@ -251,18 +248,18 @@ def place_unit(unit_no, unit_bytes, pool, vol_base, vol_index, bp, bs, out):
 
 # ---- I/O on the drives of a RAID group (the array kernel's calls) ---------------------------
 @kernel
-def write_drives(drives, gain, queues, d, p1, p2, tau, nops, nbytes, batch):
+def write_drives(drives, queues, d, p1, p2, tau, nops, nbytes, batch):
     """Background writes of one contiguous run on data drive d and its parity / mirror drives
     p1, p2 (-1: none), ``nops`` operations each; returns (done, busy, ios)."""
-    done, busy = qk.drive_submit(drives, gain, queues, d, tau, nops, nbytes, batch, qk.BG_WRITE)
+    done, busy = qk.drive_submit(drives, queues, d, tau, nops, nbytes, batch, qk.BG_WRITE)
     ios = nops
     if p1 >= 0:
-        dn, s = qk.drive_submit(drives, gain, queues, p1, tau, nops, nbytes, batch, qk.BG_WRITE)
+        dn, s = qk.drive_submit(drives, queues, p1, tau, nops, nbytes, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
         ios += nops
     if p2 >= 0:
-        dn, s = qk.drive_submit(drives, gain, queues, p2, tau, nops, nbytes, batch, qk.BG_WRITE)
+        dn, s = qk.drive_submit(drives, queues, p2, tau, nops, nbytes, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
         ios += nops
@@ -272,7 +269,7 @@ def write_drives(drives, gain, queues, d, p1, p2, tau, nops, nbytes, batch):
 @kernel
 def write_unit(bp, bs, d, p1, p2, tau, nops, nbytes, batch):
     """:func:`write_drives` on the back end's drives, counted; returns (done, busy, ios)."""
-    done, busy, ios = write_drives(bp.drives, bp.gain, bs.queues, d, p1, p2, tau, nops, nbytes, batch)
+    done, busy, ios = write_drives(bp.drives, bs.queues, d, p1, p2, tau, nops, nbytes, batch)
     bs.c[0].write_ios += ios
     return done, busy, ios
 
@@ -287,14 +284,14 @@ def write_stripe(bp, bs, r, tau, batch):
     done = tau
     busy = np.int64(0)
     for d in range(d0, d0 + width):
-        dn, s = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, tau, 1, elem, batch, qk.BG_WRITE)
+        dn, s = qk.drive_submit(bp.drives, bs.queues, d, tau, 1, elem, batch, qk.BG_WRITE)
         done = max(done, dn)
         busy += s
     bs.c[0].write_ios += width
     return done, busy, width
 
 
-@kernel
+@step  # inlined: as a call (whole back-end state as arguments) every host read miss cost the MCx kernel ~7 %
 def read(bp, bs, r, d, p1, nbytes, t):
     """A host read of ``nbytes`` from data drive d of RAID group r (mirrors: from whichever copy
     has less host work queued); returns (done, service)."""
@@ -305,7 +302,7 @@ def read(bp, bs, r, d, p1, nbytes, t):
     c = bs.c[0]
     c.read_ios += 1
     c.read_bytes += nbytes
-    return qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, nbytes, 1.0, qk.HOST_READ)
+    return qk.drive_submit(bp.drives, bs.queues, d, t, 1, nbytes, 1.0, qk.HOST_READ)
 
 
 @kernel
@@ -343,7 +340,7 @@ def copy_piece(bp, bs, src, dst, t, nbytes):
             per = elems // drives + (1 if j < elems % drives else 0)
             if per == 0:
                 continue
-            dn, s = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, per, elem, float(per), kind)
+            dn, s = qk.drive_submit(bp.drives, bs.queues, d, t, per, elem, float(per), kind)
             done = max(done, dn)
             busy += s
             n += per

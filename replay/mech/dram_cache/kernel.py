@@ -82,7 +82,7 @@ import numpy as np
 from replay.events import INF, append
 from replay.ids import slot
 from replay.jit import kernel, step
-from replay.layout import aligned_records
+from replay.layout import aligned_records, record
 from replay.mech.backend import kernel as be
 from replay.mech.backend import queueing as qk
 from replay.mech.dram_cache.outputs import COUNTERS
@@ -98,7 +98,7 @@ I1, I2, I4, I8, U8, F8 = np.int8, np.int16, np.int32, np.int64, np.uint64, np.fl
 #: cache line, 2.4x faster than one array per field on random units, measured). 64 bytes in
 #: arrays aligned to 64 (``replay.layout``): one line per unit, so a single prefetch loads
 #: all of it (at 88 bytes every unit spanned two lines and the second one was a demand miss).
-UNIT = np.dtype([
+UNIT = record([
     ("lp", I4), ("ln", I4),  # clean LRU links
     ("fp", I4), ("fn", I4),  # RAID-group dirty FIFO links
     ("vol", I4),
@@ -113,7 +113,7 @@ UNIT = np.dtype([
 assert UNIT.itemsize == 64
 #: Its volume dirty FIFO links (``DramState.vlinks``, one per unit; FLARE idle flushing only,
 #: kept out of UNIT so that a unit fits one cache line).
-VLINKS = np.dtype([("vp", I4), ("vn", I4)])
+VLINKS = record([("vp", I4), ("vn", I4)])
 #: Placement fields are int16: RAID groups, drives and a stripe's units must stay below this.
 PLACE_MAX = np.iinfo(I2).max
 F_CLEAN = 1  # in a clean LRU list
@@ -123,7 +123,7 @@ F_PLACED = 8  # placement computed
 F_MOVED = 16  # its FAST VP slice moved while it was dirty: placed anew once clean
 
 #: The cache's view of a RAID group (``DramState.groups``): dirty FIFO, flusher, MCx control.
-GROUP = np.dtype([(n, I8) for n in (
+GROUP = record([(n, I8) for n in (
     "dirty_pages", "dirty_units",
     "fifo_head", "fifo_tail",
     "front",  # last unit of the due prefix of the FIFO (-1: none)
@@ -148,7 +148,7 @@ GROUP = np.dtype([(n, I8) for n in (
 )])
 
 #: A host volume (``DramState.vols``): placement and idle flushing (FLARE).
-VOLUME = np.dtype([(n, I8) for n in (
+VOLUME = record([(n, I8) for n in (
     "pool", "base",  # pool, first RAID group of its slices
     "last",  # last host I/O
     "fifo_head", "fifo_tail", "dirty_units",  # its dirty units, oldest first
@@ -156,10 +156,10 @@ VOLUME = np.dtype([(n, I8) for n in (
 )])
 
 #: A partition (``DramState.parts``: 0 FLARE read cache, 1 write cache / MCx pool).
-PART = np.dtype([("used", I8), ("cap", I8), ("head", I8), ("tail", I8)])  # clean LRU: head most recent
+PART = record([("used", I8), ("cap", I8), ("head", I8), ("tail", I8)])  # clean LRU: head most recent
 
 #: Cache-wide state and counters (one record, ``DramState.c``).
-CACHE = np.dtype([(n, I8) for n in (
+CACHE = record([(n, I8) for n in (
     "dirty",  # dirty pages, whole array
     "dirty_units",
     "dirty_max",

@@ -47,13 +47,14 @@ from typing import NamedTuple
 import numpy as np
 
 from replay.jit import step
+from replay.layout import record
 from replay.mech.backend import queueing as qk
 from schemas.trace import OP_READ, OP_WRITE
 
 I8, F8 = np.int64, np.float64
 
 #: Counters and clocks (one record, ``FlashState.c``).
-FLASH = np.dtype([(n, I8) for n in (
+FLASH = record([(n, I8) for n in (
     "media_free",  # the media transfer server's next free time
     "t_gc",  # GC has been accounted up to here (a waiting write reserves GC time ahead of now)
     "cliff_req",  # requests processed before the first write that waited for GC (-1: none yet)

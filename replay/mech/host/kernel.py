@@ -17,12 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from replay.jit import step
+from replay.layout import record
 from replay.mech.backend import queueing as qk
 from replay.mech.host.outputs import COUNTERS
 from replay.outputs import record_counters
 from schemas.trace import OP_READ, OP_WRITE
 
-HOST = np.dtype([(n, np.int64) for n in (
+HOST = record([(n, np.int64) for n in (
     "sp_free",  # the storage processor's next free time
     "heap_n",  # completion times in the closed-loop heap
     "first_arrival", "last_done", "requests", "latency_sum",

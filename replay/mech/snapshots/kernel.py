@@ -27,11 +27,12 @@ from typing import NamedTuple
 import numpy as np
 
 from replay.jit import kernel
+from replay.layout import record
 from replay.mech.backend import kernel as be
 from replay.mech.dram_cache import kernel as dc
 
 MODES = ("row", "cofw")
-SNAP = np.dtype([(n, np.int64) for n in ("first_writes", "cofw_copies", "cofw_ios", "cofw_wait_ns")])
+SNAP = record([(n, np.int64) for n in ("first_writes", "cofw_copies", "cofw_ios", "cofw_wait_ns")])
 
 
 class SnapParams(NamedTuple):

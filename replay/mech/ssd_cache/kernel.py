@@ -43,7 +43,7 @@ import numpy as np
 
 from replay.events import append
 from replay.jit import kernel, step
-from replay.layout import aligned_records
+from replay.layout import aligned_records, record
 from replay.mech.backend import kernel as be
 from replay.mech.backend import queueing as qk
 from replay.mech.ssd_cache import fast_cache as fast_cache
@@ -64,7 +64,8 @@ POLICY_FAST_CACHE, POLICY_QCACHE = 1, 2
 CHUNK = np.dtype({"names": ["slot", "accesses", "first_ns", "writes", "vol", "pool", "base", "dirty_subs", "no",
                             "ready_ns", "lru_prev", "lru_next", "dirty_prev", "dirty_next"],
                   "formats": [I4, I4, I8, I4, I4, I2, I2, I4, I8, I8, I4, I4, I4, I4],
-                  "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32, 40, 48, 52, 56, 60], "itemsize": 64})
+                  "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32, 40, 48, 52, 56, 60], "itemsize": 64},
+                 align=True)  # replay.layout.record: fields loaded as aligned
 # slot: SSD slot held (-1: not cached; its number places the copy on the SSDs, ``ssd_drive``);
 # accesses since first_ns: FAST Cache's counters (replay.mech.ssd_cache.fast_cache); accesses and writes:
 # QCache's read and write counters (replay.mech.ssd_cache.qcache); vol, pool, base: the volume and its
@@ -73,7 +74,7 @@ CHUNK = np.dtype({"names": ["slot", "accesses", "first_ns", "writes", "vol", "po
 HEAD, TAIL = 0, 1  # ends of a list (``SsdState.lru_ends``, ``dirty_ends``)
 
 #: Cache-wide state and counters (one record, ``SsdState.c``).
-SSD = np.dtype([(n, I8) for n in (
+SSD = record([(n, I8) for n in (
     "used", "dirty_slots",
     "fills_n", "cleans_n",  # completion heaps in use
     "last_host_ns", "clean_clock",
@@ -286,10 +287,10 @@ def ssd_drive(sp, s, sub):
 def ssd_write(sp, bp, bs, s, sub0, nsub_bytes, t):
     """Write ``nsub_bytes`` at sub-block ``sub0`` of slot s (both copies when mirrored)."""
     d, m = ssd_drive(sp, s, sub0)
-    done, _ = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
+    done, _ = qk.drive_submit(bp.drives, bs.queues, d, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
     ios = 1
     if m >= 0:
-        dn, _ = qk.drive_submit(bp.drives, bp.gain, bs.queues, m, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
+        dn, _ = qk.drive_submit(bp.drives, bs.queues, m, t, 1, nsub_bytes, 1.0, qk.BG_WRITE)
         done = max(done, dn)
         ios += 1
     return done, ios
@@ -301,7 +302,7 @@ def ssd_read(sp, bp, bs, s, sub0, nbytes, t, kind):
     d, m = ssd_drive(sp, s, sub0)
     if m >= 0 and bs.queues[m].free_fg < bs.queues[d].free_fg:
         d = m
-    return qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, nbytes, 1.0, kind)
+    return qk.drive_submit(bp.drives, bs.queues, d, t, 1, nbytes, 1.0, kind)
 
 
 @kernel
@@ -336,7 +337,7 @@ def read_hdd_chunk(sp, bp, bs, ch, t, tmp, acc):
         if acc[d] > 0:
             # in the host-read queue (FCFS with host reads): as a background read it would wait
             # behind every later host read and only add queue length (reordering gain) to theirs
-            dn, _ = qk.drive_submit(bp.drives, bp.gain, bs.queues, d, t, 1, acc[d], 1.0, qk.HOST_READ)
+            dn, _ = qk.drive_submit(bp.drives, bs.queues, d, t, 1, acc[d], 1.0, qk.HOST_READ)
             done = max(done, dn)
             ios += 1
     bs.c[0].read_ios += ios

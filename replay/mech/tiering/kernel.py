@@ -55,6 +55,7 @@ import numpy as np
 
 from replay.events import INF, append, room
 from replay.jit import kernel
+from replay.layout import record
 from replay.mech.backend import kernel as be
 from replay.mech.backend.schema import TIER_NAMES
 from replay.mech.dram_cache import kernel as dc
@@ -73,18 +74,20 @@ COUNTERS = ("allocated", "overcommitted", "moves", "promotions", "demotions", "r
             "relocation_ios", "relocation_busy_ns", "windows", "deferred", "dropped")
 
 #: A slice (``TierState.slices``, indexed by slice id).
-SLICE = np.dtype([
-    ("vol", I4), ("no", I8),  # volume and slice number within it (-1: a reserved, unused id)
-    ("policy", I4),  # POL_* of its volume
+SLICE = record([
+    ("no", I8),  # slice number within its volume (-1: a reserved, unused id)
     ("ios", I8),  # I/Os since the last ranking
     ("total_ios", I8),
-    ("alloc_ns", I8), ("first_rg", I4),  # allocation time and group (-1: not allocated)
-    ("moves", I4),
+    ("alloc_ns", I8),  # allocation time
     ("temp", F8),  # temperature after the last ranking
+    ("vol", I4),
+    ("policy", I4),  # POL_* of its volume
+    ("first_rg", I4),  # allocation group (-1: not allocated)
+    ("moves", I4),
 ])
 
 #: Counters and the relocation clock (one record, ``TierState.c``).
-TIER = np.dtype([(n, I8) for n in (
+TIER = record([(n, I8) for n in (
     "next_rank_ns",  # the kernel stops for a ranking when the simulated time reaches it
     "rank_due",  # set by the kernel when it stopped for that
     "late_gid", "late_ns",  # the one I/O issued after next_rank_ns before the kernel stopped (-1: none)
