@@ -35,7 +35,7 @@ from replay.mech.backend.schema import DRIVE_CLASS, POOL, RAID_GROUP
 from replay.mech.dram_cache.schema import DRAM, FLARE, MCX
 from replay.mech.host.schema import CONTROLLER, MAX_OUTSTANDING, MAX_WARMUP_PCT, MIN_INTERVAL_NS, REPLAY
 from replay.overrides import apply as apply_overrides
-from replay.scenario_file import ScenarioFile
+from replay.scenario_file import ScenarioFile, TableRead
 
 PRESET_DIR = Path(__file__).resolve().parent / "scenarios"
 
@@ -378,8 +378,10 @@ def _parse_dram(w: ScenarioFile, t: dict) -> Dram:
     return dram
 
 
-def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Scenario:
-    """A validated :class:`Scenario` from a parsed TOML document."""
+def parse(data: dict, source: str = "<scenario>", text: str | None = None,
+          reads: list[TableRead] | None = None) -> Scenario:
+    """A validated :class:`Scenario` from a parsed TOML document; ``reads`` (a list) receives the
+    declared tables as they were read (``replay.provenance``)."""
     w = ScenarioFile(source, text)
     w.check_keys("", data, _TOP)
     name = w.get("", data, "name", "str", Path(source).stem)
@@ -476,10 +478,13 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None) -> Sc
     for key, schema in SECTIONS.items():  # in registry order: a section's parser sees the ones before it
         if key in data:
             sc.sections[key] = schema.parse(w, w.table(key, data[key]), sc)
+    if reads is not None:
+        reads.extend(w.reads)
     return sc
 
 
-def loads(text: str, source: str = "<string>", overrides: Iterable[str] = ()) -> Scenario:
+def loads(text: str, source: str = "<string>", overrides: Iterable[str] = (),
+          reads: list[TableRead] | None = None) -> Scenario:
     """A scenario from TOML text; ``overrides`` (``key=value``, :mod:`replay.overrides`) change
     the document before it is validated. With overrides, ``source`` lists them and errors name
     them (the file's line numbers no longer locate every value)."""
@@ -491,14 +496,14 @@ def loads(text: str, source: str = "<string>", overrides: Iterable[str] = ()) ->
         data.setdefault("name", Path(source).stem)
         data, source = apply_overrides(data, overrides, source)
         text = None
-    return parse(data, source, text)
+    return parse(data, source, text, reads)
 
 
 def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
 
 
-def load(ref: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+def load(ref: str | Path, overrides: Iterable[str] = (), reads: list[TableRead] | None = None) -> Scenario:
     """A preset by name (``vnx2-mcx``) or a scenario file by path, with ``overrides`` (see
     :func:`loads`)."""
     p = Path(ref)
@@ -517,4 +522,4 @@ def load(ref: str | Path, overrides: Iterable[str] = ()) -> Scenario:
         line = data.count(b"\n", 0, e.start) + 1
         raise ValueError(f"{p}: not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} (line {line}); "
                          "save the scenario as UTF-8") from None
-    return loads(text, str(p), overrides)
+    return loads(text, str(p), overrides, reads)

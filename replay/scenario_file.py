@@ -8,6 +8,7 @@ so a mechanism's section parser gets it as an argument and imports nothing above
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from replay.schema import Param, Section
@@ -22,6 +23,19 @@ def _split(section: str) -> tuple[str, int | None]:
     return (m.group(1), int(m.group(2))) if m else (section, None)
 
 
+@dataclass(frozen=True)
+class TableRead:
+    """One declared table as it was read: where (``sec``: ``dram.mcx``, ``raid_groups[1]``), its
+    section, the keys the file set, and the file's name of a parameter where it differs
+    (``aliases``: QCache's ``block_bytes`` is the ``chunk_bytes`` parameter)."""
+
+    sec: str
+    section: Section
+    keys: frozenset[str]
+    values: dict[str, Any]  # as read (before what the scenario derives from them)
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
 class ScenarioFile:
     """The source and text of a scenario. A section is a table name (``dram.flare``) or an entry of
     an array of tables (``raid_groups[1]``, 0-based); the line of a key is found in the text, so
@@ -30,6 +44,8 @@ class ScenarioFile:
     def __init__(self, source: str, text: str | None):
         self.source = source
         self.lines = text.splitlines() if text else []
+        #: every declared table read so far (``replay.provenance`` walks them)
+        self.reads: list[TableRead] = []
 
     def line_of(self, section: str, key: str | None) -> int | None:
         """1-based line of ``key`` inside ``section`` (of its header when ``key`` is None)."""
@@ -91,4 +107,6 @@ class ScenarioFile:
 
     def read(self, sec: str, section: Section, table: dict, **kw) -> dict[str, Any]:
         """The values of ``section``'s parameters in ``table`` (errors at ``sec``, e.g. ``raid_groups[1]``)."""
-        return section.read(table, lambda key, msg: self.error(sec, key, msg), **kw)
+        values = section.read(table, lambda key, msg: self.error(sec, key, msg), **kw)
+        self.reads.append(TableRead(sec, section, frozenset(table), values))
+        return values

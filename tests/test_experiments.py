@@ -158,7 +158,7 @@ def test_cli_json_shape_and_the_printed_table(tmp_path):
     assert by["s004_write"]["ok"] is False and by["s004_row_ratio"]["ok"] is True  # the miss stays a miss
     r = CliRunner().invoke(app, [str(a) for a in args])
     assert r.exit_code == 0
-    assert "calibration or validation" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
+    assert "kind" in r.stdout and "identity" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
     r = CliRunner().invoke(app, ["experiments", "--only", "seed7", "--data-dir", str(tmp_path / "data")],
                            handle_errors=True)
     assert r.exit_code == 2

@@ -33,7 +33,7 @@ def experiments(
 ) -> None:
     """Run each seed's test program as synthetic workloads through the seed presets, load the
     results into DuckDB, write the seed report and print the seed table: every quantitative figure
-    (published vs model, error, tolerance, calibration or validation) and the qualitative findings."""
+    (published vs model, error, tolerance, kind: calibration, validation or identity) and the qualitative findings."""
     from pipelines.experiments import selected
 
     seeds = selected(only)  # an unknown seed is refused before any work
@@ -56,7 +56,7 @@ def show(res) -> None:
     """The seed table and the findings, as the terminal shows them."""
     from pipelines.experiments import table_rows
 
-    t = table("seed", "figure", "published", "model", "error %", "tolerance", "calibration or validation")
+    t = table("seed", "figure", "published", "model", "error %", "tolerance", "kind")
     for row in table_rows(res):
         t.add_row(*row)
     out.print(t)

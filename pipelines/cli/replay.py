@@ -166,11 +166,34 @@ def sweep(
 
 
 @app.command()
-def scenarios(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:  # --data-dir: accepted, unused
+def scenarios(
+    name: Annotated[str | None, typer.Argument(help="A preset or scenario file: list every parameter of it, "
+                                                    "resolved, with its unit and source")] = None,
+    overrides: SetOpt = None,
+    data_dir: DataDirOpt = None,  # accepted, unused
+    as_json: JsonOpt = False,
+) -> None:
     """List the array scenario presets (replay/scenarios/*.toml); --json: all that
-    Scenario.describe() gives for each."""
+    Scenario.describe() gives for each. With NAME: every parameter of that scenario as resolved
+    (after --set), its unit, and where its value comes from: source (doc, seed, seed-fit,
+    datasheet, measured, estimate, choice, derived, set) and reference (seed-fit: the seed figures
+    it was fitted to, in brackets)."""
     from replay.scenario import load, preset_names
 
+    if name is not None:
+        from replay.provenance import parameters
+
+        params = parameters(name, overrides or ())
+        if as_json:
+            print_json(params)
+            return
+        t = table(title=f"{name}: resolved parameters")
+        for c in ("table", "parameter", "value", "unit", "source", "reference"):
+            t.add_column(c)
+        for r in params:
+            t.add_row(r["table"], r["name"], str(r["value"]), r["unit"], r["source"], r["reference"])
+        out.print(t)
+        return
     rows = [load(n).describe() for n in preset_names()]
     if as_json:
         print_json(rows)

@@ -25,7 +25,7 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
           strict_min=True),
     Param("queue_gain_exponent", "float", 0.12, "", "command reordering: positioning min(q, queue_depth_max) ** this "
           "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
-          "IOPS", minimum=0, maximum=1),
+          "IOPS [s000_peak96, s000_peak192]", minimum=0, maximum=1),
     Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (1.95x)", "estimate",
           "MODELS.md: deep queues give up to 2-2.5x", minimum=1),
     Param("capacity_bytes", "size", 0, "B", "drive capacity (FAST VP tiers fill by it; 0: unknown)"),

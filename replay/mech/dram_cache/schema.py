@@ -49,7 +49,7 @@ MCX = Section("dram.mcx", (
           minimum=0, strict_min=True),
     Param("rate_window_ms", "float", 1000.0, "ms", "time constant of the rate averages", minimum=0, strict_min=True),
     Param("dirty_target_pct", "float", 5.0, "%", "dirty share of the pool (over the active groups) when writes do not "
-          "coalesce", "seed-fit", "seed 000 planning IOPS 1,130 (10 gives +17 %)", minimum=0, maximum=100,
+          "coalesce", "seed-fit", "seed 000 planning IOPS 1,130 (10 gives +17 %) [s000_planning]", minimum=0, maximum=100,
           strict_min=True),
     Param("dirty_max_pct", "float", 80.0, "%", "... growing to this share as all writes coalesce", minimum=0,
           maximum=100),

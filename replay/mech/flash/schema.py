@@ -16,7 +16,7 @@ FLASH = Section("flash", (
     Param("valid_pct", "float", 100.0, "%", "share of the user space holding valid data at the start", "seed",
           "seed 001: LUNs cover the whole user capacity, written before the test", minimum=0, maximum=100),
     Param("gc_mib_per_s", "float", 818.5, "MiB/s", "garbage collection's copy rate", "seed-fit",
-          "seed 001: ~600 MiB/s after the cliff: 600 x (WA(0.3) - 1) = 818.5", **_POS),
+          "seed 001: ~600 MiB/s after the cliff: 600 x (WA(0.3) - 1) = 818.5 [s001_gc_4k]", **_POS),
     Param("gc_start_pct", "float", 100.0, "%", "GC reclaims while free space is below this share of the space not "
           "holding data", maximum=100, **_POS),
     Param("stripe_unit_bytes", "size", 1024, "B", "vRAID stripe unit", "seed", "seed 001: 1 KB", minimum=512),
@@ -25,15 +25,15 @@ FLASH = Section("flash", (
     Param("stripe_parity_units", "int", 1, "units", "parity units per stripe", "seed", "seed 001", minimum=0,
           maximum=2),
     Param("read_iops", "float", 300_000.0, "IOPS", "4 KB random reads per second at depth", "seed-fit",
-          "seed 001: 300,000 IOPS, QD 32", **_POS),
+          "seed 001: 300,000 IOPS, QD 32 [s001_read_iops]", **_POS),
     Param("read_latency_us", "float", 210.0, "us", "a 4 KB read at queue depth 1", "seed-fit",
-          "seed 001: minimum read latency 0.21 ms, jobs = 1", **_POS),
+          "seed 001: minimum read latency 0.21 ms, jobs = 1 [s001_read_lat1]", **_POS),
     Param("write_iops", "float", 307_000.0, "IOPS", "4 KB random writes per second at depth", "seed-fit",
-          "seed 001: 307,000 IOPS, QD 32", **_POS),
+          "seed 001: 307,000 IOPS, QD 32 [s001_write_iops]", **_POS),
     Param("write_latency_us", "float", 146.0, "us", "a 4 KB write at queue depth 1", "seed-fit",
-          "seed 001: minimum write latency 0.146 ms, jobs = 1", **_POS),
+          "seed 001: minimum write latency 0.146 ms, jobs = 1 [s001_write_lat1]", **_POS),
     Param("media_mib_per_s", "float", 2750.0, "MiB/s", "media bandwidth", "seed-fit",
-          "seed 001: read bandwidth 2,750 MB/s (fio MB = MiB)", **_POS),
+          "seed 001: read bandwidth 2,750 MB/s (fio MB = MiB) [s001_read_bw]", **_POS),
 ), doc="An all-flash array: no DRAM cache, full-stripe writes without RAID penalty, free space with greedy-GC "
        "write amplification from the spare factor, and a GC bandwidth limit. Defaults: the violin6232 preset's.")
 

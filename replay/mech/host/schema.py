@@ -12,7 +12,7 @@ MIN_INTERVAL_NS = 1_000_000
 
 CONTROLLER = Section("controller", (
     Param("overhead_us", "float", 30.0, "us", "SP time per host I/O (one FCFS server): caps cache-hit IOPS",
-          "seed-fit", "seed 000: 2 GB file, ~29k IOPS at 192 outstanding", minimum=0),
+          "seed-fit", "seed 000: 2 GB file, ~29k IOPS at 192 outstanding [s000_2gb]", minimum=0),
     Param("bandwidth_mb_per_s", "float", 3200.0, "MB/s", "SP / front-end data rate", minimum=0, strict_min=True),
 ), doc="The storage processor as one FCFS server: per-I/O CPU cost plus a bandwidth limit.")
 

@@ -3,6 +3,7 @@ Cache (``kind = "fastcache"``) or QSAN QCache 2.0 (``kind = "qcache"``)."""
 
 from __future__ import annotations
 
+from replay.scenario_file import TableRead
 from replay.schema import Param, Section
 
 KINDS = ("fastcache", "qcache")
@@ -44,7 +45,7 @@ SSD_CACHE = Section("ssd_cache", (
     Param("populate_on_write", "int", 0, "writes", "qcache: ... on this write (0 disables)", "doc", minimum=0,
           maximum=1 << 20),
     Param("fills_in_flight", "int", 1, "copies", "promotions / populations copying at once", "seed-fit",
-          "seed 000: 150 GB hot set ~20 % full after 75 min", minimum=1, maximum=4096),
+          "seed 000: 150 GB hot set ~20 % full after 75 min [s000_fc150_fill]", minimum=1, maximum=4096),
     Param("proactive_cleaning", "bool", False, "", "VNX2 cleans dirty FAST Cache chunks while the array is idle",
           "doc"),
     Param("idle_after_ms", "float", 1000.0, "ms", "no host I/O for this long makes the array idle", minimum=0),
@@ -105,6 +106,7 @@ def parse(w, t: dict, sc) -> SsdCache:
     if io_type != "custom":
         chunk, sub, por, pow_ = QCACHE_IO_TYPES[io_type]
         values |= {"chunk_bytes": chunk, "sub_block_bytes": sub, "populate_on_read": por, "populate_on_write": pow_}
+    w.reads.append(TableRead(sec, SSD_CACHE, frozenset(table), values, {"chunk_bytes": size_key}))
     s = SsdCache(**values)
     mode = s.mode
     if kind == "fastcache" and mode != "read_write":

@@ -1,0 +1,81 @@
+"""Provenance of every scenario value (``replay.provenance``, ``tiercast scenarios NAME --json``)
+and the seed figures' kinds derived from it (``pipelines.seed_figures``: calibration when a preset
+parameter is fitted to the figure, identity when it holds by construction, else validation)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.seed_figures import BY_KEY, FIGURES
+from replay.provenance import fitted_figures, parameters, tag
+from replay.scenario import PRESET_DIR, preset_names
+from replay.schema import SOURCES
+
+
+@pytest.mark.parametrize("line, expected", [
+    ('rpm = 10000   # (seed 002) 10k drives', ("seed", "(seed 002) 10k drives")),
+    ('x = 1  # (seed 000/002) 4 data + 1 parity', ("seed", "(seed 000/002) 4 data + 1 parity")),
+    ('x = 1  # (est, seed 002: bursts) throttled past 30 %', ("estimate", "(est, seed 002: bursts) throttled past 30 %")),
+    ('x = 1  # (fit: seed 000 peak [s000_peak96, s000_peak192]) gain', ("seed-fit", "(fit: seed 000 peak [s000_peak96, s000_peak192]) gain")),
+    ('x = 1  # (doc) 8 KB pages', ("doc", "(doc) 8 KB pages")),
+    ('x = 1  # no tag here', None),
+    ('x = 1  # (see below) not a source', None),
+])
+def test_a_comment_tag_gives_the_source(line, expected):
+    assert tag(line) == expected
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_value_a_preset_sets_states_its_source(name):
+    rows = parameters(name)
+    text = (PRESET_DIR / f"{name}.toml").read_text().splitlines()
+    assert rows and all(r["source"] in (*SOURCES, "derived") for r in rows)
+    unstated = [f"{r['table']}.{r['name']} (line {r['line']})" for r in rows if r["source"] == "unstated"]
+    assert not unstated, f"{name}: values without a (source) tag: {unstated}"
+    for r in rows:
+        if r["set_by"] == "file":
+            assert r["name"] in text[r["line"] - 1] or r["table"] == "ssd_cache", r  # QCache: block_bytes
+        if r["source"] == "seed-fit":  # a fitted value names the figures it was fitted to, and they exist
+            assert r["fitted_to"] and all(k in BY_KEY for k in r["fitted_to"]), r
+
+
+def test_scenarios_name_json_lists_resolved_values_with_sources():
+    res = CliRunner().invoke(app, ["scenarios", "vnx2-mcx", "--json", "--set", "pools[0].span_fraction=0.1"])
+    assert res.exit_code == 0, res.output
+    rows = {(r["table"], r["name"]): r for r in json.loads(res.stdout)}
+    oh = rows[("controller", "overhead_us")]
+    assert (oh["value"], oh["unit"], oh["source"], oh["set_by"], oh["line"], oh["fitted_to"]) == (
+        30.0, "us", "seed-fit", "file", 9, ["s000_2gb"])
+    span = rows[("pools[0]", "span_fraction")]
+    assert (span["value"], span["source"], span["set_by"]) == (0.1, "set", "--set")
+    cache = rows[("dram", "cache_bytes")]
+    assert (cache["value"], cache["unit"], cache["source"]) == (4 << 30, "B", "seed")
+    # a value the preset leaves to its declaration keeps the declaration's source and reference
+    hwm = rows[("dram.flare", "high_watermark_pct")]
+    assert (hwm["set_by"], hwm["source"], hwm["reference"], hwm["line"]) == ("default", "doc", "default high watermark 80 %", None)
+    seek = rows[("drive_classes.sas10k", "avg_seek_ms")]  # derived from planning_iops when not given
+    assert (seek["set_by"], seek["source"]) == ("default", "derived") and "planning_iops" in seek["reference"]
+
+
+def test_scenarios_name_refuses_an_unknown_preset():
+    res = CliRunner().invoke(app, ["scenarios", "vnx9", "--json"])
+    assert res.exit_code != 0 and "no scenario preset 'vnx9'" in str(res.exception)
+
+
+def test_figure_kinds_follow_the_fits():
+    kinds = Counter(f.kind for f in FIGURES)
+    assert kinds == {"calibration": 15, "validation": 10, "identity": 4}
+    for f in FIGURES:
+        assert (f.kind == "calibration") == bool(fitted_figures().get(f.key)), f.key
+        assert (f.kind == "identity") == bool(f.identity), f.key
+    # the four figures that hold by construction (issue 27)
+    assert {f.key for f in FIGURES if f.kind == "identity"} == {"s000_rt24", "s001_gc_32k", "s001_mixed_iops",
+                                                                "s004_row_ratio"}
+    # fitting one more parameter to a validation figure would make it calibration
+    assert "vnx2-mcx: pools[0].span_fraction" in BY_KEY["s002_ratio"].fitted
+    assert BY_KEY["s002_mcx"].kind == "validation" and not BY_KEY["s002_mcx"].fitted
