@@ -13,6 +13,7 @@ misses (~3 min):
     .venv/bin/python pipelines/seed_figures.py            # model vs published vs README, per figure
     .venv/bin/python pipelines/seed_figures.py --readme   # the README table
     .venv/bin/python pipelines/seed_figures.py --sensitivity
+    .venv/bin/python pipelines/seed_figures.py --fitted-sensitivity [002 003 ...]  # each fitted parameter -/+ 10 %
     .venv/bin/python pipelines/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
     .venv/bin/python pipelines/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
 
@@ -27,6 +28,8 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,10 +41,10 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 import numpy as np  # noqa: E402
 
-from pipelines.seed_runs import cached, current  # noqa: E402
+from pipelines.seed_runs import _CACHES, cached, current  # noqa: E402
 from replay.mech.backend.kernel import planning_host_iops  # noqa: E402
-from replay.provenance import fitted_figures  # noqa: E402
-from replay.scenario import PRESET_DIR, Scenario, load, loads  # noqa: E402
+from replay.provenance import fitted_figures, parameters  # noqa: E402
+from replay.scenario import PRESET_DIR, Scenario, load, loads, preset_names  # noqa: E402
 from schemas.units import parse_size  # noqa: E402
 from traces import synth  # noqa: E402
 
@@ -67,6 +70,15 @@ QUICK = {
     "seed003_qcache_write": 3_600_000, "seed003_qcache_write_interval_s": 5,
     "seed003_ssds": 1_000_000, "seed003_ssds_interval_s": 1,  # full: 3 M, 2 s
 }
+
+
+#: preset -> ``--set`` overrides every measurement applies (:func:`perturbed`)
+_PERTURBED: dict[str, list[str]] = {}
+
+
+def scenario_of(preset: str, overrides: Iterable[str] = ()) -> Scenario:
+    """A preset as the measurements load it: with the overrides of a sensitivity run, if any."""
+    return load(preset, [*_PERTURBED.get(preset, ()), *overrides])
 
 
 def variant(preset: str, **subs) -> Scenario:
@@ -97,7 +109,7 @@ def seed000_curve(outstanding=(3, 6, 12, 24, 96, 192), requests: int | None = No
     until a RAID group's dirty pages fill its room before it throttles, so a shorter run measures
     the cache filling, not the sustained rate (1 M requests gave 2x the sustained IOPS)."""
     name, df = workload("database", requests=requests or 4_000_000, region_bytes=15 * GIB, seed=3)
-    rows = current().sweep(name, df, load("vnx5400"), list(outstanding), warmup_pct=50)
+    rows = current().sweep(name, df, scenario_of("vnx5400"), list(outstanding), warmup_pct=50)
     return {r["outstanding"]: r for r in rows}
 
 
@@ -140,7 +152,7 @@ def seed002(preset: str, region_bytes: int = SEED002_REGION, requests: int | Non
     16 outstanding; sustained IOPS (see :func:`sustained_iops`) and the run summary."""
     name, df = workload("randwrite-8k", requests=requests or 1_200_000, region_bytes=region_bytes, align_bytes=512,
                         seed=1)
-    sc = (sc or load(preset)).with_replay(mode="closed", outstanding=16, interval_ns=10**9)
+    sc = (sc or scenario_of(preset)).with_replay(mode="closed", outstanding=16, interval_ns=10**9)
     res = current().replay(name, df, sc)
     forced = res.summary["forced_flush_count"] > 0
     return sustained_iops(res, forced), res.summary
@@ -153,7 +165,7 @@ def seed003(kind: str, sc: Scenario | None = None, region_bytes: int = SEED003_R
     ``xs5224d`` (QCache off: the HDD baseline). Reads: after 50 % warm-up. Writes: 4 M requests,
     enough for the 6 GiB write cache to cycle through several forced flushes, averaged over whole
     cycles like seed 002's FLARE."""
-    sc = sc or load("xs5224d")
+    sc = sc or scenario_of("xs5224d")
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
     runs = current()
     n = requests or (300_000 if kind == "read" else 4_000_000)
@@ -197,7 +209,7 @@ def seed000_fastcache(hot_gib: int, fast_cache: bool, requests: int | None = Non
     runs = current()
     name, df = workload("database", requests=requests or runs.size(9_000_000, QUICK["seed000_fastcache"]),
                         region_bytes=hot_gib * GIB, seed=3)
-    sc = load("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_OUTSTANDING)
+    sc = scenario_of("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_OUTSTANDING)
     return _ssd_run(name, df, sc, runs.size(300, QUICK["seed000_fastcache_interval_s"]))
 
 
@@ -217,7 +229,7 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
     from replay.pages import SegmentBuilder
 
     df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
-    sc = load("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_RAMP[0])
+    sc = scenario_of("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_RAMP[0])
     m = ArrayModel(sc)
     st = m.new_state()
     b = SegmentBuilder(sc.dram.page_bytes)
@@ -273,7 +285,7 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     ``region_gib`` (seed 003: both 45 GB volumes), ``ssds`` SSDs, 10 s intervals; ``warmup_s``:
     when the SSD cache first holds 90 % of what it ends with (the working set: 90 GB is 23,040
     blocks of 4 MB), ``plateau_iops``: the best interval after that."""
-    sc = load(sc_name or ("xs5224d-qcache-read" if kind == "read" else "xs5224d-qcache-rw"))
+    sc = scenario_of(sc_name or ("xs5224d-qcache-read" if kind == "read" else "xs5224d-qcache-rw"))
     if ssds != sc.ssd_cache.drives:
         sc = variant(sc.name, drives=ssds)
     pat = "randread-4k" if kind == "read" else "randwrite-4k"
@@ -310,7 +322,7 @@ def seed001_point(profile: str, block_bytes: int, jobs: int, iodepth: int = 1, r
     requests = requests or max(20_000, 100 * jobs * iodepth)
     name, df = workload(SEED001_PROFILES[profile], requests=requests, region_bytes=SEED001_REGION,
                         block_size_bytes=block_bytes, seed=1)
-    return current().sweep(name, df, load("violin6232"), [jobs * iodepth], warmup_pct=20)[0]
+    return current().sweep(name, df, scenario_of("violin6232"), [jobs * iodepth], warmup_pct=20)[0]
 
 
 def seed001_matrix(requests: int | None = None) -> list[dict]:
@@ -336,7 +348,7 @@ def seed001_cliff(block_bytes: int = 4096, capacity: str = "1GiB", requests: int
     n = requests or max(2_000, int(3 * parse_size(capacity) / block_bytes))
     name, df = workload("randwrite-4k", requests=n, region_bytes=parse_size(capacity), block_size_bytes=block_bytes,
                         seed=5)
-    sc = load("violin6232", [f"flash.user_capacity_bytes={capacity}", "replay.interval=100ms"])
+    sc = scenario_of("violin6232", [f"flash.user_capacity_bytes={capacity}", "replay.interval=100ms"])
     return current().replay(name, df, sc.with_replay(mode="closed", outstanding=64 * 64)).summary
 
 
@@ -349,7 +361,7 @@ def seed000_2gb() -> dict:
     """The database pattern over a 2 GB file (fits the 4 GiB SP cache), 192 outstanding; 1.6 M
     requests over 262,144 pages, measured after 75 % (by then 99 % of the pages are cached)."""
     name, df = workload("database", requests=1_600_000, region_bytes=2 * GIB, seed=5)
-    return current().sweep(name, df, load("vnx5400"), [192], warmup_pct=75)[0]
+    return current().sweep(name, df, scenario_of("vnx5400"), [192], warmup_pct=75)[0]
 
 
 @cached(maxsize=8)
@@ -378,7 +390,7 @@ def seed004(snapshots: str, passes: int = 3) -> dict:
     df = pl.DataFrame({"ts_ns": np.arange(n, dtype=np.int64), "volume": ["lun"] * n, "op": ["write"] * n,
                        "offset": (np.arange(n, dtype=np.int64) % SEED004_PASS_MIB) << 20, "size": [1 << 20] * n})
     over = ["snapshots.enabled=false"] if snapshots == "off" else ["snapshots.every_s=18", f"snapshots.mode={snapshots}"]
-    sc = load("vnx5500-snapshots", over).with_replay(mode="closed", interval_ns=10**9)
+    sc = scenario_of("vnx5500-snapshots", over).with_replay(mode="closed", interval_ns=10**9)
     s = current().replay(f"seed004-{passes}x{SEED004_PASS_MIB}mib", df, sc).summary
     return {"mb_per_s": s["mb_per_s"], "summary": s}
 
@@ -614,6 +626,89 @@ def sensitivity() -> None:
         print(f"| {label} | {r:,.0f} ({err(r, 4512):+.0f} %) | {w:,.0f} ({err(w, 1660):+.0f} %) |", flush=True)
 
 
+#: the presets each seed's figures replay
+SEED_PRESETS = {"000": ("vnx5400", "vnx5400-fastcache"), "001": ("violin6232",), "002": ("vnx1-flare", "vnx2-mcx"),
+                "003": ("xs5224d", "xs5224d-qcache-read", "xs5224d-qcache-rw"), "004": ("vnx5500-snapshots",)}
+#: a figure moving more than this (%) on a 10 % change of one fitted parameter is flagged
+FRAGILE_PCT = 30.0
+
+
+def fitted_parameters() -> dict[tuple[str, tuple[str, ...]], list[tuple]]:
+    """Each fitted parameter (its name and the figures it was fitted to) -> where it is set:
+    (preset, ``table.name``, value, minimum, maximum); one knob fitted to other figures elsewhere is another entry
+    (FAST Cache's ``fills_in_flight`` on seed 000, QCache's on seed 003)."""
+    out: dict = {}
+    for preset in preset_names():
+        rows = parameters(preset)
+        written = {r["table"] for r in rows if r["set_by"] == "file"}  # a default of a table the file lacks is unused
+        for r in rows:
+            if r["fitted_to"] and r["table"] in written:
+                out.setdefault((r["name"], tuple(r["fitted_to"])), []).append(
+                    (preset, f"{r['table']}.{r['name']}", r["value"], r["minimum"], r["maximum"]))
+    return out
+
+
+def _moved(value: float | int, factor: float, lo: float | None = None, hi: float | None = None) -> float | int:
+    """``value`` x ``factor`` within its declared range; an integer moves by at least one step."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        v = round(value * factor, 9)
+    else:
+        step = max(1, round(abs(value) * abs(factor - 1)))
+        v = value + (step if factor > 1 else -step)
+    if lo is not None and v < lo:
+        v = max(lo, 1) if isinstance(value, int) else value
+    if hi is not None and v > hi:
+        v = hi
+    return type(value)(v)
+
+
+@contextmanager
+def perturbed(places: list[tuple[str, str, float | int]], factor: float) -> Iterator[str]:
+    """Every measurement inside loads the presets with these values x ``factor`` (yields the
+    change in words); the memoised runs are dropped on entry and exit."""
+    saved = dict(_PERTURBED)
+    for preset, key, value, lo, hi in places:
+        _PERTURBED.setdefault(preset, []).append(f"{key}={_moved(value, factor, lo, hi)!r}")
+    for c in _CACHES:
+        c.cache_clear()
+    try:
+        yield ", ".join(sorted({f"{v} -> {_moved(v, factor, lo, hi)}" for _, _, v, lo, hi in places}))
+    finally:
+        _PERTURBED.clear()
+        _PERTURBED.update(saved)
+        for c in _CACHES:
+            c.cache_clear()
+
+
+def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1) -> list[dict]:
+    """Every figure's change (%) when one fitted parameter moves by -/+ 10 % (integers: one step),
+    for the figures of every seed whose presets set that parameter; ``fragile``: more than
+    :data:`FRAGILE_PCT` either way. Long (each row re-measures a seed's figures): run it with
+    ``python pipelines/seed_figures.py --fitted-sensitivity [SEED ...]``."""
+    wanted = set(seeds or SEED_PRESETS)
+    figures = [f for f in FIGURES if f.seed in wanted]
+    base = {f.key: f.measure() for f in figures}
+    rows = []
+    for (name, fitted_to), places in fitted_parameters().items():
+        presets = {p for p, *_ in places}
+        touched = [f for f in figures if presets & set(SEED_PRESETS[f.seed])]
+        if not touched:
+            continue
+        moved = {}
+        for k in (2 - factor, factor):
+            with perturbed(places, k) as change:
+                moved[k] = (change, {f.key: f.measure() for f in touched})
+        for f in touched:
+            lo, hi = (err(moved[k][1][f.key], base[f.key]) for k in (2 - factor, factor))
+            rows.append({"parameter": name, "fitted_to": list(fitted_to), "figure": f.key, "kind": f.kind,
+                         "model": base[f.key], "minus": moved[2 - factor][0], "minus_pct": lo,
+                         "plus": moved[factor][0], "plus_pct": hi,
+                         "fragile": max(abs(lo), abs(hi)) > FRAGILE_PCT})
+            print(f"| `{name}` | {f.key} ({f.kind}) | {moved[2 - factor][0]}: {lo:+.1f} % | {moved[factor][0]}: "
+                  f"{hi:+.1f} % |{' FRAGILE' if rows[-1]['fragile'] else ''}", flush=True)
+    return rows
+
+
 def detail() -> None:
     """Where the time goes in the runs behind the validation figures: per RAID group, drive
     utilisation, back-end I/Os per drive per second and drive busy time per back-end I/O (the
@@ -644,6 +739,9 @@ if __name__ == "__main__":
         detail()
     elif "--sensitivity" in sys.argv:
         sensitivity()
+    elif "--fitted-sensitivity" in sys.argv:
+        print("| fitted parameter | figure | -10 % | +10 % |\n|---|---|---|---|")
+        fitted_sensitivity([a for a in sys.argv[sys.argv.index("--fitted-sensitivity") + 1:] if a.isdigit()] or None)
     elif "--readme" in sys.argv:
         print(readme_table())
     elif "--seed001" in sys.argv:

@@ -72,7 +72,7 @@ def _overridden(overrides: Iterable[str]) -> set[str]:
 def parameters(ref: str | Path, overrides: Iterable[str] = ()) -> list[dict]:
     """One row per parameter of every table the scenario has: ``table``, ``name``, ``value`` (the
     resolved one), ``unit``, ``source``, ``reference``, ``set_by`` (``file``, ``default`` or
-    ``--set``), ``line`` (in the file), ``fitted_to`` (seed figure keys, for ``seed-fit``)."""
+    ``--set``), ``line`` (in the file), ``minimum`` / ``maximum`` (its declared range), ``fitted_to`` (seed figure keys, for ``seed-fit``)."""
     overrides = list(overrides)
     reads: list[TableRead] = []
     sc = load(ref, overrides, reads)
@@ -95,7 +95,8 @@ def parameters(ref: str | Path, overrides: Iterable[str] = ()) -> list[dict]:
                 set_by, line = "default", None
                 source, reference = ("derived", p.doc) if p.optional and p.default is None else (p.source, p.reference)
             rows.append({"table": r.sec, "name": p.name, "value": _json(value), "unit": p.unit, "source": source,
-                         "reference": reference, "set_by": set_by, "line": line,
+                         "reference": reference, "set_by": set_by, "line": line, "minimum": p.minimum,
+                         "maximum": p.maximum,
                          "fitted_to": _FIGURE.findall(reference) if source == "seed-fit" else []})
     return rows
 

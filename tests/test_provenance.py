@@ -79,3 +79,17 @@ def test_figure_kinds_follow_the_fits():
     # fitting one more parameter to a validation figure would make it calibration
     assert "vnx2-mcx: pools[0].span_fraction" in BY_KEY["s002_ratio"].fitted
     assert BY_KEY["s002_mcx"].kind == "validation" and not BY_KEY["s002_mcx"].fitted
+
+
+def test_a_fitted_parameter_moves_in_every_preset_that_sets_it_and_comes_back():
+    from pipelines.seed_figures import _moved, fitted_parameters, perturbed, scenario_of
+
+    places = fitted_parameters()[("span_fraction", ("s002_ratio",))]
+    assert sorted(p for p, *_ in places) == ["vnx1-flare", "vnx2-mcx"]
+    with perturbed(places, 0.9) as change:
+        assert change == "1.0 -> 0.9"
+        assert scenario_of("vnx2-mcx").pools[0].span_fraction == scenario_of("vnx1-flare").pools[0].span_fraction == 0.9
+    assert scenario_of("vnx2-mcx").pools[0].span_fraction == 1.0
+    assert _moved(1.0, 1.1, 0.0, 1.0) == 1.0  # at its declared maximum
+    assert (_moved(1, 0.9, 1, 4096), _moved(1, 1.1, 1, 4096), _moved(5, 0.9, 1, 4096)) == (1, 2, 4)  # integer steps
+    assert _moved(28_000.0, 1.1) == 30_800.0
