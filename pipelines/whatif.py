@@ -40,6 +40,7 @@ import polars as pl
 from pipelines import physics
 from pipelines.catalog import TraceRef
 from pipelines.replay import replay_trace, resolve_mode, run_paths
+from pipelines.workers import run_all
 from replay.scenario import Scenario, load
 from schemas.units import parse_size
 
@@ -172,15 +173,21 @@ def _replay(trace: TraceRef, data_dir: Path, sc: Scenario, label: str,
     return _row(label, s, pl.read_parquet(run_paths(data_dir, s["run_id"])["volume_intervals"])), s
 
 
+def _replay_row(trace: TraceRef, data_dir: Path, sc: Scenario) -> dict:
+    """The comparison row of one scenario (a worker process's task: no progress display)."""
+    return _replay(trace, data_dir, sc, sc.name, None)[0]
+
+
 def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario],
             progress: Callable[[str], Callable | None] | None = None, measured: Sequence[str] | None = None,
-            warn: Callable[[str], None] | None = None, outstanding: int | None = None) -> list[dict]:
+            warn: Callable[[str], None] | None = None, outstanding: int | None = None, jobs: int = 1) -> list[dict]:
     """One row per scenario (``_row``; runs already made are reused), plus the change of IOPS,
     mean and p95 response time against the first scenario (``*_change_pct``), and each run
     against the captures that measured this trace (``model_vs_measured``: MAPE and bias per
     device, kept for the report): the captures ``measured`` names, else every matching one
     (:func:`pipelines.compare.matching_captures`; one that cannot be compared is passed to
-    ``warn`` and left out)."""
+    ``warn`` and left out). ``jobs`` > 1: the replays run in that many worker processes
+    (``pipelines.workers``; same rows, progress counted in scenarios)."""
     if not scenarios:
         raise ValueError("compare needs at least one scenario")
     labels = [sc.name for sc in scenarios]
@@ -188,7 +195,11 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     if dup:
         raise ValueError(f"scenario {dup[0]!r} given twice: compare each configuration once")
     scenarios = one_mode(trace, scenarios, outstanding)
-    rows = [_replay(trace, Path(data_dir), sc, sc.name, progress)[0] for sc in scenarios]
+    if jobs > 1 and len(scenarios) > 1:
+        cb = progress(f"{len(scenarios)} scenarios on {min(jobs, len(scenarios))} processes") if progress else None
+        rows = run_all(_replay_row, [(trace, Path(data_dir), sc) for sc in scenarios], jobs, cb)
+    else:
+        rows = [_replay(trace, Path(data_dir), sc, sc.name, progress)[0] for sc in scenarios]
     base = rows[0]
     for r in rows:
         for k in ("iops", "latency_mean_ms", "latency_p95_ms"):

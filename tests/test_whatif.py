@@ -259,3 +259,20 @@ def test_compare_keeps_the_trace_skew_at_the_tiering_slice(zipf):
     assert whatif.trace_skews(trace, data, [whatif.scenario_of("vnx5400")])[0]["reused"]
     with pytest.raises(LookupError, match="no capture 'nope'"):
         whatif.compare(trace, data, [whatif.scenario_of("vnx5400")], measured=["nope"])
+
+
+def test_compare_on_worker_processes_gives_the_same_rows(zipf, tmp_path):
+    """``compare --jobs 2``: the replays run in two spawned worker processes and give the rows of
+    one process, in the scenarios' order (the progress counts scenarios)."""
+    data, trace = zipf
+    scs = [whatif.scenario_of("vnx5400 dram.cache_bytes=128MiB"), whatif.scenario_of("vnx2-mcx"),
+           whatif.scenario_of("vnx5400-fastcache ssd_cache.capacity_bytes=2GiB")]
+    one = whatif.compare(trace, data, scs)
+    other = tmp_path / "data"
+    trace2 = find_trace(other, ingest_file(data.parent / "rr.parquet", other).trace_id)
+    seen = []
+    two = whatif.compare(trace2, other, scs, jobs=2, progress=lambda label: lambda k, n: seen.append((label, k, n)))
+    assert [r["scenario"] for r in two] == [sc.name for sc in scs] and not any(r["reused"] for r in two)
+    assert [{k: v for k, v in r.items() if k != "reused"} for r in two] == \
+        [{k: v for k, v in r.items() if k != "reused"} for r in one]
+    assert seen[-1] == ("3 scenarios on 2 processes", 3, 3) and len(seen) == 3

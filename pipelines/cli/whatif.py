@@ -74,6 +74,9 @@ def compare(
         "--measured", metavar="CAPTURE", help="A capture (tiercast captures) to compare every run with, model vs "
         "measured (repeatable). Default: every capture that recorded this trace itself.")] = None,
     outstanding: OutstandingOpt = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1, help="Replays run at once, in worker processes (default: the cores this machine "
+        "gives; 1: one after another in this process).")] = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
     data_dir: DataDirOpt = None,
@@ -87,6 +90,7 @@ def compare(
 
     from pipelines import whatif
     from pipelines.catalog import find_trace
+    from pipelines.workers import default_jobs
 
     if out_path is not None:
         check_out_option(out_path, "--out")
@@ -99,7 +103,7 @@ def compare(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rows = whatif.compare(trace, d, scs, progress=make, measured=measured, warn=notes.append,
-                                  outstanding=outstanding)
+                                  outstanding=outstanding, jobs=jobs or default_jobs())
             skews = whatif.trace_skews(trace, d, scs)
     finally:
         close()
