@@ -76,7 +76,7 @@ from pipelines.dataset import package_version
 from pipelines.progress import Progress
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from replay.array import ArrayModel
-from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, auto_interval_ns, outcome_frame
+from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, add_all, auto_interval_ns, outcome_frame
 from replay.mech import MECHANISMS
 from replay.model import Segment
 from replay.pages import SegmentBuilder
@@ -296,12 +296,8 @@ class _Aggregates:
         frame = outcome_frame(segment, out).with_columns(
             ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
-        self.req.add(frame)
-        self.hist.add(frame)
-        if self.ssd_fine is not None:
-            self.ssd_fine.add(frame)
+        add_all([a for a in (self.req, self.hist, self.ssd_fine, self.flash) if a is not None], frame)
         if self.flash is not None:
-            self.flash.add(frame)
             self._split_at_cliff(segment, out)
         self._count_write_ios(records["flush"])
         logs = {kind: pl.DataFrame(cols).sort("ts_ns") for kind, cols in records.items() if len(cols["ts_ns"])}
