@@ -296,28 +296,21 @@ class _Aggregates:
         frame = outcome_frame(segment, out).with_columns(
             ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
         frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
-        add_all([a for a in (self.req, self.hist, self.ssd_fine, self.flash) if a is not None], frame)
         if self.flash is not None:
             self._split_at_cliff(segment, out)
         self._count_write_ios(records["flush"])
         logs = {kind: pl.DataFrame(cols).sort("ts_ns") for kind, cols in records.items() if len(cols["ts_ns"])}
-        flushes = logs.get("flush")
-        if flushes is not None:
-            self.flush.add(flushes)
+        work = [(a, frame) for a in (self.req, self.hist, self.ssd_fine, self.flash) if a is not None]
+        for kind, agg in (("flush", self.flush), ("forced_flush", self.stalls), ("throttle", self.throttles),
+                          ("cache_full_wait", self.full_waits), ("ssd_promotion", self.promo),
+                          ("flush", self.ssd_fine_flush)):
+            if agg is not None and kind in logs:
+                work.append((agg, logs[kind]))
+        add_all(work)
         stalls = logs.get("forced_flush")
         if stalls is not None:
-            self.stalls.add(stalls)
             self.stall_spans += zip(stalls["ts_ns"].to_list(), (stalls["ts_ns"] + stalls["stall_ns"]).to_list(),
                                     strict=True)
-        if self.throttles is not None:
-            for kind, agg in (("throttle", self.throttles), ("cache_full_wait", self.full_waits)):
-                if kind in logs:
-                    agg.add(logs[kind])
-        if self.promo is not None:
-            if "ssd_promotion" in logs:
-                self.promo.add(logs["ssd_promotion"])
-            if flushes is not None:
-                self.ssd_fine_flush.add(flushes)
         if self.moves is not None and "relocation" in logs:
             self.moves.add(logs["relocation"])
         for results in self.mech.values():

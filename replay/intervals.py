@@ -150,12 +150,12 @@ class IntervalAggregator:
         )
 
 
-def add_all(aggregators: Sequence[IntervalAggregator], frame: pl.DataFrame) -> None:
-    """``agg.add(frame)`` for each, their queries run together (``pl.collect_all``: in parallel
-    on Polars' threads, one pass of the optimizer)."""
-    if frame.height and aggregators:
-        for agg, part in zip(aggregators, pl.collect_all([a.part(frame) for a in aggregators]), strict=True):
-            agg.add_part(part)
+def add_all(work: Sequence[tuple[IntervalAggregator, pl.DataFrame]]) -> None:
+    """``agg.add(frame)`` for each pair, their queries run together (``pl.collect_all``: in
+    parallel on Polars' threads): one segment's interval tables in one call."""
+    work = [(agg, frame) for agg, frame in work if frame.height]
+    for (agg, _), part in zip(work, pl.collect_all([agg.part(frame) for agg, frame in work]), strict=True):
+        agg.add_part(part)
 
 
 #: one record per window: the CACHE_SUMS of the compiled path, by name
