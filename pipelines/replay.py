@@ -75,6 +75,7 @@ from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
 from pipelines.progress import Progress
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
+from pipelines.workers import run_all
 from replay.array import ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, add_all, auto_interval_ns, outcome_frame
 from replay.mech import MECHANISMS
@@ -904,15 +905,27 @@ def sweep_frames(frames_factory: Callable[[], Iterable[pl.DataFrame]], scenario:
     return rows
 
 
-def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, outstanding: list[int], *,
-                max_requests: int | None = None, warmup_pct: float | None = 20.0,
-                batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None) -> list[dict]:
-    """``sweep_frames`` over an ingested trace; writes ``sweep_path(data_dir, sweep_id)`` (unless
-    ``data_dir`` is None). Each row carries its ``sweep_id``: hash of (trace, scenario, counts,
-    request limit, warm-up, model version)."""
-    rows = sweep_frames(lambda: read_frames(trace, batch_rows), scenario, outstanding, trace.trace_id,
+def _sweep_rows(trace: TraceRef, scenario: Scenario, outstanding: list[int], max_requests: int | None,
+                warmup_pct: float | None, batch_rows: int, progress: Progress | None = None) -> list[dict]:
+    """``sweep_frames`` over an ingested trace (a worker process's task with ``progress`` None)."""
+    return sweep_frames(lambda: read_frames(trace, batch_rows), scenario, outstanding, trace.trace_id,
                         total=total_rows(trace), max_requests=max_requests, warmup_pct=warmup_pct,
                         progress=progress, data_version=trace.data_version)
+
+
+def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, outstanding: list[int], *,
+                max_requests: int | None = None, warmup_pct: float | None = 20.0,
+                batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None, jobs: int = 1) -> list[dict]:
+    """``sweep_frames`` over an ingested trace; writes ``sweep_path(data_dir, sweep_id)`` (unless
+    ``data_dir`` is None). Each row carries its ``sweep_id``: hash of (trace, scenario, counts,
+    request limit, warm-up, model version). ``jobs`` > 1: the queue depths replay in that many
+    worker processes (``pipelines.workers``; same rows, progress counted in queue depths)."""
+    if jobs > 1 and len(outstanding) > 1:
+        parts = run_all(_sweep_rows, [(trace, scenario, [n], max_requests, warmup_pct, batch_rows) for n in outstanding],
+                        jobs, progress)
+        rows = [r for part in parts for r in part]
+    else:
+        rows = _sweep_rows(trace, scenario, outstanding, max_requests, warmup_pct, batch_rows, progress)
     blob = json.dumps([trace.trace_id, trace.data_version, scenario.hash, outstanding, max_requests, warmup_pct, array_model_version()])
     sid = hashlib.sha256(blob.encode()).hexdigest()[:16]
     for r in rows:

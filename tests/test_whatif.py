@@ -276,3 +276,17 @@ def test_compare_on_worker_processes_gives_the_same_rows(zipf, tmp_path):
     assert [{k: v for k, v in r.items() if k != "reused"} for r in two] == \
         [{k: v for k, v in r.items() if k != "reused"} for r in one]
     assert seen[-1] == ("3 scenarios on 2 processes", 3, 3) and len(seen) == 3
+
+
+def test_sweep_on_worker_processes_gives_the_same_rows(zipf):
+    """``sweep --jobs 2``: each queue depth in a worker process, the rows of one process, in order."""
+    from pipelines.replay import sweep_trace
+
+    data, trace = zipf
+    sc = whatif.scenario_of("vnx5400 dram.cache_bytes=64MiB")
+    one = sweep_trace(trace, None, sc, [4, 16, 64], max_requests=30_000)
+    seen = []
+    two = sweep_trace(trace, None, sc, [4, 16, 64], max_requests=30_000, jobs=2,
+                      progress=lambda k, n: seen.append((k, n)))
+    assert [r["outstanding"] for r in two] == [4, 16, 64] and two == one
+    assert one[0]["iops"] < one[2]["iops"] and seen[-1] == (3, 3)

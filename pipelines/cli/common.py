@@ -325,6 +325,10 @@ DataDirOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout (errors too: "
                                                       '{"error": "..."}).')]
+#: ``--jobs N``: replays at once, in worker processes (``pipelines.workers``); None: the cores
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, help="Replays run at once, in worker processes (default: the cores this process may "
+    "use; 1: one after another in this process).")]
 
 def checked(parse, ok, expected: str):
     """An option callback: ``parse(text)`` must not raise ValueError and ``ok(value)`` must hold,

@@ -12,6 +12,7 @@ from pipelines.catalog import find_trace
 from pipelines.choices import MAX_OUTSTANDING, MAX_WARMUP_PCT
 from pipelines.cli.common import (
     DataDirOpt,
+    JobsOpt,
     JsonOpt,
     app,
     bounded,
@@ -125,6 +126,7 @@ def sweep(
                                                  callback=bounded(1, integer=True))] = None,
     warmup: Annotated[float, typer.Option(help=f"Percent of the requests to skip before measuring, 0 to "
                                                f"{MAX_WARMUP_PCT:g}.", callback=bounded(0, MAX_WARMUP_PCT))] = 20.0,
+    jobs: JobsOpt = None,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -132,6 +134,7 @@ def sweep(
     workers x outstanding, fio numjobs x iodepth). The trace gives addresses and ops, the model
     the timing."""
     from pipelines import replay as rp
+    from pipelines.workers import default_jobs
 
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
@@ -139,9 +142,12 @@ def sweep(
     _warn_to_console(sc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with progress_bar(f"sweep {sc.name}", "requests") as cb:
-            rows = rp.sweep_trace(trace, d, sc, _outstanding_list(outstanding), max_requests=requests,
-                                  warmup_pct=warmup, progress=cb)
+        counts = _outstanding_list(outstanding)
+        jobs = jobs or default_jobs()
+        parallel = jobs > 1 and len(counts) > 1
+        with progress_bar(f"sweep {sc.name}", "queue depths" if parallel else "requests") as cb:
+            rows = rp.sweep_trace(trace, d, sc, counts, max_requests=requests, warmup_pct=warmup, progress=cb,
+                                  jobs=jobs)
     path = rp.sweep_path(d, rows[0]["sweep_id"])
     if as_json:
         print_json({"sweep_id": rows[0]["sweep_id"], "results_path": str(path),

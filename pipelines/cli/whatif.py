@@ -12,6 +12,7 @@ import typer
 from pipelines.choices import MAX_OUTSTANDING
 from pipelines.cli.common import (
     DataDirOpt,
+    JobsOpt,
     JsonOpt,
     app,
     check_out_option,
@@ -74,9 +75,7 @@ def compare(
         "--measured", metavar="CAPTURE", help="A capture (tiercast captures) to compare every run with, model vs "
         "measured (repeatable). Default: every capture that recorded this trace itself.")] = None,
     outstanding: OutstandingOpt = None,
-    jobs: Annotated[int | None, typer.Option(
-        "--jobs", "-j", min=1, help="Replays run at once, in worker processes (default: the cores this machine "
-        "gives; 1: one after another in this process).")] = None,
+    jobs: JobsOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
     data_dir: DataDirOpt = None,
