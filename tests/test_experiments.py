@@ -159,6 +159,7 @@ def test_cli_json_shape_and_the_printed_table(tmp_path):
     r = CliRunner().invoke(app, [str(a) for a in args])
     assert r.exit_code == 0
     assert "kind" in r.stdout and "identity" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
+    assert "(identity 1 of 1 within, validation 0 of 1 within)" in " ".join(r.stdout.split())
     r = CliRunner().invoke(app, ["experiments", "--only", "seed7", "--data-dir", str(tmp_path / "data")],
                            handle_errors=True)
     assert r.exit_code == 2

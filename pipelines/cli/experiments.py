@@ -54,6 +54,8 @@ def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None
 
 def show(res) -> None:
     """The seed table and the findings, as the terminal shows them."""
+    import polars as pl
+
     from pipelines.experiments import table_rows
 
     t = table("seed", "figure", "published", "model", "error %", "tolerance", "kind")
@@ -65,6 +67,8 @@ def show(res) -> None:
         f.add_row(r["seed"], r["finding"], "yes" if r["ok"] else "NO")
     out.print(f)
     bad = (~res.figures["ok"]).sum()
-    out.print(f"{res.figures.height} figures, {bad} outside their tolerance; {res.findings['ok'].sum()} of "
+    kinds = res.figures.group_by("kind", maintain_order=True).agg(n=pl.len(), ok=pl.col("ok").sum())
+    by_kind = ", ".join(f"{r['kind']} {r['ok']} of {r['n']} within" for r in kinds.sort("kind").iter_rows(named=True))
+    out.print(f"{res.figures.height} figures, {bad} outside their tolerance ({by_kind}); {res.findings['ok'].sum()} of "
               f"{res.findings.height} findings shown by the model"
               + (f"; report {res.report}" if res.report else ""))
