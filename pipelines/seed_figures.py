@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 import numpy as np  # noqa: E402
 
-from pipelines.seed_runs import _CACHES, cached, current  # noqa: E402
+from pipelines.seed_runs import cached, clear_caches, current  # noqa: E402
 from replay.mech.backend.kernel import planning_host_iops  # noqa: E402
 from replay.provenance import fitted_figures, parameters  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads, preset_names  # noqa: E402
@@ -669,15 +669,13 @@ def perturbed(places: list[tuple[str, str, float | int]], factor: float) -> Iter
     saved = dict(_PERTURBED)
     for preset, key, value, lo, hi in places:
         _PERTURBED.setdefault(preset, []).append(f"{key}={_moved(value, factor, lo, hi)!r}")
-    for c in _CACHES:
-        c.cache_clear()
+    clear_caches()
     try:
         yield ", ".join(sorted({f"{v} -> {_moved(v, factor, lo, hi)}" for _, _, v, lo, hi in places}))
     finally:
         _PERTURBED.clear()
         _PERTURBED.update(saved)
-        for c in _CACHES:
-            c.cache_clear()
+        clear_caches()
 
 
 def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1) -> list[dict]:

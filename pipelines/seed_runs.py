@@ -38,6 +38,12 @@ def cached(maxsize: int):
     return wrap
 
 
+def clear_caches() -> None:
+    """Drop every memoised measurement (:func:`cached`)."""
+    for c in _CACHES:
+        c.cache_clear()
+
+
 @contextmanager
 def quiet() -> Iterator[None]:
     """Presets carry sections the model ignores (``not yet modelled`` warnings): not news here."""
@@ -131,11 +137,9 @@ def using(runs: Runs) -> Iterator[Runs]:
     """Measure with ``runs`` inside the block; cached measurements are dropped on the way in and out."""
     global _current
     prev, _current = _current, runs
-    for c in _CACHES:
-        c.cache_clear()
+    clear_caches()
     try:
         yield runs
     finally:
         _current = prev
-        for c in _CACHES:
-            c.cache_clear()
+        clear_caches()
