@@ -24,14 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from replay.mech import MECHANISMS
-from replay.mech.backend.schema import DRIVE_CLASS, POOL, RAID_GROUP
+from replay.mech.backend.schema import DRIVE_CLASS, POOL, RAID_GROUP, seek_range
 from replay.mech.dram_cache.schema import DRAM, FLARE, MCX
 from replay.mech.host.schema import CONTROLLER, MAX_OUTSTANDING, MAX_WARMUP_PCT, MIN_INTERVAL_NS, REPLAY
 from replay.overrides import apply as apply_overrides
@@ -275,6 +275,33 @@ class Scenario:
             _check_range("interval_ns", opts.interval_ns, MIN_INTERVAL_NS, None, integer=True)
         return replace(self, replay=opts)
 
+    def data_capacity_bytes(self, pool: Pool) -> int:
+        """User data a pool's RAID groups hold (0 when a drive class has no capacity_bytes)."""
+        total = 0
+        for name in pool.raid_groups:
+            rg = self.raid_groups[self.rg_index(name)]
+            cap = self.drive_classes[rg.drive_class].capacity_bytes
+            if not cap:
+                return 0
+            total += rg.data_drives * cap
+        return total
+
+    def with_footprint(self, max_end_bytes: Mapping[str, int]) -> Scenario:
+        """A copy whose pools without a ``span_fraction`` get the workload's: the highest address
+        (offset + size) of each volume that lives there, summed, over the pool's data capacity
+        (at most 1). ``max_end_bytes``: by trace volume name. Pools whose capacity is unknown stay
+        unset (full stroke)."""
+        used = [0] * len(self.pools)
+        for vol, end in max_end_bytes.items():
+            used[self.pool_of_volume(vol)] += int(end)
+        pools = []
+        for p, u in zip(self.pools, used, strict=True):
+            cap = self.data_capacity_bytes(p)
+            if p.span_fraction is None and cap and u:
+                p = replace(p, span_fraction=min(1.0, u / cap))
+            pools.append(p)
+        return replace(self, pools=tuple(pools))
+
     def describe(self) -> dict:
         """Short summary for listings."""
         drives = {}
@@ -325,6 +352,15 @@ def _parse_drive(w: ScenarioFile, name: str, t: dict) -> DriveClass:
         if dc.track_to_track_ms > dc.seek_ms:
             raise w.error(sec, "track_to_track_ms", f"{dc.track_to_track_ms} ms exceeds the average seek "
                           f"{dc.seek_ms:.2f} ms")
+        if dc.full_stroke_ms is not None:
+            lo, hi = seek_range(dc.track_to_track_ms, dc.full_stroke_ms)
+            if not lo <= dc.seek_ms <= hi:
+                raise w.error(sec, "full_stroke_ms", f"an average seek of {dc.seek_ms:.2f} ms does not fit a curve "
+                              f"from {dc.track_to_track_ms} ms (single track) to {dc.full_stroke_ms} ms (full stroke): "
+                              f"it must be {lo:.2f}-{hi:.2f} ms")
+        if dc.transfer_inner_mb_per_s is not None and dc.transfer_inner_mb_per_s > dc.transfer_mb_per_s:
+            raise w.error(sec, "transfer_inner_mb_per_s", f"{dc.transfer_inner_mb_per_s} MB/s is faster than the outer "
+                          f"diameter's {dc.transfer_mb_per_s} MB/s (transfer_mb_per_s)")
     elif dc.latency_ms <= 0:
         raise w.error(sec, "planning_iops", "an 8 KiB transfer alone takes longer than 1/planning_iops")
     return dc

@@ -69,7 +69,7 @@ class Mechanism:
 MECHANISMS = (
     Mechanism("host", always=True),
     Mechanism("dram_cache", always=True),
-    Mechanism("backend", ("queueing",), always=True),
+    Mechanism("backend", ("queueing", "drive"), always=True),
     Mechanism("ssd_cache", ("fast_cache", "qcache")),
     Mechanism("tiering"),
     Mechanism("snapshots"),

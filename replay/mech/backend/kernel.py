@@ -33,7 +33,9 @@ import numpy as np
 
 from replay.jit import kernel, step
 from replay.layout import record
+from replay.mech.backend import drive as dr
 from replay.mech.backend import queueing as qk
+from replay.mech.backend.drive import SQRT_DISTANCE_MEAN
 from replay.mech.backend.outputs import COUNTERS
 from replay.outputs import record_counters
 from replay.scenario import RaidGroup, Scenario
@@ -61,8 +63,6 @@ PLACE = record([(n, np.int64) for n in (
 def new_place() -> np.ndarray:
     return np.zeros(1, PLACE)
 
-#: Seek-curve constant: for two uniform random points on [0, 1], E[sqrt(|x - y|)] = 8/15.
-SQRT_DISTANCE_MEAN = 8.0 / 15.0
 
 
 def planning_host_iops(drive_iops: float, n_drives: int, read_fraction: float, penalty: int) -> float:
@@ -137,6 +137,36 @@ def raid_groups(sc: Scenario) -> list[RaidGroup]:
     return rgs
 
 
+def hdd_record(x, dc, lba_span: float) -> None:
+    """Fill a ``queueing.DRIVE`` record of an HDD whose data occupies the first ``lba_span`` of its
+    LBAs: the seek curve (``replay.mech.backend.drive``) over the cylinders that holds, the mean
+    random seek there, half a rotation, the zones' mean media rate, overheads. ``x["span"]``: the
+    share of the stroke (cylinders)."""
+    curve = dr.seek_curve(dc.track_to_track_ms, dc.seek_ms, dc.full_stroke_ms)
+    outer = dc.transfer_mb_per_s
+    inner = dc.transfer_inner_mb_per_s if dc.transfer_inner_mb_per_s is not None else outer
+    span = dr.stroke_share(lba_span, outer, inner)
+    tmin = dc.track_to_track_ms * 1e6
+    if curve.d0 >= 1.0:  # square root throughout (no full-stroke figure)
+        tavg = dc.seek_ms * 1e6
+        seek_rand = tmin + (tavg - tmin) * math.sqrt(span)
+        x["seek_k_ns"] = (tavg - tmin) / SQRT_DISTANCE_MEAN
+    else:
+        seek_rand = curve.mean_over(span) * 1e6
+        x["seek_k_ns"] = curve.k_ms * 1e6
+    x["tmin_ns"] = tmin
+    x["seek_d0"] = curve.d0
+    x["seek_b_ns"] = curve.b_ms * 1e6
+    x["seek_c_ns"] = curve.c_ms * 1e6
+    x["rot_ns"] = dc.half_rotation_ms * 1e6
+    x["seek_rand_ns"] = seek_rand
+    x["pos_rand_ns"] = seek_rand + x["rot_ns"]
+    x["span"] = span
+    x["xfer_ns_per_byte"] = 1e9 / (dr.mean_rate(span, outer, inner) * 1e6)
+    x["overhead_ns"] = dc.command_overhead_ms * 1e6
+    x["write_extra_ns"] = dc.write_seek_extra_ms * 1e6
+
+
 def build(sc: Scenario) -> BackendArrays:
     page = sc.dram.page_bytes
     groups = raid_groups(sc)
@@ -148,26 +178,21 @@ def build(sc: Scenario) -> BackendArrays:
         dc = sc.drive_classes[rg.drive_class]
         pool = next(p for p in sc.pools if rg.name in p.raid_groups) if any(
             rg.name in p.raid_groups for p in sc.pools) else None
-        span = pool.span_fraction if pool else 1.0
+        span = pool.span_fraction if pool and pool.span_fraction is not None else 1.0
         x = np.zeros(1, qk.DRIVE)[0]
-        xfer_ns_per_byte = 1e9 / (dc.transfer_mb_per_s * 1e6)
         if dc.kind == "hdd":
-            tmin = dc.track_to_track_ms * 1e6
-            tavg = dc.seek_ms * 1e6
-            seek_rand = tmin + (tavg - tmin) * math.sqrt(span)
-            x["tmin_ns"] = tmin
-            x["seek_k_ns"] = (tavg - tmin) / SQRT_DISTANCE_MEAN
-            x["rot_ns"] = dc.half_rotation_ms * 1e6
-            x["seek_rand_ns"] = seek_rand
-            x["pos_rand_ns"] = seek_rand + x["rot_ns"]
+            hdd_record(x, dc, span)
         else:
             x["pos_rand_ns"] = dc.latency_ms * 1e6
-        x["span"] = span
-        x["xfer_ns_per_byte"] = xfer_ns_per_byte
-        x["nominal_ns"] = x["pos_rand_ns"] + page * xfer_ns_per_byte
+            x["xfer_ns_per_byte"] = 1e9 / (dc.transfer_mb_per_s * 1e6)
+            x["seek_d0"] = 1.0
+        x["nominal_ns"] = x["pos_rand_ns"] + page * x["xfer_ns_per_byte"]
         x["write_cost"] = dc.write_cost
         if dc.parallelism:  # SSD: P requests in service at once (gain q up to P)
             x["gain_table"] = qk.gain_table(1.0, dc.parallelism)
+        elif dc.kind == "hdd" and dc.reordering == "sptf":
+            x["gain_table"] = dr.reorder_gain(dr.seek_curve(dc.track_to_track_ms, dc.seek_ms, dc.full_stroke_ms),
+                                              x["span"], dc.rpm, page * x["xfer_ns_per_byte"], dc.queue_depth_max)
         else:
             x["gain_table"] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
         drives += [x] * rg.width

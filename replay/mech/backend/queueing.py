@@ -47,7 +47,12 @@ GAIN_TABLE = 1025
 DRIVE = np.dtype([
     ("pos_rand_ns", np.float64),  # random seek within the span + half rotation (HDD) or latency (SSD)
     ("tmin_ns", np.float64),  # track-to-track seek
-    ("seek_k_ns", np.float64),  # (avg seek - track-to-track) * 15/8, scale of sqrt(distance)
+    ("seek_k_ns", np.float64),  # scale of sqrt(distance) (replay.mech.backend.drive.SeekCurve.k_ms)
+    ("seek_d0", np.float64),  # the seek curve is linear beyond this share of the stroke ...
+    ("seek_b_ns", np.float64),  # ... seek_b_ns + seek_c_ns * distance
+    ("seek_c_ns", np.float64),
+    ("overhead_ns", np.float64),  # the drive's command overhead
+    ("write_extra_ns", np.float64),  # a write's longer settle (HDD)
     ("span", np.float64),  # share of the stroke the data occupies
     ("rot_ns", np.float64),  # half rotation
     ("xfer_ns_per_byte", np.float64),
@@ -103,14 +108,17 @@ SEQUENTIAL = -1.0
 @step
 def positioning_ns(dv, batch):
     """Seek + rotation at queue depth 1. ``batch`` > 1: an address-sorted sweep over that many
-    requests per drive, whose seeks are short (distance = span / batch): seek(x) = t_min +
-    k * sqrt(x) with k fitted so that uniform random pairs average the data-sheet seek.
-    ``SEQUENTIAL``: no positioning."""
+    requests per drive, whose seeks are short (distance = span / batch) on the datasheet's seek
+    curve (``replay.mech.backend.drive.SeekCurve``). ``SEQUENTIAL``: no positioning."""
     if batch < 0.0:
         return 0.0
     if batch <= 1.0:
         return dv.pos_rand_ns
-    seek = dv.tmin_ns + dv.seek_k_ns * math.sqrt(dv.span / batch)
+    d = dv.span / batch
+    if d <= dv.seek_d0:
+        seek = dv.tmin_ns + dv.seek_k_ns * math.sqrt(d)
+    else:
+        seek = dv.seek_b_ns + dv.seek_c_ns * d
     if seek > dv.seek_rand_ns:
         seek = dv.seek_rand_ns
     return seek + dv.rot_ns
@@ -137,8 +145,10 @@ def drive_submit(drives, queues, d, t, nops, nbytes, batch, kind):
         # host reads served between sweep or stream writes (reads per background op) move the head away
         p_break = share / (1.0 - share) if share < 0.5 else 1.0
         pos = p_break * dv.pos_rand_ns + (1.0 - p_break) * pos
-    one = pos / g + nbytes * dv.xfer_ns_per_byte
+    one = pos / g + nbytes * dv.xfer_ns_per_byte + dv.overhead_ns
     if kind == BG_WRITE:
+        if pos > 0.0:
+            one += dv.write_extra_ns
         one *= dv.write_cost
     svc = np.int64(nops * one + 0.5)
     if svc < 1:

@@ -9,6 +9,12 @@ RAID_LEVELS = (0, 1, 5, 6, 10)
 #: FAST VP tiers, highest first (doc)
 TIER_NAMES = ("extreme_performance", "performance", "capacity")
 
+def seek_range(t2t_ms: float, full_ms: float) -> tuple[float, float]:
+    """The average seeks a curve from ``t2t`` to ``full`` (``replay.mech.backend.drive``) can have:
+    linear throughout .. square root throughout."""
+    return t2t_ms + (full_ms - t2t_ms) / 3.0, t2t_ms + (full_ms - t2t_ms) * 8.0 / 15.0
+
+
 DRIVE_CLASS = Section("drive_classes.NAME", (
     Param("kind", "str", "hdd", "", "hdd: seek + half a rotation + transfer, with command reordering; ssd: a latency "
           "+ transfer with internal parallelism", "choice", choices=("hdd", "ssd")),
@@ -19,15 +25,28 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
           "seed", "seed 000: SAS 10K", minimum=1000),
     Param("avg_seek_ms", "float", None, "ms", "average full-stroke seek (default: 1000 / planning_iops - half a "
           "rotation - an 8 KiB transfer)", minimum=0, optional=True),
-    Param("track_to_track_ms", "float", 0.5, "ms", "short-seek floor", "estimate", "data sheets 0.2-0.8 ms; SAS 10k "
-          "presets 0.3", minimum=0),
-    Param("transfer_mb_per_s", "float", 150.0, "MB/s", "media rate", "estimate", "a 10k SAS drive", minimum=0,
-          strict_min=True),
-    Param("queue_gain_exponent", "float", 0.12, "", "command reordering: positioning min(q, queue_depth_max) ** this "
+    Param("track_to_track_ms", "float", 0.5, "ms", "single-track seek (the seek curve's floor)", "estimate",
+          "data sheets 0.2-0.8 ms; SAS 10k presets 0.3", minimum=0),
+    Param("full_stroke_ms", "float", None, "ms", "full-stroke seek: with it the seek curve is a square root for "
+          "short seeks and linear for long ones (replay.mech.backend.drive); without, a square root throughout",
+          minimum=0, optional=True),
+    Param("write_seek_extra_ms", "float", 0.0, "ms", "a write's longer settle: the datasheet's average write seek "
+          "less its average read seek", minimum=0),
+    Param("command_overhead_ms", "float", 0.0, "ms", "the drive's controller overhead per command (datasheets: "
+          "access time with and without it)", minimum=0),
+    Param("transfer_mb_per_s", "float", 150.0, "MB/s", "media rate (HDD: at the outer diameter, LBA 0)", "estimate",
+          "a 10k SAS drive", minimum=0, strict_min=True),
+    Param("transfer_inner_mb_per_s", "float", None, "MB/s", "HDD media rate at the inner diameter (zoned recording; "
+          "default: transfer_mb_per_s throughout)", minimum=0, strict_min=True, optional=True),
+    Param("reordering", "str", "power", "", "how a queue shortens positioning: power (min(q, queue_depth_max) ** "
+          "queue_gain_exponent) or sptf (shortest positioning time first, simulated from the seek curve, the rotation "
+          "and the occupied stroke: replay.mech.backend.drive)", "choice", choices=("power", "sptf")),
+    Param("queue_gain_exponent", "float", 0.12, "", "reordering = power: positioning min(q, queue_depth_max) ** this "
           "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
           "IOPS [s000_peak96, s000_peak192]", minimum=0, maximum=1),
-    Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (1.95x)", "estimate",
-          "MODELS.md: deep queues give up to 2-2.5x", minimum=1),
+    Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (power: 1.95x; sptf: the "
+          "tagged commands the drive takes)", "estimate", "MODELS.md: deep queues give up to 2-2.5x", minimum=1,
+          maximum=1024),
     Param("capacity_bytes", "size", 0, "B", "drive capacity (FAST VP tiers fill by it; 0: unknown)"),
     Param("read_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random reads per second at depth (0: planning_iops and the "
           "HDD queue law)", minimum=0),
@@ -52,6 +71,7 @@ RAID_GROUP = Section("raid_groups", (
 POOL = Section("pools", (
     Param("slice_bytes", "size", 256 << 20, "B", "volumes spread over the pool's groups in slices of this size",
           "doc", "FAST VP slice 256 MB on VNX2 (1 GB on VNX1)", minimum=0),
-    Param("span_fraction", "float", 1.0, "", "share of each drive's stroke the data occupies (1: the planning case)",
-          "estimate", minimum=0, maximum=1, strict_min=True),
+    Param("span_fraction", "float", None, "", "share of each drive's LBAs the data occupies (default: the "
+          "workload's footprint, its volumes' highest addresses over the pool's data capacity; 1 when either is "
+          "unknown)", minimum=0, maximum=1, strict_min=True, optional=True),
 ), doc="A pool of RAID groups; its volumes are spread over them in slices.", extra=("name", "raid_groups"))
