@@ -91,6 +91,11 @@ class TraceRef:
             out[kind] += sum(os.stat(os.path.join(root, f)).st_size for f in files)
         return out
 
+    def max_end_bytes(self) -> dict[str, int]:
+        """Each volume's highest address (offset + size) from the manifest: the workload's
+        footprint (``Scenario.with_footprint``)."""
+        return {v: int(s["max_end"]) for v, s in (self.manifest.get("volumes") or {}).items() if s.get("max_end")}
+
     def scan(self) -> pl.LazyFrame:
         """All accepted requests, volume by volume (each volume in time order)."""
         import polars as pl

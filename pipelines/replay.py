@@ -586,6 +586,12 @@ def _check_scenario(sc: Scenario) -> None:
                       "ignored", stacklevel=3)
 
 
+def max_end_bytes(df: pl.DataFrame) -> dict[str, int]:
+    """Each volume's highest address (offset + size) in canonical requests (``Scenario.with_footprint``)."""
+    ends = df.group_by("volume").agg((pl.col("offset") + pl.col("size")).max().alias("end"))
+    return dict(zip(ends["volume"].to_list(), ends["end"].to_list(), strict=True))
+
+
 def replay_frames(frames: Iterable[pl.DataFrame], scenario: Scenario, trace_id: str = "<frames>",
                   total: int | None = None, progress: Progress | None = None, max_requests: int | None = None,
                   prefetch: bool = True, data_version: str = "") -> ReplayResult:
@@ -820,7 +826,8 @@ def resolve_mode(scenario: Scenario, trace: TraceRef) -> tuple[Scenario, list[di
     """The replay mode a run of ``trace`` uses: the scenario's (open, the presets' default: the
     trace's own timing; closed at ``outstanding``), except that a trace without timestamps cannot
     be replayed in its own time and goes closed loop at the scenario's ``outstanding``, with a
-    caveat saying so."""
+    caveat saying so. Pools without a ``span_fraction`` take the trace's footprint."""
+    scenario = scenario.with_footprint(trace.max_end_bytes())
     if scenario.replay.mode == "open" and not trace_is_timed(trace):
         n = scenario.replay.outstanding
         return scenario.with_replay(mode="closed"), [physics.finding(
@@ -920,6 +927,7 @@ def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario
     ``data_dir`` is None). Each row carries its ``sweep_id``: hash of (trace, scenario, counts,
     request limit, warm-up, model version). ``jobs`` > 1: the queue depths replay in that many
     worker processes (``pipelines.workers``; same rows, progress counted in queue depths)."""
+    scenario = scenario.with_footprint(trace.max_end_bytes())
     if jobs > 1 and len(outstanding) > 1:
         parts = run_all(_sweep_rows, [(trace, scenario, [n], max_requests, warmup_pct, batch_rows) for n in outstanding],
                         jobs, progress)

@@ -41,6 +41,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 import numpy as np  # noqa: E402
 
+from pipelines.replay import max_end_bytes  # noqa: E402
 from pipelines.seed_runs import cached, clear_caches, current  # noqa: E402
 from replay.mech.backend.kernel import planning_host_iops  # noqa: E402
 from replay.provenance import fitted_figures, parameters  # noqa: E402
@@ -230,7 +231,7 @@ def seed000_fastcache_ramp(hot_gib: int, fast_cache: bool, requests: int = 16_00
 
     df = synth.generate(synth.pattern("database", requests=requests, region_bytes=hot_gib * GIB, seed=3))
     sc = scenario_of("vnx5400-fastcache" if fast_cache else "vnx5400").with_replay(mode="closed", outstanding=FC_RAMP[0])
-    m = ArrayModel(sc)
+    m = ArrayModel(sc.with_footprint(max_end_bytes(df)))
     st = m.new_state()
     b = SegmentBuilder(sc.dram.page_bytes)
     steps, step = [], 0

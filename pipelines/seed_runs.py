@@ -20,7 +20,15 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.replay import ReplayResult, replay_frames, replay_trace, run_paths, sweep_frames, sweep_trace
+from pipelines.replay import (
+    ReplayResult,
+    max_end_bytes,
+    replay_frames,
+    replay_trace,
+    run_paths,
+    sweep_frames,
+    sweep_trace,
+)
 from replay.scenario import Scenario
 
 _CACHES: list[Callable] = []
@@ -79,7 +87,7 @@ class Runs:
         directory the run's outputs are written and its intervals read back from them."""
         with quiet():
             if self.data_dir is None:
-                res = replay_frames([df], sc, name, total=df.height)
+                res = replay_frames([df], sc.with_footprint(max_end_bytes(df)), name, total=df.height)
             else:
                 summary = replay_trace(self._trace(name, df), self.data_dir, sc)
                 paths = run_paths(self.data_dir, summary["run_id"])
@@ -92,7 +100,8 @@ class Runs:
     def sweep(self, name: str, df: pl.DataFrame, sc: Scenario, outstanding: list[int], warmup_pct: float) -> list[dict]:
         with quiet():
             if self.data_dir is None:
-                rows = sweep_frames(lambda: [df], sc, outstanding, name, total=df.height, warmup_pct=warmup_pct)
+                rows = sweep_frames(lambda: [df], sc.with_footprint(max_end_bytes(df)), outstanding, name,
+                                    total=df.height, warmup_pct=warmup_pct)
             else:
                 rows = sweep_trace(self._trace(name, df), self.data_dir, sc, outstanding, warmup_pct=warmup_pct)
         self.ran.append(Ran(name, sc.name, sweep_id=rows[0].get("sweep_id")))
