@@ -95,7 +95,7 @@ def test_seed002_mcx_over_flare():
 
 
 def test_seed000_fast_cache_150gb_fill_after_75_minutes():
-    """fit: ``fills_in_flight`` 1 (FAST Cache promotions copying at once; not published). The
+    """fit: ``fill_mib_per_s`` 6.0 (FAST Cache's promotion copy bandwidth; not published). The
     database pattern over 150 GB, run as the article did (12 -> 24 -> 48 -> 96 -> 192 outstanding,
     15 minutes each), fills 20 % (±15 % of that: 17-23 %) of the 100 GB FAST Cache by the end, and
     the fill only grows; at a steady 48 outstanding it is within the same band."""
@@ -105,7 +105,7 @@ def test_seed000_fast_cache_150gb_fill_after_75_minutes():
 
 
 def test_seed003_qcache_read_warm_up_and_plateau():
-    """fit: ``fills_in_flight`` 5 (QCache populations at once) to the ~7 min warm-up, and the SSD
+    """fit: ``fill_mib_per_s`` 200 (QCache's population copy bandwidth) to the ~7 min warm-up, and the SSD
     class's ``read_iops`` 28,000 to 216,434 IOPS; tolerance 15 % each. The warm-up is when the
     cache first holds 90 % of the 90 GB working set; every 4 MB block of it is populated (23,040)."""
     r = seed003_qcache("read")

@@ -56,7 +56,7 @@ DELIBERATE = {
     ("vnx5500-snapshots", "pools.pool0.slice_bytes"): "1 GB slices on VNX1 (doc)",
     **{(p, f"ssd_cache.{f}"): "QCache 2.0 as seed 003 set it up" for p in ("xs5224d", "xs5224d-qcache-read",
                                                                             "xs5224d-qcache-rw")
-       for f in ("kind", "drives", "chunk_bytes", "sub_block_bytes", "populate_on_read", "fills_in_flight")},
+       for f in ("kind", "drives", "chunk_bytes", "sub_block_bytes", "populate_on_read", "fill_mib_per_s")},
     ("xs5224d", "ssd_cache.mode"): "read cache (seed 003's read test)",
     ("xs5224d-qcache-read", "ssd_cache.mode"): "read cache (seed 003's read test)",
     ("xs5224d-qcache-rw", "ssd_cache.populate_on_write"): "seed 003's write test",

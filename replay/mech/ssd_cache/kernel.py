@@ -17,9 +17,10 @@ admission policy (:mod:`replay.mech.ssd_cache.fast_cache`: N accesses, optionall
 
 Costs (MODELS.md: "promotions are not free"). A promotion (population) reads the whole chunk
 from the HDD pool in the background (one large read per drive the chunk spans) and then writes
-it to the SSDs; the chunk serves hits once the write completes. At most ``fills_in_flight`` run
-at once; a miss that finds them all busy is not promoted (counted as deferred) and counts again
-next time. A read hit is a host-priority read of the SSD holding that sub-block (mirrors: the
+it to the SSDs; the chunk serves hits once the write completes. Copies start at most at the
+fill bandwidth (``fill_mib_per_s``: one chunk per ``chunk_bytes / fill_mib_per_s``); a miss that
+finds the copy engine's budget spent is not promoted (counted as deferred) and counts again next
+time. The copy's reads and writes queue on the drives like any other I/O. A read hit is a host-priority read of the SSD holding that sub-block (mirrors: the
 less busy copy). A flush to a cached chunk is written to the SSDs (both copies when mirrored) and
 marks its sub-blocks dirty (write-back; FAST Cache never forces a flush); a read-only QCache
 writes the drives and updates its copy. Evicting a dirty chunk first cleans it: its dirty runs
@@ -76,7 +77,8 @@ HEAD, TAIL = 0, 1  # ends of a list (``SsdState.lru_ends``, ``dirty_ends``)
 #: Cache-wide state and counters (one record, ``SsdState.c``).
 SSD = record([(n, I8) for n in (
     "used", "dirty_slots",
-    "fills_n", "cleans_n",  # completion heaps in use
+    "fill_next_ns",  # the copy engine's next start (fill bandwidth)
+    "cleans_n",  # completion heap in use
     "last_host_ns", "clean_clock",
     "read_hits", "read_misses", "write_hits", "write_misses",
     "through_hits", "through_misses",  # the writes among them that the DRAM cache wrote through
@@ -105,7 +107,7 @@ class SsdParams(NamedTuple):
     promote_window_ns: int  # ... within this many ns (0: no window)
     populate_on_read: int  # QCache: populate on read / write thresholds (0: never)
     populate_on_write: int
-    fills_in_flight: int  # promotions in flight at most
+    fill_ns_per_chunk: int  # ns of the fill bandwidth one chunk's copy takes
     proactive_cleaning: int  # proactive cleaning when idle
     idle_after_ns: int  # ns without host I/O that make the array idle
     rg: int  # the SSD group in replay.mech.backend.kernel
@@ -120,7 +122,6 @@ class SsdState(NamedTuple):
     lru_ends: np.ndarray  # int64 [2]: head, tail of the cached chunks' LRU
     dirty_ends: np.ndarray  # int64 [2]: head, tail of the dirty chunks
     dirty: np.ndarray  # uint64 [slots, words]: dirty sub-block bits
-    fills: np.ndarray  # int64 heap of promotion completion times
     cleans: np.ndarray  # int64 heap of proactive cleaning completion times
     unit_chunk: np.ndarray  # int32 per DRAM unit id: its chunk id (grows; unused if chunks are units)
     unit_sub: np.ndarray  # int32 per DRAM unit id: its first sub-block in the chunk (same)
@@ -137,7 +138,7 @@ def params(sc) -> SsdParams:
     unit = int(sc.dram.flush_unit_bytes)
     if s is None:
         return SsdParams(0, 0, 0, unit, 1, unit, int(sc.dram.page_bytes), unit, unit.bit_length() - 1, 1, 0,
-                         0, 0, 0, 0, 1, 0, 0, -1, 0, 0, 0, flash)
+                         0, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, flash)
     d0 = sum(g.width for g in backend_groups[:-1])
     sub = s.sub_bytes
     chunk_n = s.usable_bytes(sc.drive_classes) // s.chunk_bytes
@@ -151,7 +152,7 @@ def params(sc) -> SsdParams:
         sub_block_bytes=int(sub), sub_shift=sub.bit_length() - 1, sub_blocks=s.chunk_bytes // sub,
         slots=int(chunk_n), promote_after_hits=int(s.promote_after_hits),
         promote_window_ns=int(s.promote_window_ms * 1e6), populate_on_read=int(por),
-        populate_on_write=int(pow_), fills_in_flight=int(s.fills_in_flight),
+        populate_on_write=int(pow_), fill_ns_per_chunk=int(round(s.chunk_bytes / (s.fill_mib_per_s * (1 << 20)) * 1e9)),
         proactive_cleaning=int(s.proactive_cleaning and s.kind == "fastcache"),
         idle_after_ns=int(s.idle_after_ms * 1e6), rg=len(backend_groups) - 1, drive0=d0, drives=int(s.drives),
         pairs=s.drives // 2 if s.mirrored else 0, group_is_flash=flash,
@@ -163,7 +164,7 @@ def counters(sc, p, state) -> dict[str, int | float]:
     sp = p.ssd_cache
     rec = state.ssd_cache.c[0]
     c: dict[str, int | float] = {f"ssd_{f}": int(rec[f]) for f in SSD.names
-                                 if f not in ("fills_n", "cleans_n", "last_host_ns", "clean_clock")}
+                                 if f not in ("fill_next_ns", "cleans_n", "last_host_ns", "clean_clock")}
     c["ssd_slots"] = sp.slots
     c["ssd_chunk_bytes"] = sp.chunk_bytes
     c["ssd_capacity_bytes"] = sp.slots * sp.chunk_bytes
@@ -195,7 +196,6 @@ def new_state(sc, p) -> SsdState:
     return SsdState(chunks=new_chunks(0), lru_ends=np.full(2, -1, dtype=np.int64),
                     dirty_ends=np.full(2, -1, dtype=np.int64),
                     dirty=np.zeros((n, (sp.sub_blocks + 63) // 64), dtype=np.uint64),
-                    fills=np.zeros(max(1, sp.fills_in_flight), dtype=np.int64),
                     cleans=np.zeros(max(1, clean_out), dtype=np.int64),
                     unit_chunk=np.zeros(0, dtype=np.int32), unit_sub=np.zeros(0, dtype=np.int32),
                     tmp=be.new_place(), acc=np.zeros(n_drives, dtype=np.int64), c=c)
@@ -417,13 +417,13 @@ def alloc(sp, ss, bp, bs, t):
 
 @kernel
 def promote(sp, ss, bp, bs, ev, plog, k, t):
-    """Copy chunk k into the cache at t (HDD read, then SSD write), unless ``fills`` copies are
-    already in flight (then nothing: the chunk counts again on its next access)."""
+    """Copy chunk k into the cache at t (HDD read, then SSD write), unless the fill bandwidth is
+    spent (then nothing: the chunk counts again on its next access)."""
     c = ss.c[0]
-    n = c.fills_n
-    if n >= sp.fills_in_flight and ss.fills[0] > t:
+    if c.fill_next_ns > t:
         c.deferred += 1
         return
+    c.fill_next_ns = t + sp.fill_ns_per_chunk
     s, free = alloc(sp, ss, bp, bs, t)
     ch = ss.chunks[k]
     dr, rios = read_hdd_chunk(sp, bp, bs, ch, free, ss.tmp, ss.acc)
@@ -445,10 +445,6 @@ def promote(sp, ss, bp, bs, ev, plog, k, t):
     x.ios = rios + wios
     x.slots_used = c.used
     x.copy_ns = dw - t
-    if n < sp.fills_in_flight:
-        c.fills_n = qk.heap_push(ss.fills, n, dw)
-    else:
-        qk.heap_replace_top(ss.fills, n, dw)
 
 
 @kernel

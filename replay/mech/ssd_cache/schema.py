@@ -44,8 +44,9 @@ SSD_CACHE = Section("ssd_cache", (
           minimum=0, maximum=1 << 20),
     Param("populate_on_write", "int", 0, "writes", "qcache: ... on this write (0 disables)", "doc", minimum=0,
           maximum=1 << 20),
-    Param("fills_in_flight", "int", 1, "copies", "promotions / populations copying at once", "seed-fit",
-          "seed 000: 150 GB hot set ~20 % full after 75 min [s000_fc150_fill]", minimum=1, maximum=4096),
+    Param("fill_mib_per_s", "float", 6.0, "MiB/s", "promotion / population copy bandwidth: copies start at most at "
+          "this rate (at most what the SSDs can write: scenario check)", "seed-fit",
+          "seed 000: 150 GB hot set ~20 % full after 75 min [s000_fc150_fill]", minimum=0, strict_min=True),
     Param("proactive_cleaning", "bool", False, "", "VNX2 cleans dirty FAST Cache chunks while the array is idle",
           "doc"),
     Param("idle_after_ms", "float", 1000.0, "ms", "no host I/O for this long makes the array idle", minimum=0),
@@ -56,8 +57,8 @@ SSD_CACHE = Section("ssd_cache", (
 class SsdCache(SSD_CACHE.base("SsdCache")):
     """An SSD cache below the DRAM cache (``replay.mech.ssd_cache.schema.SSD_CACHE``;
     ``replay.mech.ssd_cache.kernel``). A promotion or population reads the whole chunk / block from the HDD
-    pool and writes it to the SSDs; at most ``fills_in_flight`` are in progress (a miss that finds
-    them all busy is not promoted and counts again next time). Capacity: ``capacity_bytes``, or
+    pool and writes it to the SSDs; copies start at most at ``fill_mib_per_s`` (a miss that finds
+    that budget spent is not promoted and counts again next time). Capacity: ``capacity_bytes``, or
     what the drives hold (halved when mirrored)."""
 
     @property
@@ -133,6 +134,10 @@ def parse(w, t: dict, sc) -> SsdCache:
     if s.enabled and s.usable_bytes(classes) < s.chunk_bytes:
         raise w.error(sec, "capacity_bytes", f"{s.usable_bytes(classes)} B holds no {s.chunk_bytes} B chunk "
                       "(give capacity_bytes, or capacity_bytes on the drive class)")
+    write_mib_per_s = s.drives * classes[s.drive_class].transfer_mb_per_s * 1e6 / (1 << 20) / (2 if s.mirrored else 1)
+    if s.fill_mib_per_s > write_mib_per_s:
+        raise w.error(sec, "fill_mib_per_s", f"{s.fill_mib_per_s} MiB/s is more than the {s.drives} SSDs can write: "
+                      f"{write_mib_per_s:.1f} MiB/s (drives x transfer_mb_per_s{', halved when mirrored' if s.mirrored else ''})")
     if kind == "qcache" and s.populate_on_read == 0 and s.populate_on_write == 0 and s.enabled:
         raise w.error(sec, "populate_on_read", "populate_on_read and populate_on_write are both 0: nothing "
                       "would ever be cached")
