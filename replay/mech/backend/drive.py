@@ -135,9 +135,11 @@ def _sptf_mean_ns(q, span, t2t, k, d0, b, c, rev_ns, xfer_ns, ops, seed):
 
 
 @lru_cache(maxsize=256)
-def reorder_gain(curve: SeekCurve, cyl_span: float, rpm: int, xfer_ns: float, depth_max: int) -> tuple[float, ...]:
+def reorder_gain(curve: SeekCurve, cyl_span: float, rpm: int, xfer_ns: float, depth_max: int,
+                 efficiency: float = 1.0) -> tuple[float, ...]:
     """Positioning gain of SPTF at whole queue depths 0 .. ``GAIN_TABLE - 1`` (the back end's gain
-    table), flat beyond ``depth_max`` (the tagged commands the drive takes)."""
+    table), flat beyond ``depth_max`` (the tagged commands the drive takes); ``efficiency`` is the
+    share of the ideal gain a drive's firmware realises (``1 + efficiency x (ideal - 1)``)."""
     from replay.mech.backend.queueing import GAIN_TABLE
 
     rev_ns = 60e9 / rpm
@@ -145,7 +147,7 @@ def reorder_gain(curve: SeekCurve, cyl_span: float, rpm: int, xfer_ns: float, de
             xfer_ns, GAIN_OPS, 12345)
     depths = [d for d in GAIN_DEPTHS if d < depth_max] + [depth_max]
     means = [_sptf_mean_ns(d, *args) for d in depths]
-    gains = [means[0] / m for m in means]
+    gains = [1.0 + efficiency * (means[0] / m - 1.0) for m in means]
     qs = np.arange(GAIN_TABLE, dtype=float)
     table = np.interp(np.clip(qs, 1.0, depth_max), depths, gains)
     return tuple(float(g) for g in table)

@@ -192,7 +192,8 @@ def build(sc: Scenario) -> BackendArrays:
             x["gain_table"] = qk.gain_table(1.0, dc.parallelism)
         elif dc.kind == "hdd" and dc.reordering == "sptf":
             x["gain_table"] = dr.reorder_gain(dr.seek_curve(dc.track_to_track_ms, dc.seek_ms, dc.full_stroke_ms),
-                                              x["span"], dc.rpm, page * x["xfer_ns_per_byte"], dc.queue_depth_max)
+                                              x["span"], dc.rpm, page * x["xfer_ns_per_byte"], dc.queue_depth_max,
+                                              dc.reorder_efficiency)
         else:
             x["gain_table"] = qk.gain_table(dc.queue_gain_exponent, dc.queue_depth_max)
         drives += [x] * rg.width

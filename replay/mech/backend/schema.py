@@ -41,6 +41,9 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
     Param("reordering", "str", "power", "", "how a queue shortens positioning: power (min(q, queue_depth_max) ** "
           "queue_gain_exponent) or sptf (shortest positioning time first, simulated from the seek curve, the rotation "
           "and the occupied stroke: replay.mech.backend.drive)", "choice", choices=("power", "sptf")),
+    Param("reorder_efficiency", "float", 1.0, "", "reordering = sptf: the share of the ideal SPTF gain the drive "
+          "realises, 1 + this x (ideal - 1) (firmware schedules with margins and a limited look-ahead; 1: ideal)",
+          minimum=0, maximum=1),
     Param("queue_gain_exponent", "float", 0.12, "", "reordering = power: positioning min(q, queue_depth_max) ** this "
           "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
           "IOPS [s000_peak96, s000_peak192]", minimum=0, maximum=1),
