@@ -40,6 +40,12 @@ DELIBERATE = {
     ("vnx5400-fastcache", "pools.performance.span_fraction"): "as vnx5400",
     ("vnx5400-fastvp", "pools.pool0.span_fraction"): "as vnx5400",
     ("vnx5500-snapshots", "pools.pool0.span_fraction"): "as vnx5400 (est)",
+    # the drives from their manuals (Savvio 10K.4, Constellation SAS) with SPTF reordering (issue 27)
+    **{(p, f"drive_classes.{cls}.{k}"): "the drive's datasheet" for p, cls in (
+        *((p, "sas10k") for p in ("vnx1-flare", "vnx2-mcx", "vnx5400", "vnx5500-snapshots")),
+        ("xs5224d", "nlsas7k"))
+       for k in ("avg_seek_ms", "full_stroke_ms", "write_seek_extra_ms", "command_overhead_ms", "transfer_mb_per_s",
+                 "transfer_inner_mb_per_s", "reordering", "reorder_efficiency", "queue_depth_max")},
     # how the seeds drove them when closed loop (replayed with --outstanding or replay.mode = "closed";
     # every preset replays a trace in its own time by default)
     ("vnx5400", "replay.outstanding"): "4 workers x 3 (seed 000)",

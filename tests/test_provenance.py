@@ -58,7 +58,19 @@ def test_scenarios_name_json_lists_resolved_values_with_sources():
     # a value the preset leaves to its declaration keeps the declaration's source and reference
     hwm = rows[("dram.flare", "high_watermark_pct")]
     assert (hwm["set_by"], hwm["source"], hwm["reference"], hwm["line"]) == ("default", "doc", "default high watermark 80 %", None)
-    seek = rows[("drive_classes.sas10k", "avg_seek_ms")]  # derived from planning_iops when not given
+    seek = rows[("drive_classes.sas10k", "avg_seek_ms")]  # from the drive's manual
+    assert (seek["value"], seek["set_by"], seek["source"]) == (3.8, "file", "datasheet")
+    assert "Savvio 10K.4" in rows[("drive_classes.sas10k", "track_to_track_ms")]["reference"]
+    eff = rows[("drive_classes.sas10k", "reorder_efficiency")]
+    assert (eff["value"], eff["source"], eff["fitted_to"]) == (0.35, "seed-fit", ["s000_peak96", "s000_peak192"])
+
+
+
+def test_an_average_seek_left_out_is_derived_from_the_planning_iops(tmp_path):
+    text = (PRESET_DIR / "vnx5400.toml").read_text()
+    f = tmp_path / "planning.toml"
+    f.write_text("\n".join(line for line in text.splitlines() if not line.startswith(("avg_seek_ms", "full_stroke_ms"))))
+    seek = {(r["table"], r["name"]): r for r in parameters(f)}[("drive_classes.sas10k", "avg_seek_ms")]
     assert (seek["set_by"], seek["source"]) == ("default", "derived") and "planning_iops" in seek["reference"]
 
 
