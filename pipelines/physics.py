@@ -194,13 +194,15 @@ def gc_trigger(vol: pl.DataFrame) -> list[dict]:
 
 def token_buckets(sc: Scenario, cloud: pl.DataFrame | None, interval_ns: int) -> list[dict]:
     """A cloud volume: no interval grants more accounted I/Os than the volume's peak IOPS allow
-    (plus one I/O at the interval's edge), and credits stay within 0 and the bucket's size."""
+    (plus its rate window's and one I/O at the interval's edge), and credits stay within 0 and the
+    bucket's size."""
     if not sc.cloud or cloud is None or cloud.height == 0:
         return []
     lim = sc.cloud.limits
     sec = interval_ns / 1e9
     peak = max(lim.iops, lim.burst_iops)
-    over = cloud.filter(pl.col("accounted_ios") > peak * sec * (1 + 1e-9) + 1)
+    window = sc.cloud.rate_window_ms / 1e3  # the peak rate's tolerance: that much may pass back to back
+    over = cloud.filter(pl.col("accounted_ios") > peak * (sec + window) * (1 + 1e-9) + 1)
     out = []
     if over.height:
         r = over.sort("accounted_ios").row(-1, named=True)

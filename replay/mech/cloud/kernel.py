@@ -7,14 +7,15 @@ array (open loop at the trace's times, or closed loop at N outstanding).
 **I/O path.** A request is accounted in the provider's units (EBS: an SSD volume counts up to 256
 KiB as one I/O and merges physically sequential I/Os of one kind into 256 KiB units, an HDD volume
 does the same in 1 MiB units and charges a random I/O a whole 1 MiB of throughput; Azure and GCP:
-256 KiB units, no merging), then takes its tokens from up to four buckets in turn (volume IOPS,
-volume throughput, instance IOPS, instance throughput; FCFS: a request waits for the tokens of
-the ones before it), then is served after a service time drawn from a lognormal through the
+256 KiB units, no merging), then takes its tokens from up to four buckets (volume IOPS,
+volume throughput, instance IOPS, instance throughput; FCFS: a request starts at the earliest
+time all of them can give its tokens at once), then is served after a service time drawn from a lognormal through the
 type's median and 99th percentile (``read_latency_ms`` / ``read_latency_p99_ms`` ...), with no
 limit on I/Os in flight: the volume's limits are its buckets, the host's queue is the FCFS wait.
 
-**A bucket** (:func:`take`) has a peak rate (tokens per second it never exceeds: a request's tokens
-leave ``u / peak`` apart), and optionally credits: a balance of at most ``cap`` tokens that refills
+**A bucket** (:func:`ready`, :func:`commit`) has a peak rate (tokens per second it never exceeds over a window: a
+request's tokens leave ``u / peak`` apart, but up to ``rate_window_ms`` of them may pass back to
+back, so two requests a microsecond apart on a trace's clock do not wait), and optionally credits: a balance of at most ``cap`` tokens that refills
 at the baseline rate and pays for every token taken. While credits remain the volume runs at its
 peak (gp2: 3,000 IOPS); when a request finds too few it waits until the baseline refill has made
 them (the volume then runs at the baseline: gp2 100 GiB, 300 IOPS). That is AWS's gp2 bucket: 5.4 M
@@ -43,9 +44,10 @@ Z99 = 2.3263478740408408  # the standard normal's 99th percentile
 BUCKETS = ("volume_iops", "volume_bytes", "instance_iops", "instance_bytes")
 IOPS_BUCKETS = (0, 2)  # tokens: accounted I/Os; the others: bytes
 
-#: One bucket's state (``CloudState.buckets[k]``).
-BUCKET = record([("bal", F8), ("last", F8), ("free", F8), ("exhausted_ns", I8), ("waits", I8), ("wait_ns", I8),
-                 ("tokens", F8)])
+#: One bucket's state (``CloudState.buckets[k]``): credit balance, when it was last refilled (-1: not
+#: yet), its peak rate's theoretical arrival time, when its credits first held a request back, how
+#: many they held back, and the tokens it gave.
+BUCKET = record([("bal", F8), ("last", F8), ("free", F8), ("exhausted_ns", I8), ("waits", I8), ("tokens", F8)])
 #: The volume's counters and its I/O accounting state (one record, ``CloudState.c``).
 CLOUD = record([(n, I8) for n in (
     "reads", "writes", "other", "read_bytes", "write_bytes",
@@ -63,6 +65,7 @@ class CloudParams(NamedTuple):
     peak_ns: np.ndarray  # float64 [4]: ns per token at the bucket's peak rate (0: no bucket)
     base: np.ndarray  # float64 [4]: credit refill, tokens per ns (credit buckets)
     cap: np.ndarray  # float64 [4]: credit bucket size in tokens (0: a plain rate limit)
+    tau_ns: float  # the peak rates' tolerance (``rate_window_ms``)
     unit_bytes: int  # the accounting unit (256 KiB SSD, 1 MiB HDD)
     merge: int  # merge physically sequential I/Os into units
     random_unit: int  # HDD: a random I/O costs a whole unit of throughput
@@ -108,13 +111,14 @@ def params(sc) -> CloudParams:
     c = sc.cloud
     if c is None:
         z = np.zeros(4)
-        return CloudParams(0, z, z, z, 1 << 18, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)
+        return CloudParams(0, z, z, z, 0.0, 1 << 18, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)
     peak, base, cap = bucket_rates(sc)
     t = c.type
     rm, rs = _lognormal(c.read_latency_ms, c.read_latency_p99_ms)
     wm, ws = _lognormal(c.write_latency_ms, c.write_latency_p99_ms)
     return CloudParams(
         on=1, peak_ns=np.where(peak > 0, 1e9 / np.where(peak > 0, peak, 1.0), 0.0), base=base / 1e9, cap=cap,
+        tau_ns=c.rate_window_ms * 1e6,
         unit_bytes=int(t.io_unit_bytes), merge=int(t.merge_sequential), random_unit=int(t.random_costs_unit),
         read_mu=rm, read_sigma=rs, write_mu=wm, write_sigma=ws, seed=int(c.seed))
 
@@ -134,34 +138,43 @@ def new_state(sc, p) -> CloudState:
 
 # ---- kernel steps ----------------------------------------------------------------------------
 @step
-def take(peak_ns, base, cap, b, t, u):
-    """``u`` tokens from bucket ``b`` for a request ready at ``t`` (float ns); returns when it has
-    them. Peak pacing first (tokens leave ``peak_ns`` apart), then credits (refilled at ``base``
-    per ns up to ``cap``; too few: wait for the refill)."""
+def ready(peak_ns, base, cap, tau, b, t, u):
+    """The earliest time from ``t`` (float ns) at which bucket ``b`` can give ``u`` tokens: peak
+    pacing (tokens leave ``peak_ns`` apart, with a tolerance of ``tau`` ns: the generic cell rate
+    algorithm, ``b.free`` its theoretical arrival time), then credits (refilled at ``base`` per ns
+    up to ``cap``; too few: wait for the refill). Changes nothing."""
     if u <= 0.0 or peak_ns == 0.0:
         return t
-    t0 = t
-    if t < b.free:
-        t = b.free
+    if t < b.free - tau:
+        t = b.free - tau
     if cap > 0.0:
-        if b.last < 0.0:
-            b.last = t
-        bal = b.bal + (t - b.last) * base
+        bal = b.bal + (t - b.last) * base if b.last >= 0.0 else b.bal
         if bal > cap:
             bal = cap
         if bal < u:
             t += (u - bal) / base
-            bal = u
-            if b.exhausted_ns < 0:
-                b.exhausted_ns = np.int64(t0)
-        b.bal = bal - u
-        b.last = t
-    b.free = t + u * peak_ns
-    b.tokens += u
-    if t - t0 >= 0.5:  # a wait of a whole nanosecond (the trace's clock)
-        b.waits += 1
-        b.wait_ns += np.int64(t - t0 + 0.5)
     return t
+
+
+@step
+def commit(peak_ns, base, cap, b, s, t, u):
+    """Bucket ``b`` gives ``u`` tokens at ``s`` to a request that was ready at ``t``; records the
+    first time its credits held it back (``exhausted_ns``)."""
+    if u <= 0.0 or peak_ns == 0.0:
+        return
+    if cap > 0.0:
+        bal = b.bal + (s - b.last) * base if b.last >= 0.0 else b.bal
+        if bal > cap:
+            bal = cap
+        if bal < u * (1.0 + 1e-9) + 1e-9 and s - t >= 1.0:  # its credits set the start: it ran dry
+            b.waits += 1
+            if b.exhausted_ns < 0:
+                b.exhausted_ns = np.int64(s + 0.5)
+        bal -= u
+        b.bal = bal if bal > 0.0 else 0.0
+        b.last = s
+    b.free = (s if s > b.free else b.free) + u * peak_ns
+    b.tokens += u
 
 
 @step
@@ -228,12 +241,25 @@ def request(cp, cs, vol, op, offset, size, t, n):
         return t, np.int64(0), t, np.int64(0)
     ios, acct = account(cp, c, vol, op, offset, size)
     b = cs.buckets
-    s = np.float64(t)
-    s = take(cp.peak_ns[0], cp.base[0], cp.cap[0], b[0], s, np.float64(ios))
-    s = take(cp.peak_ns[1], cp.base[1], cp.cap[1], b[1], s, np.float64(acct))
-    s = take(cp.peak_ns[2], cp.base[2], cp.cap[2], b[2], s, np.float64(ios))
-    s = take(cp.peak_ns[3], cp.base[3], cp.cap[3], b[3], s, np.float64(acct))
-    start = np.int64(s + 0.5)  # to the trace's nanosecond
+    u_io = np.float64(ios)
+    u_b = np.float64(acct)
+    # the earliest time every bucket can give its tokens at once (each only moves it later: a few rounds)
+    t0 = np.float64(t)
+    s = t0
+    for _ in range(16):
+        s1 = ready(cp.peak_ns[0], cp.base[0], cp.cap[0], cp.tau_ns, b[0], s, u_io)
+        s1 = ready(cp.peak_ns[1], cp.base[1], cp.cap[1], cp.tau_ns, b[1], s1, u_b)
+        s1 = ready(cp.peak_ns[2], cp.base[2], cp.cap[2], cp.tau_ns, b[2], s1, u_io)
+        s1 = ready(cp.peak_ns[3], cp.base[3], cp.cap[3], cp.tau_ns, b[3], s1, u_b)
+        if s1 <= s:
+            break
+        s = s1
+    commit(cp.peak_ns[0], cp.base[0], cp.cap[0], b[0], s, t0, u_io)
+    commit(cp.peak_ns[1], cp.base[1], cp.cap[1], b[1], s, t0, u_b)
+    commit(cp.peak_ns[2], cp.base[2], cp.cap[2], b[2], s, t0, u_io)
+    commit(cp.peak_ns[3], cp.base[3], cp.cap[3], b[3], s, t0, u_b)
+    # to the trace's nanosecond: less than one is the float clock's rounding, not a wait
+    start = t if s - t < 1.0 else np.int64(s + 0.5)
     wait = start - t
     if wait > 0:
         c.throttled += 1
@@ -243,7 +269,7 @@ def request(cp, cs, vol, op, offset, size, t, n):
 
 def counters(sc, p, state) -> dict[str, int | float]:
     """``cloud_*`` counters: requests, accounted I/Os, merges, waits; per bucket its tokens,
-    waits and first credit wait."""
+    the requests its credits held back and when they first did."""
     cs = state.cloud
     c = cs.c[0]
     out: dict[str, int | float] = {f"cloud_{k}": int(c[k]) for k in (
@@ -253,8 +279,7 @@ def counters(sc, p, state) -> dict[str, int | float]:
         b = cs.buckets[k]
         if cp.peak_ns[k] == 0:
             continue
-        out[f"cloud_{name}_waits"] = int(b["waits"])
-        out[f"cloud_{name}_wait_ns"] = int(b["wait_ns"])
+        out[f"cloud_{name}_credit_waits"] = int(b["waits"])
         out[f"cloud_{name}_tokens"] = float(b["tokens"])
         out[f"cloud_{name}_exhausted_ns"] = int(b["exhausted_ns"])
         if cp.cap[k] > 0:

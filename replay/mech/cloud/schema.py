@@ -34,6 +34,9 @@ CLOUD = Section("cloud", (
           "AWS: gp3 'single-digit millisecond latency'", **_POS),
     Param("write_latency_p99_ms", "float", 3.5, "ms", "99th percentile of the write service time", "estimate",
           "AWS: gp3 'single-digit millisecond latency'", **_POS),
+    Param("rate_window_ms", "float", 1.0, "ms", "the tolerance of every bucket's peak rate: up to this much "
+          "time's tokens may pass back to back (the generic cell rate algorithm; 0: strict pacing)", "estimate",
+          "providers publish per-second rates, not how they police within a second", **_NONNEG),
     Param("seed", "int", 0, "", "seed of the service-time draws (a hash of it and the request number)", "choice",
           minimum=0),
     Param("instance_iops", "float", 0.0, "IOPS", "the instance's EBS / disk IOPS limit in front of the volume "
