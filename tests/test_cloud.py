@@ -299,3 +299,35 @@ def test_every_cloud_preset_replays_a_database_pattern_with_sane_physics():
         assert s["requests"] == 20_000 and s["mechanisms"] == ["host", "cloud"], p
         assert not [w for w in s["warnings"] if w["severity"] == "model_error"], (p, s["warnings"])
         assert s["cost_per_month"] > 0 and s["currency"] == "USD", p
+
+
+# ---- size --cloud -------------------------------------------------------------------------------
+def test_size_cloud_finds_the_cheapest_volume_the_runner_up_and_why_cheaper_ones_fail(tmp_path):
+    """5,000 IOPS of 16 KiB random reads for 20 s over 100 GiB, p99 <= 5 ms on AWS, by hand: gp2
+    bursts to 3,000 IOPS at most below 1,000 GiB and reaches 6,000 only at 2,000 GiB ($200); st1
+    does 500 IOPS; gp3 needs 5,000 provisioned IOPS: 100 GiB x $0.08 + 2,000 x $0.005 = $18.00
+    (78 MiB/s: the included 125 MiB/s suffice). io2 at 5,000 IOPS costs $337.50. So: gp3 at
+    $18.00, runner-up gp2 2,000 GiB at $200.00."""
+    d = tmp_path / "data"
+    constant(100_000, 5000, 16 * KIB).write_parquet(tmp_path / "t.parquet")
+    tid = ingest_file(tmp_path / "t.parquet", d, validate="off").trace_id
+    r = CliRunner().invoke(app, ["size", tid, "--cloud", "aws", "--target", "p99_ms<=5", "--data-dir", str(d),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    ch, ru = doc["chosen"], doc["runner_up"]
+    assert ch["label"] == "gp3 100 GiB, 5,000 IOPS, 125 MiB/s" and ch["cost_per_month"] == pytest.approx(18.00)
+    assert ch["latency_p99_ms"] <= 5
+    assert ru["label"] == "gp2 2,000 GiB, 6,000 IOPS, 250 MiB/s" and ru["cost_per_month"] == pytest.approx(200.00)
+    failed = {c["label"]: c for c in doc["cheaper_failed"]}
+    miss = failed["gp3 100 GiB, 4,000 IOPS, 125 MiB/s"]
+    assert "p99_ms" in miss["why"] and "waited for tokens" in miss["why"] and miss["latency_p99_ms"] > 5
+    # gp2 up to 170 GiB: 128 MiB/s; its 3,000 IOPS burst is the limit (5.4 M credits last the 20 s)
+    gp2 = failed["gp2 100 GiB, 300 IOPS, 128 MiB/s (burst 3,000 IOPS)"]
+    assert gp2["latency_p99_ms"] > 5 and gp2["burst_exhausted_s"] is None
+    assert all(c["cost_per_month"] < 18.00 for c in doc["cheaper_failed"])
+    text = CliRunner().invoke(app, ["size", tid, "--cloud", "aws", "--target", "p99_ms<=5", "--data-dir", str(d)])
+    assert "cheapest meeting p99_ms<=5: gp3 100 GiB, 5,000 IOPS, 125 MiB/s at 18.00 USD/month" in text.stdout
+    assert "runner-up: gp2 2,000 GiB, 6,000 IOPS, 250 MiB/s at 200.00 USD/month" in text.stdout
+    bad = CliRunner().invoke(app, ["size", tid, "--cloud", "oracle", "--target", "p99_ms<=5", "--data-dir", str(d)])
+    assert bad.exit_code == 2 and "one of aws, azure, gcp" in bad.output
