@@ -331,3 +331,12 @@ def test_size_cloud_finds_the_cheapest_volume_the_runner_up_and_why_cheaper_ones
     assert "runner-up: gp2 2,000 GiB, 6,000 IOPS, 250 MiB/s at 200.00 USD/month" in text.stdout
     bad = CliRunner().invoke(app, ["size", tid, "--cloud", "oracle", "--target", "p99_ms<=5", "--data-dir", str(d)])
     assert bad.exit_code == 2 and "one of aws, azure, gcp" in bad.output
+    bad = CliRunner().invoke(app, ["size", tid, "--target", "p99_ms<=5", "--data-dir", str(d)])
+    assert bad.exit_code == 2 and "give --base and --vary (or --cloud aws|azure|gcp)" in bad.output
+    # compare puts an array beside a cloud volume, with the volume's price
+    r = CliRunner().invoke(app, ["compare", tid, "--scenario", "vnx5400", "--scenario", "aws-gp3", "--no-report",
+                                 "--data-dir", str(d), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["scenario"]: row for row in json.loads(r.stdout)}
+    assert rows["aws-gp3"]["cost_per_month"] == pytest.approx(80.00) and rows["aws-gp3"]["currency"] == "USD"
+    assert rows["vnx5400"]["cost_per_month"] is None

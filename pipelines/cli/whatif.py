@@ -119,13 +119,14 @@ def compare(
     for r in rows:
         print_findings(r["warnings"], r["scenario"])
     t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
-              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "run")
+              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "per month", "run")
     for r in rows:
+        cost = f"{r['cost_per_month']:,.2f} {r['currency']}" if r.get("cost_per_month") is not None else "-"
         t.add_row(r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
                   _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
                   _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
                   _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
-                  _f(r["warmup_s"], ",.0f"), r["run_id"] + (" (reused)" if r["reused"] else ""))
+                  _f(r["warmup_s"], ",.0f"), cost, r["run_id"] + (" (reused)" if r["reused"] else ""))
     out.print(t)
     for r in rows:
         for c in r["model_vs_measured"]:
