@@ -97,6 +97,24 @@ def test_gp2_terminal_and_warehouse(gp2_cli):
     assert n[0] > 200 and n[1] == 0
 
 
+def test_gp2_report_chart_is_the_cloud_intervals(gp2_cli, tmp_path):
+    from test_report import figures_of, traces_of
+
+    from pipelines.report import _time_axis, write_report
+
+    d, s, _ = gp2_cli
+    out = write_report(d, tmp_path / "r.html", run_ids=[s["run_id"]])
+    fig = figures_of(out)["cloud_volume"]
+    rows = query(d, f"SELECT credit_ios_min, delivered_iops FROM cloud_intervals WHERE run_id = '{s['run_id']}' "
+                    "ORDER BY interval_start_ns")
+    assert traces_of(fig, s["run_id"], "credit_ios_min")["y"] == pytest.approx(rows["credit_ios_min"].to_list())
+    assert traces_of(fig, s["run_id"], "delivered_iops")["y"] == pytest.approx(rows["delivered_iops"].to_list())
+    div, unit = _time_axis(float(rows.height * 10))  # the chart's time unit: 10 s intervals over ~2,900 s
+    assert unit == "min" and [v["x0"] * div for v in fig["layout"]["shapes"]] == pytest.approx([s["burst_exhausted_s"]] * 3)
+    page = out.read_text()
+    assert "at 10.00 USD/month: burst credits ran out at" in page and "cost_per_month" in page
+
+
 # ---- an independent token bucket -----------------------------------------------------------------
 def python_bucket(ts_ns: np.ndarray, peak: float, base: float, cap: float, balance: float, window: float = 1e-3):
     """A plain token bucket over arrival times (one token per request, FCFS; the peak rate enforced
