@@ -358,3 +358,22 @@ def test_size_cloud_finds_the_cheapest_volume_the_runner_up_and_why_cheaper_ones
     rows = {row["scenario"]: row for row in json.loads(r.stdout)}
     assert rows["aws-gp3"]["cost_per_month"] == pytest.approx(80.00) and rows["aws-gp3"]["currency"] == "USD"
     assert rows["vnx5400"]["cost_per_month"] is None
+
+
+def test_results_are_keyed_on_the_cloud_code_and_the_price_tables(monkeypatch):
+    """The cloud mechanism's modules key the numba cache and the model version, and so do the
+    price tables (a summary carries cost_per_month: a new price is a new run)."""
+    from replay import version
+    from replay.mech import kernel_modules
+
+    assert {"replay.mech.cloud.kernel", "replay.mech.cloud.types"} <= set(kernel_modules())
+    files = dict(version.source_files(version.ARRAY_MODEL))
+    assert {"replay.prices/aws.toml", "replay.prices/__init__.py", "replay.mech/cloud/results.py"} <= set(files)
+    version.clear_cache()
+    before = version.model_version(version.ARRAY_MODEL)
+    real = version._read
+    monkeypatch.setattr(version, "_read", lambda p: real(p) + (b"\n# new\n" if p.name == "aws.toml" else b""))
+    version.clear_cache()
+    assert version.model_version(version.ARRAY_MODEL) != before
+    monkeypatch.setattr(version, "_read", real)
+    version.clear_cache()
