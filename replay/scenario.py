@@ -282,13 +282,16 @@ class Scenario:
         drives = {}
         for rg in self.raid_groups:
             drives[rg.drive_class] = drives.get(rg.drive_class, 0) + rg.width
+        cloud = self.cloud  # a cloud volume has no DRAM cache of its own
         return {
             "name": self.name,
             "description": self.description,
             "hash": self.hash,
-            "dram_mode": self.dram.mode,
-            "cache_bytes": self.dram.cache_bytes,
-            "raid_groups": [f"{rg.name}: RAID {rg.level} x{rg.width} {rg.drive_class}" for rg in self.raid_groups],
+            "dram_mode": "none" if cloud else self.dram.mode,
+            "cache_bytes": 0 if cloud else self.dram.cache_bytes,
+            "raid_groups": ([f"{cloud.volume_type} {cloud.size_bytes / 2**30:,.0f} GiB: {cloud.limits.iops:,.0f} IOPS, "
+                             f"{cloud.limits.mib_per_s:,.0f} MiB/s"] if cloud else
+                            [f"{rg.name}: RAID {rg.level} x{rg.width} {rg.drive_class}" for rg in self.raid_groups]),
             "drives": drives,
             "mode": self.replay.mode,
             "outstanding": self.replay.outstanding,
