@@ -87,7 +87,7 @@ def test_gp2_bucket_empties_after_2000_s_then_300_iops(gp2_cli):
 def test_gp2_terminal_and_warehouse(gp2_cli):
     d, s, text = gp2_cli
     for words in ("cloud volume", "aws gp2 100 GiB", "300 IOPS", "bursting to 3,000 IOPS", "cost per month",
-                  "10.00 USD (us-east-1)", "burst credits exhausted", "2,000.0 s"):
+                  "10.00 USD (us-east-1)", "burst credits exhausted", "2,000.0 s", "instance burst exhausted"):
         assert words in text, words
     load_warehouse(d)
     row = query(d, f"SELECT burst_exhausted_s, cost_per_month, currency FROM run_summary "

@@ -19,6 +19,7 @@ LINES = (
                          "{cloud_iops:,.0f} IOPS, {cloud_mib_per_s:,.0f} MiB/s{cloud_burst_text}"),
     Line("cost per month", "{cost_per_month:,.2f} {currency} ({cloud_region})"),
     Line("burst credits exhausted", "{burst_exhausted_s:,.1f s}", none="never"),
+    Line("instance burst exhausted", "{instance_burst_exhausted_s:,.1f s}", none="never"),
     Line("throttled requests / wait", "{cloud_throttled:,} / {cloud_throttle_ns:s:,.1f} s"),
     Line("accounted I/Os (merged)", "{cloud_ios:,} ({cloud_merged:,} requests merged)"),
     Line("delivered IOPS / MiB/s max", "{cloud_delivered_iops_max:,.0f} / {cloud_delivered_mib_per_s_max:,.1f}"),
