@@ -37,7 +37,9 @@ reaching the SSD cache: DRAM read-miss runs and flush runs) and ssd_promotions, 
 ssd_dirty_pct_max. All-flash (``[flash]``, replay.mech.flash.kernel), array-wide in both tables:
 flash_free_bytes / flash_free_pct (free space at its lowest in the interval), flash_gc_bytes,
 flash_gc_mib_per_s, flash_write_amplification, flash_host_write_mib_per_s, flash_gc_waits,
-flash_gc_wait_sum_ms. Background work (flushes, and the promotions they cause) counts in the
+flash_gc_wait_sum_ms. A cloud volume (``[cloud]``) adds its own table, ``cloud_intervals``, and its
+summary fields (``burst_exhausted_s``, ``cost_per_month``, ``currency``, ...) through
+``replay/mech/cloud/results.py``. Background work (flushes, and the promotions they cause) counts in the
 interval and for the volume / group of the request during whose processing it ran.
 
 Summary: the counters of the model, the cache sizes the run had (``dram_cache_bytes``,
