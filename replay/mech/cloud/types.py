@@ -17,9 +17,10 @@ pages; the providers revise limits, so every value is a field that a later table
   volumes count I/O up to 256 KiB as one operation and merge sequential small I/Os into 256 KiB
   units; HDD volumes (st1) use 1 MiB units, and a small random I/O costs a whole 1 MiB of
   throughput credit (user guide, "I/O characteristics and monitoring").
-* Azure: *Azure managed disk types* / *Disk bursting* (Premium SSD P-tier table; credit bursting
-  for P20 and smaller to 3,500 IOPS and 170 MiB/s for up to 30 minutes; Premium SSD v2: 3,000 IOPS
-  and 125 MB/s included, 500 IOPS per GiB, 0.25 MB/s per IOPS, 80,000 IOPS and 1,200 MB/s at most).
+* Azure: *Azure managed disk types* / *Disk bursting*, as quoted by pages in the corpus (Premium
+  SSD P-tier table; credit bursting for P20 and smaller to 3,500 IOPS and 170 MiB/s for up to 30
+  minutes). Premium SSD v2 (3,000 IOPS and 125 MB/s included, 500 IOPS per GiB, 0.25 MB/s per
+  IOPS, 80,000 IOPS and 1,200 MB/s at most) as last read: not found in the corpus, re-check.
 * GCP: *About Persistent Disk performance* (pd-balanced: 6 IOPS and 0.28 MiB/s per GiB on top of
   a 3,000 IOPS / 140 MiB/s baseline) and *About Hyperdisk Balanced* (3,000 IOPS and 140 MiB/s
   included, up to 160,000 IOPS and 2,400 MiB/s per volume).
@@ -109,7 +110,7 @@ class VolumeType:
 
 
 AWS_SRC = "AWS EBS User Guide, Amazon EBS volume types and I/O characteristics, retrieved 2026-11"
-AZURE_SRC = "Azure docs, Azure managed disk types and Managed disk bursting, retrieved 2026-11"
+AZURE_SRC = "Azure docs, Azure managed disk types and Managed disk bursting, as quoted in the search corpus 2026-11"
 GCP_PD_SRC = "Google Cloud docs, About Persistent Disk performance, retrieved 2026-11"
 GCP_HD_SRC = "Google Cloud docs, About Hyperdisk Balanced, retrieved 2026-11"
 
