@@ -1,7 +1,8 @@
 """Array model throughput: requests/s per core of ``vnx5400-fastcache`` (DRAM + FAST Cache + back
 end + latency), ``vnx5400-fastvp`` (FAST VP: as is, and relocating every 30 minutes),
-``vnx5400`` (FAST Cache off), ``vnx2-mcx``, ``vnx1-flare`` and the all-flash ``violin6232`` (no
-cache: controller, media, flash servers, free space and GC) on one trace, with libCacheSim's LRU
+``vnx5400`` (FAST Cache off), ``vnx2-mcx``, ``vnx1-flare``, the all-flash ``violin6232`` (no
+cache: controller, media, flash servers, free space and GC) and the cloud volumes ``aws-gp3`` and
+``aws-gp2`` (token buckets, I/O accounting, service-time draws) on one trace, with libCacheSim's LRU
 on the same page sequence as the yardstick.
 
 The trace: seed 000's IOMeter database pattern (8 KiB, 67 % read, 100 % random) over a 15 GiB
@@ -78,6 +79,8 @@ SCENARIOS = {
     "vnx2-mcx": ("vnx2-mcx", ()),
     "vnx1-flare": ("vnx1-flare", ()),
     "violin6232": ("violin6232", ()),
+    "aws-gp3": ("aws-gp3", ()),  # cloud volumes (issue 28): token buckets and service times, no cache
+    "aws-gp2": ("aws-gp2", ()),
 }
 
 

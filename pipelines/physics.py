@@ -24,6 +24,12 @@ The checks:
     (seed 002: pages past the pre-cleaning age, flush window full, drain time over
     ``throttle_drain_ms``). FLARE: a stalled request only while a forced flush is in progress.
     All-flash: a write waits for GC only when free space is exhausted.
+``latency_vs_utilisation`` on a cloud volume
+    The service time is the volume type's p99 and a request's wait for tokens is left out (it is
+    queueing at a limit that is busy by definition).
+``token_buckets``
+    A cloud volume: no interval grants more accounted I/Os than its peak IOPS allow, and its I/O
+    credit balance stays within 0 and the bucket's size.
 ``littles_law``
     Closed loop: outstanding I/Os = IOPS x mean response time (N = X R), within ``LITTLE_TOLERANCE``
     plus the share of the run the final drain can take (the last N requests complete unreplaced).
@@ -96,8 +102,12 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
     if rg.height == 0 or "utilization" not in rg.columns:
         return []
     sec = interval_ns / 1e9
-    sp = _sp_utilisation(sc, vol, sec)
-    nominal = {g.name: nominal_service_ms(sc, g.drive_class) for g in sc.raid_groups}
+    sp = _sp_utilisation(sc, vol, sec) if not sc.cloud else {}
+    if sc.cloud:  # a cloud volume: its service time's p99; waiting for tokens is queueing at a busy limit
+        c = sc.cloud
+        nominal = {g.name: max(c.read_latency_p99_ms, c.write_latency_p99_ms) for g in sc.raid_groups}
+    else:
+        nominal = {g.name: nominal_service_ms(sc, g.drive_class) for g in sc.raid_groups}
     bad = []
     for r in rg.sort("rg", "interval_start_ns").iter_rows(named=True):
         name, t, n = r["rg"], r["interval_start_ns"], r["requests"] or 0
@@ -107,6 +117,8 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
         busy_ns = (r["backend_read_busy_ns"] or 0) + (r["backend_write_busy_ns"] or 0)
         service = max(busy_ns / ios / 1e6 if ios else 0.0, nominal[name])
         latency = r["latency_mean_ms"] - (r["stall_delay_sum_ms"] or 0.0) / n
+        if sc.cloud:
+            latency -= (r.get("throttle_delay_sum_ms") or 0.0) / n
         if latency <= LATENCY_FACTOR * service:
             continue
         prev = rg.filter((pl.col("rg") == name) & (pl.col("interval_start_ns") == t - interval_ns))
@@ -127,7 +139,7 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
 def throttle_trigger(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[dict]:
     """MCx: throttled requests only next to throttled ticks (or cache-full waits), and each tick's
     weakest trigger above the thresholds the kernel applies."""
-    if sc.flash or sc.dram.mode != "mcx" or "throttle_ticks" not in rg.columns:
+    if sc.flash or sc.cloud or sc.dram.mode != "mcx" or "throttle_ticks" not in rg.columns:
         return []
     m = sc.dram.mcx
     ticks = {(r, t) for r, t, k in rg.select("rg", "interval_start_ns", "throttle_ticks").iter_rows() if k}
@@ -178,6 +190,31 @@ def gc_trigger(vol: pl.DataFrame) -> list[dict]:
     return [finding("gc_trigger", MODEL_ERROR, f"{early.height} interval(s) with writes waiting for GC while "
                                                f"{r['flash_free_pct']:.1f} % was free; first at "
                                                f"{r['interval_start_ns'] / 1e9:,.1f} s")]
+
+
+def token_buckets(sc: Scenario, cloud: pl.DataFrame | None, interval_ns: int) -> list[dict]:
+    """A cloud volume: no interval grants more accounted I/Os than the volume's peak IOPS allow
+    (plus its rate window's and one I/O at the interval's edge), and credits stay within 0 and the
+    bucket's size."""
+    if not sc.cloud or cloud is None or cloud.height == 0:
+        return []
+    lim = sc.cloud.limits
+    sec = interval_ns / 1e9
+    peak = max(lim.iops, lim.burst_iops)
+    window = sc.cloud.rate_window_ms / 1e3  # the peak rate's tolerance: that much may pass back to back
+    over = cloud.filter(pl.col("accounted_ios") > peak * (sec + window) * (1 + 1e-9) + 1)
+    out = []
+    if over.height:
+        r = over.sort("accounted_ios").row(-1, named=True)
+        out.append(finding("token_buckets", MODEL_ERROR, f"{over.height} interval(s) granted more I/Os than the volume's "
+                                                         f"{peak:,.0f} IOPS allow; worst at {r['interval_start_ns'] / 1e9:,.1f} s: "
+                                                         f"{r['accounted_ios']:,} in {sec:g} s"))
+    cap = lim.credit_ios
+    bad = cloud.filter((pl.col("credit_ios_min") < 0) | (pl.col("credit_ios_max") > cap + 1))
+    if bad.height:
+        out.append(finding("token_buckets", MODEL_ERROR, f"{bad.height} interval(s) with an I/O credit balance outside "
+                                                         f"0..{cap:,.0f}"))
+    return out
 
 
 def littles_law(summary: dict) -> list[dict]:
@@ -237,8 +274,10 @@ def fast_vp_window(sc: Scenario, summary: dict) -> list[dict]:
 
 
 def check(sc: Scenario, summary: dict, vol: pl.DataFrame, rg: pl.DataFrame, interval_ns: int,
-          stall_spans: Sequence[tuple[int, int]] = ()) -> list[dict]:
-    """Every check on one finished run; the findings in the order of the module docstring."""
+          stall_spans: Sequence[tuple[int, int]] = (), cloud: pl.DataFrame | None = None) -> list[dict]:
+    """Every check on one finished run; the findings in the order of the module docstring
+    (``cloud``: a cloud volume's ``cloud_intervals`` table)."""
     return [*latency_vs_utilisation(sc, rg, vol, interval_ns), *throttle_trigger(sc, rg, interval_ns),
-            *stall_trigger(rg, interval_ns, stall_spans), *gc_trigger(vol), *littles_law(summary),
+            *stall_trigger(rg, interval_ns, stall_spans), *gc_trigger(vol), *token_buckets(sc, cloud, interval_ns),
+            *littles_law(summary),
             *mass_balance(summary), *coarse_timestamps(summary), *fast_vp_window(sc, summary)]

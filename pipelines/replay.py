@@ -37,7 +37,9 @@ reaching the SSD cache: DRAM read-miss runs and flush runs) and ssd_promotions, 
 ssd_dirty_pct_max. All-flash (``[flash]``, replay.mech.flash.kernel), array-wide in both tables:
 flash_free_bytes / flash_free_pct (free space at its lowest in the interval), flash_gc_bytes,
 flash_gc_mib_per_s, flash_write_amplification, flash_host_write_mib_per_s, flash_gc_waits,
-flash_gc_wait_sum_ms. Background work (flushes, and the promotions they cause) counts in the
+flash_gc_wait_sum_ms. A cloud volume (``[cloud]``) adds its own table, ``cloud_intervals``, and its
+summary fields (``burst_exhausted_s``, ``cost_per_month``, ``currency``, ...) through
+``replay/mech/cloud/results.py``. Background work (flushes, and the promotions they cause) counts in the
 interval and for the volume / group of the request during whose processing it ran.
 
 Summary: the counters of the model, the cache sizes the run had (``dram_cache_bytes``,
@@ -620,7 +622,7 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
         warm = int(n_all * scenario.replay.warmup_pct / 100)
     fp = model.kernel_params.flash
     aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd_cache.slots, model.tiering.on,
-                       int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
+                       int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and not scenario.cloud and scenario.dram.mode == "mcx")
     aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
     done = 0
     for segment in segments:
@@ -650,7 +652,8 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
         summary.update(fields)
         tables |= {k: t.with_columns(pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"),
                                      pl.lit(scenario.name).alias("scenario")) for k, t in more.items()}
-    summary["warnings"] = physics.check(scenario, summary, vol, rg, aggs.interval_ns, aggs.stall_spans)
+    summary["warnings"] = physics.check(scenario, summary, vol, rg, aggs.interval_ns, aggs.stall_spans,
+                                        tables.get("cloud_intervals"))
     return ReplayResult(summary, vol, rg, tables)
 
 
@@ -694,7 +697,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "scenario_hash": sc.hash,
         "tiercast_version": package_version(),
         "model_version": array_model_version(),
-        "dram_mode": "none" if sc.flash else sc.dram.mode,  # all-flash: no cache
+        "dram_mode": "none" if sc.flash or sc.cloud else sc.dram.mode,  # all-flash, cloud: no cache
         "mechanisms": model.mechanisms(),
         "mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
@@ -725,8 +728,8 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "backend_ios_per_request": s["backend_ios"] / n if n else 0.0,
         "backend_iops_per_drive": s["backend_ios"] / sc.n_drives / span_s if span_s > 0 else 0.0,
         "simulated_seconds": sim_s,
-        "dram_cache_bytes": 0 if sc.flash else sc.dram.cache_bytes,
-        "dram_write_cache_bytes": 0 if sc.flash else sc.dram.write_cache_bytes,
+        "dram_cache_bytes": 0 if sc.flash or sc.cloud else sc.dram.cache_bytes,
+        "dram_write_cache_bytes": 0 if sc.flash or sc.cloud else sc.dram.write_cache_bytes,
         "dram_high_watermark_pct": sc.dram.flare.high_watermark_pct if sc.dram.mode == "flare" else None,
         "dram_low_watermark_pct": sc.dram.flare.low_watermark_pct if sc.dram.mode == "flare" else None,
         "ssd_cache_bytes": sc.ssd_cache.usable_bytes(sc.drive_classes) if sc.ssd_cache else 0,

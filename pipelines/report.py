@@ -645,6 +645,41 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
                  _labelled(df, sel))
 
 
+def _cloud_volume(wh: Warehouse, sel: Selection) -> Chart | None:
+    """Cloud volumes: the I/O credit balance, delivered IOPS and token waits per interval, and
+    when the burst credits ran out; the monthly price in the text."""
+    cols = ("credit_ios_min", "delivered_iops", "throttle_wait_sum_ms")
+    if not sel.runs.height or not wh.has("cloud_intervals", *cols):
+        return None
+    df = wh.sql("SELECT run_id, interval_start_ns / 1e9 AS t_s, credit_ios_min, credit_bytes_min, delivered_iops, "
+                "delivered_mib_per_s, throttled_requests, throttle_wait_sum_ms FROM cloud_intervals "
+                "WHERE run_id IN (SELECT unnest($ids)) ORDER BY run_id, t_s", _ids(sel))
+    if df.is_empty():
+        return None
+    sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
+    div, unit = _time_axis(float(df["t_s"].max()))
+    fig = _subplots(3, ["I/O credit balance (lowest in the interval)", "delivered IOPS (requests that had their "
+                        "tokens)", "waits for tokens (s, summed over requests)"], 760)
+    df = df.with_columns(throttle_wait_s=pl.col("throttle_wait_sum_ms") / 1e3)
+    for row, col in enumerate(("credit_ios_min", "delivered_iops", "throttle_wait_s"), 1):
+        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+    fig.update_xaxes(title_text=f"time ({unit})", row=3, col=1)
+    said = []
+    for r in sub.runs.iter_rows(named=True):
+        name = sel.labels[r["run_id"]]
+        cost = r.get("cost_per_month")
+        price = f" at {cost:,.2f} {r.get('currency')}/month" if cost is not None else ""
+        ex = r.get("burst_exhausted_s")
+        if ex is not None:
+            for row in (1, 2, 3):
+                fig.add_vline(x=ex / div, row=row, col=1, line={"dash": "dash", "color": "#c33"})
+            said.append(f"{name}{price}: burst credits ran out at {_dur(ex)}")
+        else:
+            said.append(f"{name}{price}: burst credits never ran out")
+    return Chart("cloud_volume", "Cloud volume: credits, delivered IOPS, token waits", "; ".join(said) + ".",
+                 fig.to_dict(), _labelled(df, sel))
+
+
 #: model vs measured: (column stem, panel title)
 MEASURED_PANELS = (("iops", "IOPS"), ("mb_per_s", "MB/s"), ("latency_mean_ms", "mean response time (ms)"))
 _METRIC_WORDS = {"iops": "IOPS", "mb_per_s": "MB/s", "latency_mean_ms": "mean latency"}
@@ -714,13 +749,14 @@ def _model_vs_measured(wh: Warehouse, sel: Selection) -> Chart | None:
 #: the charts, in page order
 CHARTS: tuple[Callable[[Warehouse, Selection], Chart | None], ...] = (
     _hit_ratio, _mrc, _write_cache, _ssd_cache, _sweeps, _latency, _rg_balance, _skew, _snapshots, _write_cliff,
-    _model_vs_measured)
+    _cloud_volume, _model_vs_measured)
 
 #: the run table at the top: columns shown when present
 RUN_COLUMNS = ("scenario", "trace_id", "run_id", "model_version", "mode", "outstanding", "measured_requests",
                "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms", "latency_p99_ms", "read_hit_ratio",
                "write_hit_ratio", "ssd_hit_ratio_last10pct", "flush_mb_per_s", "forced_flush_count",
-               "throttle_delay_sum_ms", "dram_cache_bytes", "ssd_cache_bytes")
+               "throttle_delay_sum_ms", "dram_cache_bytes", "ssd_cache_bytes", "burst_exhausted_s", "cost_per_month",
+               "currency")
 
 
 # --------------------------------------------------------------------------------------------

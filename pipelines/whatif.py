@@ -162,6 +162,8 @@ def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
         "flush_mb_per_s": s["flush_mb_per_s"], "forced_flush_count": s["forced_flush_count"],
         "forced_flush_stall_ms": s["forced_flush_stall_ms"], "throttle_delay_sum_ms": s["throttle_delay_sum_ms"],
         "warmup_s": warmup_s(intervals), "warnings": s.get("warnings") or [],
+        # a cloud volume's list price (replay.prices; None for an array: no price table for it yet)
+        "cost_per_month": s.get("cost_per_month"), "currency": s.get("currency"),
     }
 
 

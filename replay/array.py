@@ -43,6 +43,9 @@ scalar state and counters one structured record, ``ds.c[0].dirty``):
 
 * :mod:`replay.mech.flash.kernel`: an all-flash array (``[flash]``): reads and writes go there instead of
   the DRAM cache and back end (media, flash servers, free space and GC; one branch per request).
+* :mod:`replay.mech.cloud.kernel`: a cloud block-storage volume (``[cloud]``): token buckets and a
+  service-time distribution instead of the storage processor, DRAM cache and back end
+  (:func:`run_cloud_requests`).
 
 :func:`run_requests` composes them with a few calls per request: ``host.issue``,
 ``dram_cache.suspended``, ``host.storage_processor``, ``dram_cache.advance`` (background work
@@ -66,6 +69,7 @@ from replay.ids import IdMap
 from replay.jit import kernel
 from replay.mech import MECHANISMS
 from replay.mech.backend import kernel as be
+from replay.mech.cloud import kernel as cl
 from replay.mech.dram_cache import kernel as dc
 from replay.mech.flash import kernel as fl
 from replay.mech.host import kernel as host
@@ -306,6 +310,47 @@ def run_flash_requests(params, state, req, start, out):
     return req.ts.shape[0]
 
 
+@kernel
+def run_cloud_requests(params, state, req, offset, start, out):
+    """A cloud volume's event loop (``[cloud]``, ``replay.mech.cloud.kernel``): issue, the volume's
+    token buckets and service time; no storage processor, DRAM cache or RAID back end (its own
+    loop, as the all-flash array's). ``offset``: the requests' byte offsets (I/O merging)."""
+    hp = params.host
+    bp = params.backend
+    cp = params.cloud
+    hs = state.host
+    ds = state.dram_cache
+    cs = state.cloud
+    b = cs.buckets
+    ev = state.events[0]
+    for i in range(start, req.ts.shape[0]):
+        arr = host.issue(hp, hs, req.ts[i])
+        o = req.op[i]
+        host.count(hs, req.size[i], o)
+        if ev.now < arr:
+            ev.now = arr
+        done, thr, st, ios = cl.request(cp, cs, req.vol[i], o, offset[i], req.size[i], arr, hs.c[0].requests)
+        out.arrival_ns[i] = arr
+        out.done_ns[i] = done
+        out.read_pages[i] = 0
+        out.read_hit_pages[i] = 0
+        out.write_pages[i] = 0
+        out.write_hit_pages[i] = 0
+        out.stall_ns[i] = 0
+        out.throttle_ns[i] = thr
+        out.dirty_pages[i] = 0
+        out.rg_dirty_pages[i] = 0
+        out.rg[i] = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
+        out.backend_ios[i] = 0
+        out.backend_busy_ns[i] = 0
+        out.cloud_start_ns[i] = st
+        out.cloud_ios[i] = ios
+        out.cloud_credit_ios[i] = np.int64(b[0].bal + 0.5)
+        out.cloud_credit_bytes[i] = np.int64(b[1].bal + 0.5)
+        host.complete(hp, hs, arr, done, np.int64(0), thr)
+    return req.ts.shape[0]
+
+
 # --------------------------------------------------------------------------------------------
 # the model object
 # --------------------------------------------------------------------------------------------
@@ -496,13 +541,14 @@ class ArrayModel(Model):
     def replay(self, state: ArrayState, segment: Segment) -> Outcomes:
         n = segment.n_requests
         flash_on = bool(self.kernel_params.flash.on)
+        cloud_on = bool(self.kernel_params.cloud.on)
         names = self.outcome_names()
         rows = self._spare("out", (len(names), n))  # one contiguous row per outcome column
         have = dict(zip(names, rows, strict=True))
         out = Outcome(**{f: have.get(f, _NO_COLUMN) for f in Outcome._fields})
         if n:
             self._ensure_volumes(state, int(segment.volume.max()) + 1)
-            if flash_on:  # no cache units: the flash path reads requests only
+            if flash_on or cloud_on:  # no cache units: the flash and cloud paths read requests only
                 unit = pbit = unit_no = np.zeros(0, dtype=np.int64)
                 pstart = np.zeros(n + 1, dtype=np.int64)
             else:
@@ -517,6 +563,9 @@ class ArrayModel(Model):
             i = 0
             if flash_on:
                 i = run_flash_requests(self.kernel_params, state.kernel_state(), req, 0, out)
+            elif cloud_on:
+                i = run_cloud_requests(self.kernel_params, state.kernel_state(), req,
+                                       np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
             while i < n:
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
                 if state.tiering.c[0]["rank_due"]:

@@ -252,6 +252,8 @@ class Scenario:
 
     def features(self) -> list[str]:
         """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
+        if self.cloud:  # a cloud volume: no DRAM cache or RAID groups of its own
+            return [f"{self.replay.mode}_loop", SECTIONS["cloud"].feature(self.cloud)]
         f = [f"dram:{self.dram.mode}"]
         f += sorted({f"raid{rg.level}" for rg in self.raid_groups})
         if any(self.drive_classes[rg.drive_class].kind == "ssd" for rg in self.raid_groups):
@@ -307,13 +309,16 @@ class Scenario:
         drives = {}
         for rg in self.raid_groups:
             drives[rg.drive_class] = drives.get(rg.drive_class, 0) + rg.width
+        cloud = self.cloud  # a cloud volume has no DRAM cache of its own
         return {
             "name": self.name,
             "description": self.description,
             "hash": self.hash,
-            "dram_mode": self.dram.mode,
-            "cache_bytes": self.dram.cache_bytes,
-            "raid_groups": [f"{rg.name}: RAID {rg.level} x{rg.width} {rg.drive_class}" for rg in self.raid_groups],
+            "dram_mode": "none" if cloud else self.dram.mode,
+            "cache_bytes": 0 if cloud else self.dram.cache_bytes,
+            "raid_groups": ([f"{cloud.volume_type} {cloud.size_bytes / 2**30:,.0f} GiB: {cloud.limits.iops:,.0f} IOPS, "
+                             f"{cloud.limits.mib_per_s:,.0f} MiB/s"] if cloud else
+                            [f"{rg.name}: RAID {rg.level} x{rg.width} {rg.drive_class}" for rg in self.raid_groups]),
             "drives": drives,
             "mode": self.replay.mode,
             "outstanding": self.replay.outstanding,

@@ -31,7 +31,8 @@ SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as co
 ARRAY_MODEL = ("replay.array", *kernel_modules(), *schema_modules(), "replay.schema", "replay.mech",
                "replay.outputs", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.scenario_file",
-               "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", *SCHEMA_MODULES)
+               "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", "replay.prices",
+               *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)
 #: what ``tiercast skew``'s result depends on (the counting and the curve), and what a model vs
@@ -42,7 +43,8 @@ COMPARE_MODEL = ("pipelines.compare", "pipelines.calibrate")
 
 def source_files(modules: Iterable[str]) -> list[tuple[str, Path]]:
     """(label, file) of every source file of ``modules`` (dotted names; a package stands for every
-    ``.py`` file under it), sorted by label. LookupError for a module that cannot be found."""
+    ``.py`` and ``.toml`` file under it: ``replay.prices``' tables are data a result depends on),
+    sorted by label. LookupError for a module that cannot be found."""
     out = []
     for name in set(modules):
         spec = find_spec(name)
@@ -50,7 +52,8 @@ def source_files(modules: Iterable[str]) -> list[tuple[str, Path]]:
             raise LookupError(f"model version: no source file for module {name!r}")
         if spec.submodule_search_locations:  # a package
             for loc in spec.submodule_search_locations:
-                out += [(f"{name}/{p.relative_to(loc).as_posix()}", p) for p in Path(loc).rglob("*.py")]
+                out += [(f"{name}/{p.relative_to(loc).as_posix()}", p) for ext in ("*.py", "*.toml")
+                        for p in Path(loc).rglob(ext)]
         else:
             out.append((name, Path(spec.origin)))
     return sorted(out)

@@ -12,7 +12,7 @@ from replay.scenario import load
 from traces import synth
 
 #: presets that, between them, run every mechanism
-PRESETS = ("vnx5400", "vnx5400-fastcache", "vnx5400-fastvp", "vnx5500-snapshots", "violin6232")
+PRESETS = ("vnx5400", "vnx5400-fastcache", "vnx5400-fastvp", "vnx5500-snapshots", "violin6232", "aws-gp2")
 
 
 def test_render_formats_converts_and_renders_none():

@@ -175,6 +175,12 @@ def test_cloudphysics_answers_are_believable_on_every_preset(real_runs):
     throttle delay)."""
     for p in preset_names():
         s = real_runs[("cloudphysics", p)]
+        if p == "aws-st1":  # an HDD volume (issue 28): 500 IOPS, a random I/O costs 1 MiB of throughput credit.
+            # AWS documents st1 as unsuited to small random I/O; its slow answer (~180 ms mean) is its limits at
+            # work: nearly all of it is waiting for tokens, the rest is its service time
+            assert s["throttle_delay_sum_ms"] / s["requests"] >= 0.95 * s["latency_mean_ms"] > 20
+            assert s["requests"] == 113_872
+            continue
         assert s["latency_mean_ms"] <= 20 and s["latency_p99_ms"] <= 1000, (p, s["latency_mean_ms"], s["latency_p99_ms"])
         assert s["requests"] == 113_872
         if s["dram_mode"] == "mcx":

@@ -69,6 +69,22 @@ DELIBERATE = {
     # the all-flash array (seed 001): four controllers, fio's group-1 write-cliff run
     ("violin6232", "controller.overhead_us"): "four controllers reaching ~300k IOPS (seed 001)",
     ("violin6232", "replay.outstanding"): "fio numjobs 64 x iodepth 64 (seed 001 group 1)",
+    # cloud volumes: the [cloud] defaults are the aws-gp3 preset's volume (1,000 GiB, the type's default IOPS
+    # and MiB/s); each other preset is another type, size or provider, with that type's latency figures
+    ("aws-gp2", "cloud.volume_type"): "gp2", ("aws-gp2", "cloud.size_bytes"): "500 GiB: baseline below the burst",
+    ("aws-gp3", "cloud.iops"): "written out: the included 3,000", ("aws-gp3", "cloud.mib_per_s"): "the included 125",
+    ("aws-st1", "cloud.size_bytes"): "2,000 GiB log volume",
+    **{(p, f"cloud.{f}"): "the type's own" for p in ("aws-io2", "aws-st1", "azure-premium-p30", "azure-premium-v2",
+                                                     "gcp-hyperdisk-balanced", "gcp-pd-balanced")
+       for f in ("volume_type", "read_latency_ms", "read_latency_p99_ms", "write_latency_ms", "write_latency_p99_ms")
+       if (p, f) != ("gcp-hyperdisk-balanced", "read_latency_ms")},
+    ("aws-io2", "cloud.iops"): "16,000 provisioned",
+    **{(p, f"cloud.{f}"): "another cloud's volume" for p in ("azure-premium-p30", "azure-premium-v2",
+                                                            "gcp-hyperdisk-balanced", "gcp-pd-balanced")
+       for f in ("provider", "region", "size_bytes")},
+    **{(p, f"cloud.{f}"): "provisioned to compare with P30 / pd-balanced" for p in ("azure-premium-v2",
+                                                                                    "gcp-hyperdisk-balanced")
+       for f in ("iops", "mib_per_s")},
 }
 #: Presets that are another preset with one mechanism switched on: they differ from the defaults
 #: where their base does (plus their own entries above).
@@ -112,7 +128,7 @@ def test_preset_values_equal_the_dataclass_defaults_except_the_listed_ones(name)
         if dc.kind == "ssd":  # the defaults are a 10k SAS HDD: SSD classes carry their sources in the preset
             continue
         diffs.update(_differences(dc, f"drive_classes.{n}", mode))
-    for key in ("ssd_cache", "flash"):
+    for key in ("ssd_cache", "flash", "cloud"):
         if key in sc.sections:
             diffs.update(_differences(sc.sections[key], key, mode))
     for rg in sc.raid_groups:

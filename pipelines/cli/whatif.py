@@ -119,13 +119,14 @@ def compare(
     for r in rows:
         print_findings(r["warnings"], r["scenario"])
     t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
-              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "run")
+              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "per month", "run")
     for r in rows:
+        cost = f"{r['cost_per_month']:,.2f} {r['currency']}" if r.get("cost_per_month") is not None else "-"
         t.add_row(r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
                   _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
                   _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
                   _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
-                  _f(r["warmup_s"], ",.0f"), r["run_id"] + (" (reused)" if r["reused"] else ""))
+                  _f(r["warmup_s"], ",.0f"), cost, r["run_id"] + (" (reused)" if r["reused"] else ""))
     out.print(t)
     for r in rows:
         for c in r["model_vs_measured"]:
@@ -146,12 +147,15 @@ def compare(
 @app.command()
 def size(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
-    base: Annotated[str, typer.Option("--base", help="Preset name or .toml path the variants start from.")],
-    vary: Annotated[list[str], typer.Option(
-        "--vary", metavar="KEY=V1,V2,...", help="A scenario key and its values, cheapest first, e.g. "
-        "ssd_cache.capacity_bytes=0,50GB,100GB (0: no SSD cache). Repeatable: every combination is a variant.")],
     target: Annotated[list[str], typer.Option(
         "--target", help="What the configuration must meet, e.g. 'p95_ms<=5', 'iops>=20000' (repeatable: all).")],
+    base: Annotated[str | None, typer.Option("--base", help="Preset name or .toml path the variants start from.")] = None,
+    vary: Annotated[list[str] | None, typer.Option(
+        "--vary", metavar="KEY=V1,V2,...", help="A scenario key and its values, cheapest first, e.g. "
+        "ssd_cache.capacity_bytes=0,50GB,100GB (0: no SSD cache). Repeatable: every combination is a variant.")] = None,
+    cloud: Annotated[str | None, typer.Option(
+        "--cloud", help="Instead of --base / --vary: the cheapest volume of this cloud (aws, azure, gcp) over its "
+        "volume types, sizes and provisioned IOPS and MiB/s, at list prices (pipelines.cloud_sizing).")] = None,
     overrides: SetOpt = None,
     prune: Annotated[bool, typer.Option(help="Skip a variant whose run is provably the same as a cheaper one that "
                                               "failed (only an SSD cache larger than the trace's footprint).")] = True,
@@ -172,6 +176,14 @@ def size(
     if out_path is not None:
         check_out_option(out_path, "--out")
     targets = [whatif.parse_target(t) for t in target]
+    if cloud is not None:
+        if base is not None or vary:
+            raise typer.BadParameter("--cloud searches the cloud's volume types itself: give no --base or --vary",
+                                     param_hint="--cloud")
+        _size_cloud(trace_id, cloud, targets, overrides or (), outstanding, data_dir, as_json)
+        return
+    if base is None or not vary:
+        raise typer.BadParameter("give --base and --vary (or --cloud aws|azure|gcp)", param_hint="--base")
     varies = [whatif.parse_vary(v) for v in vary]
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
@@ -214,3 +226,60 @@ def size(
               "than the answer")
     if report:
         out.print(f"report {report}")
+
+
+def _size_cloud(trace_id: str, provider: str, targets, overrides, outstanding, data_dir, as_json: bool) -> None:
+    """``size --cloud``: the cheapest cloud volume meeting the targets, the runner-up, why cheaper ones fail."""
+    import time
+    import warnings
+
+    from pipelines.catalog import find_trace
+    from pipelines.cloud_sizing import size_cloud
+    from replay.mech.cloud.types import PROVIDERS
+
+    if provider not in PROVIDERS:
+        raise typer.BadParameter(f"{provider!r}: one of {', '.join(PROVIDERS)}", param_hint="--cloud")
+    d = data_dir_of(data_dir)
+    trace = find_trace(d, trace_id)
+    make, close = _progress("replay")
+    t0 = time.time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = size_cloud(trace, d, provider, targets, overrides, progress=make, outstanding=outstanding)
+    finally:
+        close()
+    doc = {**res.as_dict(), "wall_seconds": time.time() - t0}
+    if as_json:
+        print_json(doc)
+        return
+    out.print(f"trace {trace.trace_id}, mode {mode_text(res.mode)}, footprint {res.footprint_bytes / (1 << 30):,.1f} "
+              f"GiB; {doc['replayed']} of {doc['candidates']} {provider} configurations replayed "
+              f"({doc['dominated_skipped']} skipped: a cheaper one with higher rates failed), {doc['wall_seconds']:,.1f} s")
+    # the answer, the runner-up, and per volume type its best configuration that failed (all in --json)
+    shown = [c for c in (res.chosen, res.runner_up) if c is not None]
+    best_failed = {}
+    for c in res.candidates:
+        if c.meets is False and c.summary is not None and (res.chosen is None or c.cost < res.chosen.cost):
+            best_failed[c.volume_type] = c
+    shown += sorted(best_failed.values(), key=lambda c: -c.cost)
+    t = table("configuration", "per month", "meets", "IOPS", "mean ms", "p99 ms", "token waits s", "why not")
+    for c in shown:
+        s = c.summary or {}
+        t.add_row(c.label, f"{c.cost:,.2f} {c.currency}", {True: "yes", False: "no", None: "-"}[c.meets],
+                  _f(s.get("iops"), ",.0f"), _f(s.get("latency_mean_ms")), _f(s.get("latency_p99_ms")),
+                  _f((s.get("throttle_delay_sum_ms") or 0) / 1e3 if s else None, ",.1f"), c.why or "")
+    out.print(t)
+    failed = sum(c.meets is False for c in res.candidates)
+    out.print(f"{failed} cheaper configurations failed; above, each volume type's costliest one (--json lists all)")
+    goal = " and ".join(res.targets)
+    if res.chosen is None:
+        out.print(f"no {provider} configuration tried meets {goal}")
+        return
+    ch = res.chosen
+    out.print(f"cheapest meeting {goal}: {ch.label} at {ch.cost:,.2f} {ch.currency}/month "
+              f"(p99 {ch.summary['latency_p99_ms']:,.2f} ms)")
+    if res.runner_up is not None:
+        ru = res.runner_up
+        out.print(f"runner-up: {ru.label} at {ru.cost:,.2f} {ru.currency}/month "
+                  f"(p99 {ru.summary['latency_p99_ms']:,.2f} ms)")

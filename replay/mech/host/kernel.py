@@ -76,8 +76,8 @@ def issue(hp, hs, ts):
 
 
 @step
-def storage_processor(hp, hs, t, size, op):
-    """Pass through the storage processor at t; returns the time it is done. Counts the request."""
+def count(hs, size, op):
+    """Count a request (reads, writes, other, bytes)."""
     c = hs.c[0]
     if op == OP_READ:
         c.reads += 1
@@ -87,6 +87,13 @@ def storage_processor(hp, hs, t, size, op):
         c.write_bytes += size
     else:
         c.other += 1
+
+
+@step
+def storage_processor(hp, hs, t, size, op):
+    """Pass through the storage processor at t; returns the time it is done. Counts the request."""
+    count(hs, size, op)
+    c = hs.c[0]
     start = c.sp_free if c.sp_free > t else t
     done = start + hp.overhead_ns + np.int64(size * hp.ns_per_byte)
     c.sp_free = done
