@@ -617,6 +617,8 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
                        int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and scenario.dram.mode == "mcx")
     aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
     done = 0
+    if progress and total:
+        progress(0, total)  # the bar knows the trace's size before the first segment (which may be all of it)
     for segment in segments:
         state.volume_names = volumes()
         out = model.replay(state, segment)

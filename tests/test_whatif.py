@@ -237,10 +237,33 @@ def test_demo_whatif_part_writes_the_compare_and_size_reports(tmp_path):
     lines: list[str] = []
     reports = whatif_demo(tmp_path / "data", tmp_path / "reports", log=lines.append)
     assert [p.name for p in reports] == ["compare.html", "size.html"] and all(p.stat().st_size > 100_000 for p in reports)
-    assert [ln.split(":")[0] for ln in lines] == ["compare vnx5400 [dram.cache_bytes=64MiB]", "compare vnx5400",
-                                                  "compare vnx5400-fastcache", "size vnx5400, mean_ms<=5.8"]
+    assert [ln.split(":")[0] for ln in lines] == [
+        "what-if trace randread-4k-zipf-100000 (" + lines[0].split("(")[1].split(")")[0] + ")",
+        "compare vnx5400 [dram.cache_bytes=64MiB]", "compare vnx5400", "compare vnx5400-fastcache",
+        "size vnx5400, mean_ms<=5.8"]
+    assert lines[0].endswith(": 100,000 4 KiB Zipf 0.9 random reads over 8.0 GiB, in its own timing; the compare and "
+                             "size lines below replay it")
     assert "dram.cache_bytes=512MiB (6 of 8 variants replayed, 2 saved)" in lines[-1]
-    assert "(+0.0 %)" in lines[0]
+    assert "(+0.0 %)" in lines[1]
+
+
+def test_demo_ends_with_what_its_numbers_mean_and_the_disk_space_it_used(tmp_path):
+    """``tiercast demo``'s last lines: seeds, calibration / identity and validation in three lines,
+    then the bytes under the data directory, by top-level folder, largest first."""
+    from pipelines.demo import EXPLAIN, disk_line, disk_usage_bytes, where
+
+    d = tmp_path / "data"
+    (d / "traces" / "t1").mkdir(parents=True)
+    (d / "traces" / "t1" / "a.parquet").write_bytes(b"x" * 3 * 1024 * 1024)
+    (d / "results").mkdir()
+    (d / "results" / "r.parquet").write_bytes(b"x" * 1536)
+    (d / "tiercast.duckdb").write_bytes(b"x" * 512 * 1024)
+    assert disk_usage_bytes(d) == {"traces": 3 << 20, "tiercast.duckdb": 512 << 10, "results": 1536}
+    assert disk_line(d).startswith(f"disk: 3.5 MiB under {d}/ (traces 3.0 MiB, tiercast.duckdb 512.0 KiB, "
+                                   "results 1.5 KiB;")
+    lines = where(d, [])
+    assert lines[-4:] == [*EXPLAIN, disk_line(d)] and len(EXPLAIN) == 3
+    assert [x.split(":")[0] for x in EXPLAIN] == ["seeds", "calibration", "validation"]
 
 
 def test_compare_keeps_the_trace_skew_at_the_tiering_slice(zipf):
@@ -275,7 +298,63 @@ def test_compare_on_worker_processes_gives_the_same_rows(zipf, tmp_path):
     assert [r["scenario"] for r in two] == [sc.name for sc in scs] and not any(r["reused"] for r in two)
     assert [{k: v for k, v in r.items() if k != "reused"} for r in two] == \
         [{k: v for k, v in r.items() if k != "reused"} for r in one]
-    assert seen[-1] == ("3 scenarios on 2 processes", 3, 3) and len(seen) == 3
+    # the workers' progress in requests, summed over the three replays, out of 3 x the trace's 100,000
+    assert {label for label, _, _ in seen} == {"3 scenarios on 2 processes"}
+    assert {n for _, _, n in seen} == {300_000} and seen[-1][1] == 300_000
+    assert seen[0][1] < 300_000 and [k for _, k, _ in seen] == sorted(k for _, k, _ in seen)
+
+
+def test_compare_progress_names_the_scenario_and_counts_the_trace_requests(zipf, tmp_path):
+    """One replay after another: a bar per scenario, ``scenario k of n: NAME``, counting requests out
+    of the trace's total from the start (0 of 100,000 before the first segment, not an unknown total)."""
+    data, trace = zipf
+    other = tmp_path / "data"
+    trace2 = find_trace(other, ingest_file(data.parent / "rr.parquet", other).trace_id)
+    scs = [whatif.scenario_of("vnx5400"), whatif.scenario_of("vnx5400 dram.cache_bytes=64MiB"),
+           whatif.scenario_of("vnx2-mcx")]
+    seen: list[tuple[str, int, int]] = []
+    whatif.compare(trace2, other, scs, jobs=1, progress=lambda label: lambda k, n: seen.append((label, k, n)))
+    labels = list(dict.fromkeys(label for label, _, _ in seen))
+    assert labels == ["scenario 1 of 3: vnx5400", "scenario 2 of 3: vnx5400 [dram.cache_bytes=64MiB]",
+                      "scenario 3 of 3: vnx2-mcx"]
+    for label in labels:
+        counts = [(k, n) for x, k, n in seen if x == label]
+        assert counts[0] == (0, 100_000) and counts[-1] == (100_000, 100_000)
+
+
+def test_cli_tables_fit_80_columns_with_the_decision_columns(zipf):
+    """``compare`` and ``size`` print the decision columns (p95, p99, mean, IOPS) in at most 80
+    columns with every number whole; ``--wide`` adds the rest (hit ratios, flushes, run ids).
+    FAST VP's share of the I/O per tier is printed under the table."""
+    from pipelines.cli import app
+
+    data, trace = zipf
+    args = ["compare", trace.trace_id[:8], "-s", "vnx5400", "-s", "vnx5400-fastcache ssd_cache.capacity_bytes=1GiB",
+            "-s", "vnx5400-fastvp", "--no-report", "-j", "1", "--data-dir", str(data)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("scenario"))
+    body = lines[head:head + 2 + 4]  # header, rule, three rows (one wraps)
+    assert all(len(ln) <= 80 for ln in body), "\n".join(body)
+    assert lines[head].split() == ["scenario", "IOPS", "mean", "ms", "p95", "ms", "p99", "ms", "p95", "vs", "1st"]
+    for x in rows:  # every p99 whole, on its scenario's first line
+        first = next(ln for ln in body if ln.startswith(x["scenario"][:7]) and f"{x['latency_p99_ms']:.2f}" in ln)
+        assert f"{x['iops']:,.0f}" in first
+    fastvp = rows[2]["tier_request_share"]
+    assert (f"vnx5400-fastvp: FAST VP share of the I/O per tier: extreme_performance "
+            f"{100 * fastvp['extreme_performance']:.1f} %") in r.stdout
+    wide = CliRunner().invoke(app, [*args, "--wide"]).stdout
+    assert "forced flushes" in wide and rows[0]["run_id"] in wide and rows[0]["run_id"] not in r.stdout
+    r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
+                                 "--target", "mean_ms<=5.8", "--no-report", "--data-dir", str(data)])
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("variant"))
+    table_lines = lines[head:head + 2 + 8]
+    assert lines[head].split() == ["variant", "meets", "p95", "ms", "p99", "ms", "mean", "ms", "IOPS"]
+    assert all(len(ln) <= 80 for ln in table_lines)
+    assert table_lines[2].startswith("dram.cache_bytes=16MiB") and table_lines[2].split()[1] == "no"
 
 
 def test_sweep_on_worker_processes_gives_the_same_rows(zipf):

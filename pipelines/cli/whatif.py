@@ -14,15 +14,16 @@ from pipelines.cli.common import (
     DataDirOpt,
     JobsOpt,
     JsonOpt,
+    WideOpt,
     app,
     check_out_option,
     data_dir_of,
+    decision_table,
     mode_text,
     out,
     print_findings,
     print_json,
     progress_bar,
-    table,
 )
 from pipelines.cli.replay import SetOpt, bounded
 
@@ -64,6 +65,22 @@ def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run
     return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids)
 
 
+#: ``compare``'s table: (header, decision column); the others only with ``--wide``
+COMPARE_COLUMNS = [("scenario", True), ("IOPS", True), ("mean ms", True), ("p95 ms", True), ("p99 ms", True),
+                   ("p95 vs 1st", True), ("DRAM read hit", False), ("SSD hit", False), ("SSD fill %", False),
+                   ("flush MB/s", False), ("forced flushes", False), ("throttle s", False), ("warm-up s", False),
+                   ("run", False)]
+
+
+def _compare_cells(r: dict) -> list[str]:
+    """One ``compare`` row's cells, in ``COMPARE_COLUMNS``' order."""
+    return [r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
+            _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
+            _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
+            _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
+            _f(r["warmup_s"], ",.0f"), r["run_id"] + (" (reused)" if r["reused"] else "")]
+
+
 @app.command()
 def compare(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
@@ -78,6 +95,7 @@ def compare(
     jobs: JobsOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
+    wide: WideOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -118,15 +136,11 @@ def compare(
     out.print(f"trace {trace.trace_id}, mode {mode_text(rows[0])}")
     for r in rows:
         print_findings(r["warnings"], r["scenario"])
-    t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
-              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "run")
+    out.print(decision_table(COMPARE_COLUMNS, [_compare_cells(r) for r in rows], wide))
     for r in rows:
-        t.add_row(r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
-                  _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
-                  _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
-                  _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
-                  _f(r["warmup_s"], ",.0f"), r["run_id"] + (" (reused)" if r["reused"] else ""))
-    out.print(t)
+        if r.get("tier_request_share"):
+            out.print(f"{r['scenario']}: FAST VP share of the I/O per tier: " + ", ".join(
+                f"{tier} {100 * share:.1f} %" for tier, share in r["tier_request_share"].items()))
     for r in rows:
         for c in r["model_vs_measured"]:
             for dev, e in c["devices"].items():
@@ -159,6 +173,7 @@ def size(
     outstanding: OutstandingOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
+    wide: WideOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -193,15 +208,16 @@ def size(
     out.print(f"trace {trace.trace_id}, mode {mode_text(res.mode)}")
     chunks = sorted({v.ssd_chunk_bytes for v in res.variants if v.ssd_bytes})
     curve = f"LRU hit @{'/'.join(f'{c >> 10}K' for c in chunks)}" if chunks else "LRU hit"
-    t = table("variant", curve, "meets", "IOPS", "mean ms", "p95 ms", "p99 ms", "replayed")
+    cells = []
     for v in res.variants:
         r = v.row or {}
         meets = {True: "yes", False: "no", None: "-"}[v.meets] + (" (same run)" if v.skipped == "identical" else "")
-        t.add_row(v.label, _f(v.curve_hit_ratio, ".4f"), meets,
-                  _f(r.get("iops"), ",.0f"), _f(r.get("latency_mean_ms")), _f(r.get("latency_p95_ms")),
-                  _f(r.get("latency_p99_ms")),
-                  ("reused" if r.get("reused") else "yes") if v.row else f"no: {v.skipped}")
-    out.print(t)
+        cells.append([v.label, meets, _f(r.get("latency_p95_ms")), _f(r.get("latency_p99_ms")),
+                      _f(r.get("latency_mean_ms")), _f(r.get("iops"), ",.0f"), _f(v.curve_hit_ratio, ".4f"),
+                      ("reused" if r.get("reused") else "yes") if v.row else f"no: {v.skipped}"])
+    columns = [("variant", True), ("meets", True), ("p95 ms", True), ("p99 ms", True), ("mean ms", True),
+               ("IOPS", True), (curve, False), ("replayed", False)]
+    out.print(decision_table(columns, cells, wide))
     if chunks:
         out.print(f"{curve}: the trace's exact LRU hit ratio at each SSD cache's capacity, in its own chunks, every "
                   "miss admitted (an estimate: the replay applies the cache's admission rule behind the DRAM cache)")
