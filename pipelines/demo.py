@@ -61,6 +61,7 @@ WHATIF_SIZE = ("vnx5400", "dram.cache_bytes=16MiB,32MiB,64MiB,128MiB,256MiB,512M
 def whatif_demo(data_dir: Path, reports: Path, log: Callable[[str], None] = print) -> list[Path]:
     """One ``compare`` and one ``size`` on a synthetic Zipf trace; returns their reports."""
     from pipelines import whatif
+    from pipelines.summary import compare_summary, size_summary
 
     pattern, over = WHATIF_WORKLOAD
     path = Path(data_dir) / "synth" / f"{pattern}-zipf-{over['requests']}.parquet"
@@ -71,19 +72,25 @@ def whatif_demo(data_dir: Path, reports: Path, log: Callable[[str], None] = prin
     log(f"what-if trace {trace.name} ({trace.trace_id[:12]}): {over['requests']:,} 4 KiB Zipf "
         f"{over['distribution'].partition(':')[2]} random reads over {format_bytes(over['region_bytes'])}, in its "
         "own timing; the compare and size lines below replay it")
-    rows = whatif.compare(trace, data_dir, [whatif.scenario_of(s) for s in WHATIF_COMPARE])
+    scs = [whatif.scenario_of(s) for s in WHATIF_COMPARE]
+    rows = whatif.compare(trace, data_dir, scs)
     for r in rows:
         log(f"compare {r['scenario']}: {r['iops']:,.0f} IOPS, mean {r['latency_mean_ms']:.2f} ms, "
             f"p95 {r['latency_p95_ms']:.2f} ms ({r['latency_p95_ms_change_pct']:+.1f} %)")
     base, vary, target = WHATIF_SIZE
-    res = whatif.size(trace, data_dir, base, [whatif.parse_vary(vary)], [whatif.parse_target(target)])
+    targets = [whatif.parse_target(target)]
+    res = whatif.size(trace, data_dir, base, [whatif.parse_vary(vary)], targets)
     c = res.counts()
     log(f"size {base}, {target}: {res.chosen.label if res.chosen else 'none meets it'} "
         f"({c['replayed']} of {c['variants']} variants replayed, {c['saved']} saved)")
-    compare_html = write_report(data_dir, reports / "compare.html", "compare: Zipf 4 KB reads on three configurations",
-                                trace_id=trace.trace_id, run_ids=[r["run_id"] for r in rows])
-    size_html = write_report(data_dir, reports / "size.html", f"size: {base}, {target}", trace_id=trace.trace_id,
-                             run_ids=[v.row["run_id"] for v in res.variants if v.row])
+    compare_html = write_report(data_dir, reports / "compare.html",
+                                f"compare {len(rows)} configurations on trace {trace.name} (Zipf 4 KiB reads)",
+                                trace_id=trace.trace_id, run_ids=[r["run_id"] for r in rows],
+                                summary=compare_summary(trace, scs, rows))
+    size_html = write_report(data_dir, reports / "size.html", f"size {base} for {target} on trace {trace.name}",
+                             trace_id=trace.trace_id, run_ids=[v.row["run_id"] for v in res.variants if v.row],
+                             summary=size_summary(trace, res, targets),
+                             meets={v.row["run_id"]: bool(v.meets) for v in res.variants if v.row})
     return [compare_html, size_html]
 
 

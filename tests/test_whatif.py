@@ -214,8 +214,24 @@ def test_cli_compare_and_size_json(zipf):
     r = CliRunner().invoke(app, ["compare", trace.trace_id[:8], "-s", "vnx5400", "-s", "vnx5400 dram.cache_bytes=64MiB",
                                  "--no-report", "--data-dir", str(data), "--json"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    rows = doc["rows"]
     assert [x["scenario"] for x in rows] == ["vnx5400", "vnx5400 [dram.cache_bytes=64MiB]"]
+    # the decision block: the lower p95 of the two, the other as the runner-up, the hardware assumed
+    s = doc["summary"]
+    best, other = sorted(rows, key=lambda x: x["latency_p95_ms"])
+    assert s["question"].startswith(f"Which of 2 configurations gives trace rr ({trace.trace_id[:12]}, 100,000 "
+                                    "requests over ")
+    assert s["question"].endswith("the lowest p95 response time, replayed open loop (the trace's own timing)?")
+    assert s["recommendation"] == (f"{best['scenario']} has the lowest p95 response time: p95 "
+                                   f"{best['latency_p95_ms']:,.2f} ms, p99 {best['latency_p99_ms']:,.2f} ms, mean "
+                                   f"{best['latency_mean_ms']:,.2f} ms, {best['iops']:,.0f} IOPS.")
+    assert s["runner_up"].startswith(f"{other['scenario']}: p95 {other['latency_p95_ms']:,.2f} ms")
+    assert s["assumptions"] == ["replay: open loop (the trace's own timing), every configuration alike",
+                                "vnx5400: 15 sas10k drives (3 x RAID 5 x5 sas10k), DRAM cache 4.0 GiB (mcx)",
+                                "vnx5400 [dram.cache_bytes=64MiB]: 15 sas10k drives (3 x RAID 5 x5 sas10k), DRAM "
+                                "cache 64.0 MiB (mcx)"]
+    assert "cost_per_month" not in s  # money comes with the price table (issue 28)
     assert {"iops", "latency_p95_ms", "latency_p99_ms", "dram_read_hit_ratio", "ssd_hit_ratio", "ssd_fill_pct_end",
             "flush_mb_per_s", "forced_flush_count", "throttle_delay_sum_ms", "warmup_s", "report"} <= set(rows[0])
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
@@ -224,6 +240,16 @@ def test_cli_compare_and_size_json(zipf):
     doc = json.loads(r.stdout)
     assert doc["mode"] == "open" and doc["outstanding"] is None and len(doc["variants"]) == 8
     assert doc["chosen"] == next(v["variant"] for v in doc["variants"] if v["meets"])
+    chosen = next(v for v in doc["variants"] if v["meets"])
+    before = [v for v in doc["variants"][:doc["variants"].index(chosen)] if v["meets"] is False and "run_id" in v][-1]
+    s = doc["summary"]
+    assert s["recommendation"] == (f"{doc['chosen']} is the cheapest variant meeting mean_ms<=5.8: mean "
+                                   f"{chosen['latency_mean_ms']:,.2f} ms meets mean_ms<=5.8 by "
+                                   f"{5.8 - chosen['latency_mean_ms']:,.2f} ms.")
+    assert s["runner_up"] == (f"the next cheaper replayed variant, {before['variant']}, misses: mean "
+                              f"{before['latency_mean_ms']:,.2f} ms, {before['latency_mean_ms'] - 5.8:,.2f} ms over "
+                              "mean_ms<=5.8")
+    assert s["assumptions"][-1] == "varied: dram.cache_bytes over " + DRAM_SIZES.split("=")[1].replace(",", ", ")
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
                                  "--target", "p95<5", "--data-dir", str(data)])
     assert r.exit_code != 0 and "target 'p95<5': no metric 'p95'; use one of mean_ms, p50_ms" in str(r.exception)
@@ -333,8 +359,12 @@ def test_cli_tables_fit_80_columns_with_the_decision_columns(zipf):
             "-s", "vnx5400-fastvp", "--no-report", "-j", "1", "--data-dir", str(data)]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
-    rows = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    rows = doc["rows"]
     lines = r.stdout.splitlines()
+    # the summary block opens the output: question, answer, runner-up, assumptions (as in --json)
+    assert lines[1:4] == [f"question: {doc['summary']['question']}", f"answer: {doc['summary']['recommendation']}",
+                          f"runner-up: {doc['summary']['runner_up']}"]
     head = next(i for i, ln in enumerate(lines) if ln.startswith("scenario"))
     body = lines[head:head + 2 + 4]  # header, rule, three rows (one wraps)
     assert all(len(ln) <= 80 for ln in body), "\n".join(body)

@@ -58,11 +58,12 @@ def _progress(label: str):
     return make, close
 
 
-def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run_ids: list[str]) -> Path:
+def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run_ids: list[str], summary: dict,
+            meets: dict[str, bool] | None = None) -> Path:
     from pipelines.report import write_report  # loads the warehouse when it is older than the data
 
     path = out_path or Path("reports") / f"{command}-{trace.trace_id[:12]}.html"
-    return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids)
+    return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids, summary=summary, meets=meets)
 
 
 #: ``compare``'s table: (header, decision column); the others only with ``--wide``
@@ -107,6 +108,7 @@ def compare(
 
     from pipelines import whatif
     from pipelines.catalog import find_trace
+    from pipelines.summary import compare_summary, summary_lines
     from pipelines.workers import default_jobs
 
     if out_path is not None:
@@ -124,16 +126,22 @@ def compare(
             skews = whatif.trace_skews(trace, d, scs)
     finally:
         close()
-    report = None if no_report else _report(d, out_path, "compare", trace, f"compare: {trace.trace_id[:12]}",
-                                             [r["run_id"] for r in rows])
+    summary = compare_summary(trace, scs, rows)
+    title = f"compare {len(rows)} configurations on trace {trace.name}"
+    report = None if no_report else _report(d, out_path, "compare", trace, title, [r["run_id"] for r in rows],
+                                             summary)
     for r in rows:
         r["report"] = str(report) if report else None
     if as_json:
         for n in notes:
             sys.stderr.write(f"note: {n}\n")
-        print_json(rows)
+        print_json({"trace_id": trace.trace_id, "trace": trace.name, "mode": rows[0]["mode"],
+                    "outstanding": rows[0]["outstanding"], "summary": summary, "rows": rows,
+                    "report": str(report) if report else None})
         return
-    out.print(f"trace {trace.trace_id}, mode {mode_text(rows[0])}")
+    out.print(f"trace {trace.name} ({trace.trace_id}), mode {mode_text(rows[0])}")
+    for line in summary_lines(summary):
+        out.print(line)
     for r in rows:
         print_findings(r["warnings"], r["scenario"])
     out.print(decision_table(COMPARE_COLUMNS, [_compare_cells(r) for r in rows], wide))
@@ -183,6 +191,7 @@ def size(
 
     from pipelines import whatif
     from pipelines.catalog import find_trace
+    from pipelines.summary import size_summary, summary_lines
 
     if out_path is not None:
         check_out_option(out_path, "--out")
@@ -199,13 +208,18 @@ def size(
     finally:
         close()
     run_ids = [v.row["run_id"] for v in res.variants if v.row]
+    summary = size_summary(trace, res, targets)
+    meets = {v.row["run_id"]: bool(v.meets) for v in res.variants if v.row}
     report = None if no_report or not run_ids else _report(
-        d, out_path, "size", trace, f"size: {trace.trace_id[:12]} on {base}, {' and '.join(res.targets)}", run_ids)
-    doc = {**res.as_dict(), "report": str(report) if report else None}
+        d, out_path, "size", trace, f"size {base} for {' and '.join(res.targets)} on trace {trace.name}", run_ids,
+        summary, meets)
+    doc = {**res.as_dict(), "summary": summary, "report": str(report) if report else None}
     if as_json:
         print_json(doc)
         return
-    out.print(f"trace {trace.trace_id}, mode {mode_text(res.mode)}")
+    out.print(f"trace {trace.name} ({trace.trace_id}), mode {mode_text(res.mode)}")
+    for line in summary_lines(summary):
+        out.print(line)
     chunks = sorted({v.ssd_chunk_bytes for v in res.variants if v.ssd_bytes})
     curve = f"LRU hit @{'/'.join(f'{c >> 10}K' for c in chunks)}" if chunks else "LRU hit"
     cells = []
@@ -224,7 +238,6 @@ def size(
     for v in res.variants:
         print_findings((v.row or {}).get("warnings"), v.label)
     c = res.counts()
-    out.print(f"{'cheapest meeting ' + ' and '.join(res.targets) + ': ' + res.chosen.label if res.chosen else 'no variant meets ' + ' and '.join(res.targets)}")
     out.print(f"{c['replayed']} of {c['variants']} variants replayed ({c['replayed_now']} new); skipped "
               f"{c['identical_skipped']} whose run would equal a cheaper failed one and {c['not_needed']} costlier "
               "than the answer")
