@@ -43,7 +43,7 @@ class Chart:
 
     name: str
     title: str
-    caption: str
+    caption: str | list[str]  # a list: one statement per line (per run, per trace ...)
     figure: dict | None
     table: pl.DataFrame
     points: pl.DataFrame | None = None
@@ -325,7 +325,7 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
         tier = "SSD cache" if col == "ssd_hit_ratio" else "DRAM read"
         said.append(f"{sel.labels[rid]}: {tier} hit ratio {_pct(float(tail.mean()) if len(tail) else None)} at the "
                     f"end, warm-up {_dur(warm)}")
-    return Chart("hit_ratio", "Hit ratio over time per cache tier", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("hit_ratio", "Hit ratio over time per cache tier", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -373,7 +373,7 @@ def _mrc(wh: Warehouse, sel: Selection) -> Chart | None:
                                      name=f"{label} {kind} cache", meta=["mark", label, kind],
                                      marker={"size": 12, "color": _color(labels.index(label)),
                                              "symbol": "circle" if kind == "DRAM" else "diamond"}))
-    caption = ("LRU hit ratio the trace would get at each scenario's cache size: " + "; ".join(said) + "."
+    caption = (["LRU hit ratio the trace would get at each scenario's cache size:", *said]
                if said else "LRU hit-ratio curve of the trace (no replay of it selected to mark).")
     return Chart("mrc", "LRU hit-ratio curve and the scenarios' cache sizes", caption, fig.to_dict(),
                  mk if mk is not None else curves, curves)
@@ -418,7 +418,7 @@ def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"{r['flush_mb_per_s']:.1f} MB/s")
     fig.update_xaxes(title_text=f"time ({unit})", row=4, col=1)
     return Chart("write_cache", "DRAM write cache: dirty pages, flushing, forced flushes, throttling",
-                 "; ".join(said) + ".", fig.to_dict(),
+                 said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -451,7 +451,7 @@ def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"used at the end, half full after {_dur(r.get('ssd_time_to_50pct_fill_s'))}; last interval "
                     f"{last['ssd_read_hits_per_s'][0]:,.0f} read hits/s vs {last['ssd_read_misses_per_s'][0]:,.0f} "
                     "misses/s")
-    return Chart("ssd_cache", "SSD cache: hits and misses per second, fill", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("ssd_cache", "SSD cache: hits and misses per second, fill", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -497,7 +497,7 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
     fig.update_yaxes(type="log", row=1, col=2)
     table = df.select("trace_id", "scenario", "sweep_id", "outstanding", "iops", "mb_per_s", "latency_mean_ms",
                       "latency_p95_ms", "latency_p99_ms")
-    return Chart("sweeps", "IOPS and response time vs outstanding I/Os", "; ".join(said) + ".", fig.to_dict(), table)
+    return Chart("sweeps", "IOPS and response time vs outstanding I/Os", said, fig.to_dict(), table)
 
 
 def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -529,7 +529,7 @@ def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
         else:
             said.append(f"{r['scenario']}: p95 {r['latency_p95_ms']:.2f} ms ({_change(r['latency_p95_ms'], base['latency_p95_ms'])} "
                         f"vs {base['scenario']}), p99 {_change(r['latency_p99_ms'], base['latency_p99_ms'])}")
-    return Chart("latency", "Response time distribution and percentiles", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("latency", "Response time distribution and percentiles", said, fig.to_dict(),
                  table, _labelled(pts, sel))
 
 
@@ -562,7 +562,7 @@ def _rg_balance(wh: Warehouse, sel: Selection) -> Chart | None:
             said.append(f"{sel.labels[rid]}: busiest {hi['rg']} {_pct(hi['utilization_mean'])}, least busy "
                         f"{lo['rg']} {_pct(lo['utilization_mean'])}"
                         + (f" ({hi['utilization_mean'] / lo['utilization_mean']:.2f}x)" if lo['utilization_mean'] else ""))
-    return Chart("rg_balance", "Per-RAID-group load balance", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("rg_balance", "Per-RAID-group load balance", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -629,7 +629,7 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
                                      "capacity_share", "io_share") if not curve.is_empty() else None,
         trace_curves.select(pl.lit("tiercast skew").alias("source"), "trace_id", "slice_bytes", "hottest_slices",
                             "capacity_share", "io_share") if not trace_curves.is_empty() else None) if c is not None]
-    return Chart("skew", "Tier skew", "; ".join(said) + ".", fig.to_dict(), table,
+    return Chart("skew", "Tier skew", said, fig.to_dict(), table,
                  pl.concat(curves, how="diagonal_relaxed") if curves else None)
 
 
@@ -656,7 +656,7 @@ def _snapshots(wh: Warehouse, sel: Selection) -> Chart | None:
         k = int(g["snapshot_bytes"].arg_max())
         said.append(f"{sel.labels[rid]}: peak {iec(g['snapshot_bytes'][k])} held at {_dur(g['t_s'][k])} by "
                     f"{g['retained_snapshots'][k]} snapshots; {iec(g['snapshot_bytes'][-1])} at the end")
-    return Chart("snapshots", "Snapshot space over time", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("snapshots", "Snapshot space over time", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -686,7 +686,7 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
                         f"{r.get('flash_post_cliff_write_mib_per_s') or 0:,.0f} MiB/s")
         else:
             said.append(f"{sel.labels[r['run_id']]}: no write cliff (free space never ran out)")
-    return Chart("write_cliff", "All-flash write cliff", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("write_cliff", "All-flash write cliff", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -751,9 +751,9 @@ def _model_vs_measured(wh: Warehouse, sel: Selection) -> Chart | None:
     table = summary.select("comparison_id", pl.col("run_id").replace_strict(sel.labels, default=None).alias("scenario"),
                            "run_id", "capture_id", "source", "device", "metric", "scored_intervals", "mape_pct",
                            "bias_pct", "total_error_pct", "model_mean", "measured_mean")
-    return Chart("model_vs_measured", "Model vs measured", "; ".join(said) + ". Model solid, measured dashed; "
-                 "error % = 100 x (model - measured) / measured over the scored intervals (MAPE: mean of its "
-                 "absolute value, bias: its mean).", fig.to_dict(), table, _labelled(df, sel))
+    return Chart("model_vs_measured", "Model vs measured",
+                 [*said, "model solid, measured dashed; error % = 100 x (model - measured) / measured over the "
+                  "scored intervals (MAPE: mean of its absolute value, bias: its mean)"], fig.to_dict(), table, _labelled(df, sel))
 
 
 #: the charts, in page order
@@ -868,13 +868,11 @@ def _figure_html(chart: Chart) -> str:
             f'<script type="application/json" class="figure" data-chart="{chart.name}">{spec}</script>')
 
 
-def _caption(text: str) -> str:
-    """A caption as one line per statement (its clauses joined by "; " are put on lines of their
-    own), not a paragraph-long chain."""
-    parts = [p.strip().rstrip(".") for p in text.split("; ") if p.strip()]
-    if len(parts) <= 1:
-        return f'<p class="caption">{html.escape(text)}</p>'
-    return '<ul class="caption">' + "".join(f"<li>{html.escape(p)}</li>" for p in parts) + "</ul>"
+def _caption(caption: str | list[str]) -> str:
+    """A caption: one line per statement (a list: per run, per trace), not a paragraph-long chain."""
+    if isinstance(caption, str):
+        return f'<p class="caption">{html.escape(caption)}</p>'
+    return '<ul class="caption">' + "".join(f"<li>{html.escape(p)}</li>" for p in caption) + "</ul>"
 
 
 def _section(chart: Chart, out_dir: Path) -> str:
@@ -989,6 +987,10 @@ def _traces_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
     return '<section id="traces"><h2>Traces</h2>' + _table(df, "traces", out_dir, floats=1) + "</section>"
 
 
+def _n(v: float | None, fmt: str = ",.2f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
 def runs_summary(sel: Selection) -> dict | None:
     """The decision block of a report of chosen runs (``tiercast report``): per trace, the run with
     the lowest p95 response time and the next one; the assumptions from the runs' own columns."""
@@ -1001,11 +1003,11 @@ def runs_summary(sel: Selection) -> dict | None:
     for (tid,), g in runs.group_by(["trace_id"], maintain_order=True):
         ranked = g.sort("latency_p95_ms", nulls_last=True, maintain_order=True).iter_rows(named=True)
         best = next(ranked)
-        answers.append(f"on {sel.trace_name(tid)}, {best['label']} has the lowest p95 ({best['latency_p95_ms']:,.2f} ms,"
-                       f" p99 {best['latency_p99_ms']:,.2f} ms, {best['iops']:,.0f} IOPS)")
+        answers.append(f"on {sel.trace_name(tid)}, {best['label']} has the lowest p95 ({_n(best['latency_p95_ms'])} ms,"
+                       f" p99 {_n(best['latency_p99_ms'])} ms, {_n(best['iops'], ',.0f')} IOPS)")
         second = next(ranked, None)
         if second is not None:
-            seconds.append(f"{second['label']} ({second['latency_p95_ms']:,.2f} ms p95)")
+            seconds.append(f"{second['label']} ({_n(second['latency_p95_ms'])} ms p95)")
     for r in runs.iter_rows(named=True):
         caches = [f"DRAM cache {iec(r['dram_cache_bytes'])}" if r.get("dram_cache_bytes") else "no DRAM cache"]
         if r.get("ssd_cache_bytes"):
