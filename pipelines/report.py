@@ -306,9 +306,9 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
     if df.is_empty():
         return None
     div, unit = _time_axis(float(df["t_s"].max()))
-    tiers = [("dram_read_hit_ratio", "DRAM read hit ratio"), ("dram_write_hit_ratio", "DRAM write hit ratio")]
-    if ssd and not df["ssd_hit_ratio"].is_null().all():
-        tiers.append(("ssd_hit_ratio", "SSD cache hit ratio"))
+    tiers = [("dram_read_hit_ratio", "DRAM read hit ratio"), ("dram_write_hit_ratio", "DRAM write hit ratio"),
+             *((("ssd_hit_ratio", "SSD cache hit ratio"),) if ssd else ())]
+    tiers = [t for t in tiers if not df[t[0]].is_null().all()] or tiers[:1]  # no empty panel (a read-only trace)
     # one panel per cache tier, one line per run in each (at most MAX_SERIES runs per chart)
     fig = _subplots(len(tiers), [t for _, t in tiers], 250 * len(tiers) + 80)
     for row, (col, _) in enumerate(tiers, 1):
@@ -516,8 +516,9 @@ def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
                                    yaxis={"title": "share of requests", "range": [0, 1.02]}, hovermode="closest"))
     _lines(fig, pts, sel, "cdf", x="latency_hi_ms")
     runs = sel.runs.filter(pl.col("run_id").is_in(pts["run_id"].unique().to_list()))
-    for q in (0.5, 0.95, 0.99):
-        fig.add_hline(y=q, line={"dash": "dot", "color": "#aaa"}, annotation_text=f"p{int(q * 100)}")
+    for q, where in ((0.5, "top right"), (0.95, "bottom right"), (0.99, "top right")):  # p95 below its line,
+        fig.add_hline(y=q, line={"dash": "dot", "color": "#aaa"}, annotation_text=f"p{int(q * 100)}",  # p99 above
+                      annotation_position=where)
     table = runs.select(pl.col("run_id").replace_strict(sel.labels).alias("scenario"), "run_id", "measured_requests",
                         "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms")
     said, bases = [], {}
