@@ -94,20 +94,28 @@ def table(*columns, **kw):
     return Table(*columns, **kw)
 
 
-def decision_table(columns: list[tuple[str, bool]], rows: list[list[str]], wide: bool = False, **kw):
+def decision_table(columns: list[tuple[str, bool]], rows: list[list[str]], wide: bool = False,
+                   wrap: tuple[int, ...] = (0,), **kw):
     """A results table that fits 80 columns: ``columns`` are ``(header, decision)``; without
-    ``wide`` only the decision columns are shown, each cell whole, and the first column (the name)
-    gets the width left, wrapping between words (a word longer than that is folded, never cut to
-    "vn…"). ``wide`` (``--wide``) adds the other columns at their natural widths."""
+    ``wide`` only the decision columns are shown, each cell whole, except the columns ``wrap``
+    (indices into ``columns``; default the first, the name), which share the width left, wrapping
+    between words (a word longer than that is folded, never cut to "vn…"). ``wide`` (``--wide``)
+    adds the other columns at their natural widths."""
     keep = [i for i, (_, decision) in enumerate(columns) if wide or decision or i == 0]
     t = table(box=_simple_head(), pad_edge=False, show_edge=False, **kw)
     natural = {i: max(len(x) for x in (columns[i][0], *(str(r[i]) for r in rows))) for i in keep}
-    room = TERMINAL_COLUMNS - sum(natural[i] + 3 for i in keep[1:])  # 3: padding, divider, padding
-    for n, i in enumerate(keep):
-        if n == 0:
-            t.add_column(columns[i][0], overflow="fold", width=None if wide else max(12, min(natural[i], room)))
+    wraps = [i for i in keep if i in wrap]
+    room = TERMINAL_COLUMNS - sum(natural[i] + 3 for i in keep if i not in wrap) - 3 * (len(wraps) - 1)
+    share = {i: natural[i] for i in wraps}
+    while sum(share.values()) > room and max(share.values()) > 12:  # narrow the widest wrapping column first
+        widest = max(share, key=share.get)
+        share[widest] -= 1
+    for i in keep:
+        if i in wrap:
+            t.add_column(columns[i][0], overflow="fold", width=None if wide else share[i])
         else:
-            t.add_column(columns[i][0], justify="right", no_wrap=not wide, width=None if wide else natural[i])
+            t.add_column(columns[i][0], justify="left" if i == keep[0] else "right", no_wrap=not wide,
+                         width=None if wide else natural[i])
     for r in rows:
         t.add_row(*(str(r[i]) for i in keep))
     return t
