@@ -69,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines import files, physics
+from pipelines import confidence, files, physics
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
@@ -632,6 +632,7 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
     hist = aggs.hist.result()  # merged once: the volume, group and tier tables all use it
     vol, rg = _interval_tables(aggs, model, names, trace_id, rid, hist)
     summary = _summary(model, state, aggs, trace_id, rid)
+    summary["windows"] = confidence.windows(hist, vol, aggs.interval_ns, _percentiles)  # the spread over time
     tables = {"latency_hist": aggs.latency_table().with_columns(
         pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(scenario.name).alias("scenario"))}
     if aggs.moves is not None:

@@ -911,7 +911,7 @@ padding-bottom:3px;margin-top:1.8em}.caption{font-size:14px;background:#f6f8fb;b
 padding:.4em .8em .4em 1.6em;margin:.5em 0}p.caption{padding-left:.8em}.csv{font-size:12px;margin:0}
 .chart{width:100%;min-height:300px}small{color:#888;font-weight:normal}nav a{margin-right:1em}
 .summary{border:2px solid #446;border-radius:4px;padding:.6em 1em;margin:1em 0;background:#fbfcfe}
-.summary p{margin:.3em 0}.summary .answer{font-size:17px;font-weight:600}.summary ul{margin:.2em 0;font-size:13px}
+.summary p{margin:.3em 0}.summary .caution{color:#8a4b00}.summary .answer{font-size:17px;font-weight:600}.summary ul{margin:.2em 0;font-size:13px}
 details.more summary{cursor:pointer;font-size:12px;color:#446}.printonly{display:none}
 @media print{@page{size:auto;margin:12mm}body{margin:0;max-width:none;font-size:9pt}
 nav,.modebar-container,.csv,details.more,.tablewrap.long{display:none}.printonly{display:block;font-size:8pt;
@@ -1018,10 +1018,17 @@ def runs_summary(sel: Selection) -> dict | None:
 
     mode_text = "; ".join(mode_words({"mode": m, "outstanding": o}) for m, o in sorted(modes, key=str))
     traces = ", ".join(sel.trace_name(t) for t in dict.fromkeys(runs["trace_id"].to_list()))
-    return {"question": f"Which of these {runs.height} runs of {traces} has the lowest p95 response time?",
-            "recommendation": "; ".join(answers)[:1].upper() + "; ".join(answers)[1:] + ".",
-            "runner_up": "; ".join(seconds) or None,
-            "assumptions": [f"replay: {mode_text}", *assumptions]}
+    out = {"question": f"Which of these {runs.height} runs of {traces} has the lowest p95 response time?",
+           "recommendation": "; ".join(answers)[:1].upper() + "; ".join(answers)[1:] + ".",
+           "runner_up": "; ".join(seconds) or None,
+           "assumptions": [f"replay: {mode_text}", *assumptions]}
+    if "windows" in runs.columns and runs["trace_id"].n_unique() == 1:  # the answer's spread over the trace
+        from pipelines.confidence import confidence
+        from pipelines.summary import COMPARE_METRICS
+
+        best = runs.sort("latency_p95_ms", nulls_last=True, maintain_order=True).row(0, named=True)
+        out["confidence"] = confidence(best, COMPARE_METRICS)
+    return out
 
 
 def _summary_section(summary: dict | None) -> str:
@@ -1035,6 +1042,12 @@ def _summary_section(summary: dict | None) -> str:
         parts.append(f'<p><b>Runner-up.</b> {html.escape(summary["runner_up"])}</p>')
     parts.append("<p><b>Assumptions.</b></p><ul>" + "".join(f"<li>{html.escape(a)}</li>"
                                                             for a in summary["assumptions"]) + "</ul>")
+    if summary.get("confidence"):
+        from pipelines.confidence import confidence_line
+
+        head, *cautions = confidence_line(summary["confidence"])
+        parts.append(f'<p class="confidence"><b>Confidence.</b> {html.escape(head.split(": ", 1)[-1])}</p>')
+        parts.extend(f'<p class="caution">{html.escape(c)}</p>' for c in cautions)
     return "".join(parts) + "</section>"
 
 

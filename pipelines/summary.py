@@ -1,7 +1,8 @@
 """The decision block that opens ``compare``, ``size`` and ``report``: the question (trace, window,
 targets, replay mode), the answer in one sentence, the runner-up, and the assumptions (drives,
 RAID, cache sizes, mode). The same dict is printed in the terminal, kept in ``--json`` as
-``summary`` and drawn at the top of the HTML report.
+``summary`` and drawn at the top of the HTML report; ``confidence`` (``pipelines.confidence``) is
+the answer's spread across windows of the trace and the reasons it may not mean much.
 
 No money here: a configuration's cost per month comes with the price table (issue 28); until then
 the answer names the configuration and the margin to the targets only.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pipelines.catalog import TraceRef
+from pipelines.confidence import confidence, confidence_line
 from replay.scenario import Scenario
 from schemas.units import format_bytes
 
@@ -68,6 +70,10 @@ def _figures(row: Mapping) -> str:
             f"{_ms(row.get('latency_mean_ms'))}, {row.get('iops') or 0:,.0f} IOPS")
 
 
+#: what ``compare``'s confidence reports the spread of (no targets: the decision metrics)
+COMPARE_METRICS = ("latency_p95_ms", "latency_p99_ms", "latency_mean_ms")
+
+
 def compare_summary(trace: TraceRef, scenarios: Sequence[Scenario], rows: Sequence[Mapping]) -> dict:
     """``compare``'s decision: without targets, the configuration with the lowest p95 response
     time, and the next lowest as the runner-up (ties: the first given)."""
@@ -81,6 +87,7 @@ def compare_summary(trace: TraceRef, scenarios: Sequence[Scenario], rows: Sequen
         "recommendation": f"{best['scenario']} has the lowest p95 response time: {_figures(best)}.",
         "runner_up": None,
         "assumptions": [f"replay: {mode}, every configuration alike", *(assumption(sc) for sc in scenarios)],
+        "confidence": confidence(best, COMPARE_METRICS),
     }
     if len(ranked) > 1:
         second = rows[ranked[1]]
@@ -115,13 +122,16 @@ def size_summary(trace: TraceRef, res, targets: Sequence) -> dict:
         "question": (f"Which is the cheapest of {len(res.variants)} variants of {res.variants[0].scenario.name.split()[0]}"
                      f" that meets {targets_text} on trace {trace.name} ({trace.trace_id[:12]}, "
                      f"{first.get('requests', 0):,} requests over {trace_window(trace)}), replayed {mode}?"),
-        "recommendation": None, "runner_up": None,
+        "recommendation": None, "runner_up": None, "confidence": None,
         "assumptions": [f"replay: {mode}, every variant alike",
                         "cost: the position of each --vary value in its list, cheapest first (no prices yet)",
                         assumption((res.chosen or res.variants[0]).scenario),
                         *(f"varied: {k} over {', '.join(dict.fromkeys(v.values[k] for v in res.variants))}"
                           for k in res.variants[0].values)],
     }
+    judged = res.chosen or _closest(rows, targets)
+    if judged is not None:  # the spread of the target metrics of the answer (or the closest miss)
+        out["confidence"] = confidence(judged.row, list(dict.fromkeys(t.metric for t in targets)))
     if res.chosen is not None:
         c = res.chosen
         metrics = c.row
@@ -136,11 +146,17 @@ def size_summary(trace: TraceRef, res, targets: Sequence) -> dict:
     else:
         out["recommendation"] = f"No variant meets {targets_text}."
         if rows:
-            key = targets[0]
-            best = min(rows, key=lambda v: abs((v.row.get(key.metric) or 0) - key.value)
-                       if not key.met(v.row) else 0)
+            best = _closest(rows, targets)
             out["runner_up"] = (f"closest: {best.label}: " + "; ".join(_miss(t, best.row) for t in targets))
     return out
+
+
+def _closest(variants: Sequence, targets: Sequence):
+    """The replayed variant nearest the first target (the closest miss when none meets)."""
+    if not variants:
+        return None
+    key = targets[0]
+    return min(variants, key=lambda v: 0 if key.met(v.row) else abs((v.row.get(key.metric) or 0) - key.value))
 
 
 def summary_lines(summary: Mapping) -> list[str]:
@@ -149,4 +165,6 @@ def summary_lines(summary: Mapping) -> list[str]:
     if summary.get("runner_up"):
         lines.append(f"runner-up: {summary['runner_up']}")
     lines += [f"assumes: {a}" for a in summary["assumptions"]]
+    if "confidence" in summary:
+        lines += confidence_line(summary["confidence"])
     return lines

@@ -164,6 +164,7 @@ def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
         "flush_mb_per_s": s["flush_mb_per_s"], "forced_flush_count": s["forced_flush_count"],
         "forced_flush_stall_ms": s["forced_flush_stall_ms"], "throttle_delay_sum_ms": s["throttle_delay_sum_ms"],
         "warmup_s": warmup_s(intervals), "warnings": s.get("warnings") or [],
+        "measured_requests": s.get("measured_requests"), "windows": s.get("windows") or [],
     }
 
 

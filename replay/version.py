@@ -31,7 +31,8 @@ SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as co
 ARRAY_MODEL = ("replay.array", *kernel_modules(), *schema_modules(), "replay.schema", "replay.mech",
                "replay.outputs", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.scenario_file",
-               "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", *SCHEMA_MODULES)
+               "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", "pipelines.confidence",
+               *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)
 #: what ``tiercast skew``'s result depends on (the counting and the curve), and what a model vs

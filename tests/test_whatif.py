@@ -232,6 +232,14 @@ def test_cli_compare_and_size_json(zipf):
                                 "vnx5400 [dram.cache_bytes=64MiB]: 15 sas10k drives (3 x RAID 5 x5 sas10k), DRAM "
                                 "cache 64.0 MiB (mcx)"]
     assert "cost_per_month" not in s  # money comes with the price table (issue 28)
+    # confidence: the answer's p95 / p99 / mean in each tenth of the 50 s trace (every request in one window)
+    c = s["confidence"]
+    assert c["windows"] == 10 and c["window_s"] == pytest.approx(5.0) and c["warnings"] == []
+    assert sum(w["requests"] for w in best["windows"]) == best["requests"] == 100_000
+    p95 = c["metrics"]["latency_p95_ms"]
+    assert p95["whole"] == best["latency_p95_ms"]
+    assert p95["worst_window"] == max(w["latency_p95_ms"] for w in best["windows"])
+    assert p95["range"] == pytest.approx(p95["worst_window"] - min(w["latency_p95_ms"] for w in best["windows"]))
     assert {"iops", "latency_p95_ms", "latency_p99_ms", "dram_read_hit_ratio", "ssd_hit_ratio", "ssd_fill_pct_end",
             "flush_mb_per_s", "forced_flush_count", "throttle_delay_sum_ms", "warmup_s", "report"} <= set(rows[0])
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
@@ -250,6 +258,10 @@ def test_cli_compare_and_size_json(zipf):
                               f"{before['latency_mean_ms']:,.2f} ms, {before['latency_mean_ms'] - 5.8:,.2f} ms over "
                               "mean_ms<=5.8")
     assert s["assumptions"][-1] == "varied: dram.cache_bytes over " + DRAM_SIZES.split("=")[1].replace(",", ", ")
+    # confidence of the answer on the target's metric: its mean in the worst tenth of the trace
+    mean = s["confidence"]["metrics"]["latency_mean_ms"]
+    assert list(s["confidence"]["metrics"]) == ["latency_mean_ms"] and mean["whole"] == chosen["latency_mean_ms"]
+    assert mean["worst_window"] == pytest.approx(max(w["latency_mean_ms"] for w in chosen["windows"]))
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
                                  "--target", "p95<5", "--data-dir", str(data)])
     assert r.exit_code != 0 and "target 'p95<5': no metric 'p95'; use one of mean_ms, p50_ms" in str(r.exception)
