@@ -1,7 +1,7 @@
 """How far an answer from one replay can be trusted (issue 30, item 3).
 
 A replay's percentiles are of the whole trace. :func:`windows` cuts the run into windows (an hour
-each for a trace of two hours or more, else tenths of the run, whole intervals) and gives each
+each for a trace of ten hours or more, else tenths of the run, whole intervals) and gives each
 window's requests, IOPS, mean and p50 / p95 / p99 response time, exact from the per-interval
 latency histogram the replay keeps (a replay writes them into its summary as ``windows``).
 :func:`confidence` turns them into the spread of a target metric across windows (the worst window
@@ -17,8 +17,8 @@ import polars as pl
 
 #: windows of a short trace: the run cut into this many
 WINDOWS = 10
-#: a trace at least this long is cut into hours
-HOUR_WINDOWS_FROM_NS = 2 * 3600 * 10**9
+#: a trace at least this long is cut into hours (at least 10 of them)
+HOUR_WINDOWS_FROM_NS = 10 * 3600 * 10**9
 HOUR_NS = 3600 * 10**9
 #: a percentile resting on fewer requests above it than this is noise (p99 of 10,000 requests: 100)
 MIN_TAIL_REQUESTS = 100
@@ -27,7 +27,7 @@ WINDOW_METRICS = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency
 
 
 def window_ns(first_ns: int, end_ns: int, interval_ns: int) -> int:
-    """The window length: an hour for a run of two hours or more, else a tenth of the run rounded
+    """The window length: an hour for a run of ten hours or more, else a tenth of the run rounded
     up to whole intervals."""
     span = max(end_ns - first_ns, interval_ns)
     if span >= HOUR_WINDOWS_FROM_NS:
@@ -111,6 +111,15 @@ def confidence(run: Mapping, metrics: Sequence[str], higher_is_worse: Mapping[st
     return out
 
 
+def seconds_text(s: float) -> str:
+    """A time for a reader: ``0.03 s``, ``45 s``, ``12 min``, ``3.5 h``."""
+    if s >= 2 * 3600:
+        return f"{s / 3600:,.3g} h"
+    if s >= 120:
+        return f"{s / 60:,.3g} min"
+    return f"{s:,.3g} s"
+
+
 def confidence_line(conf: Mapping) -> list[str]:
     """The terminal lines: the spread of each metric, then the warnings."""
     if not conf or not conf.get("windows"):
@@ -122,6 +131,6 @@ def confidence_line(conf: Mapping) -> list[str]:
         u = unit.get(m, " ms" if m.endswith("_ms") else "")
         a, b = s["worst_window_s"]
         parts.append(f"{name} {s['whole']:,.2f}{u} over the run, {s['worst_window']:,.2f}{u} in the worst window "
-                     f"({a:,.0f}-{b:,.0f} s), range {s['range']:,.2f}{u}")
-    head = f"confidence ({conf['windows']} windows of {conf['window_s']:,.3g} s): " + "; ".join(parts)
+                     f"({seconds_text(a)} to {seconds_text(b)}), range {s['range']:,.2f}{u}")
+    head = f"confidence ({conf['windows']} windows of {seconds_text(conf['window_s'])}): " + "; ".join(parts)
     return [head, *(f"caution: {w}" for w in conf["warnings"])]

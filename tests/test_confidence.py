@@ -18,7 +18,8 @@ def _mid_ms(bucket: int) -> float:
 
 
 def test_window_length_hours_for_long_traces_tenths_for_short():
-    assert window_ns(0, 3 * HOUR_NS, 60 * S) == HOUR_NS
+    assert window_ns(0, 12 * HOUR_NS, 60 * S) == HOUR_NS
+    assert window_ns(0, 2 * HOUR_NS, 60 * S) == 12 * 60 * S  # two hours: tenths, not two windows
     assert window_ns(0, 50 * S, S // 5) == 5 * S  # a tenth of 50 s, whole 0.2 s intervals
     assert window_ns(0, 7 * S, 2 * S) == 2 * S  # a tenth (0.7 s) rounded up to one interval
 
@@ -62,5 +63,5 @@ def test_confidence_spread_worst_window_and_too_short():
     assert c["warnings"][1].startswith("trace too short for FAST VP: the run is shorter than one relocation window")
     lines = confidence_line(c)
     assert lines[0].startswith("confidence (4 windows of 10 s): p95 3.00 ms over the run, 5.00 ms in the worst "
-                               "window (30-40 s), range 3.00 ms; iops 900.00 IOPS over the run, 970.00 IOPS")
+                               "window (30 s to 40 s), range 3.00 ms; iops 900.00 IOPS over the run, 970.00 IOPS")
     assert lines[1:] == [f"caution: {w}" for w in c["warnings"]]
