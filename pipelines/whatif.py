@@ -187,8 +187,8 @@ def _one_of(progress: Callable[[str], Progress | None] | None, k: int, n: int, w
 
 def _all_at_once(progress: Callable[[str], Progress | None] | None, n: int, jobs: int,
                  total: int) -> Callable[[int, int, int], None] | None:
-    """The progress of ``n`` replays in ``jobs`` worker processes as one bar: requests done over all
-    of them out of ``n`` x the trace's ``total``, labelled with the scenarios finished."""
+    """The progress of ``n`` replays in ``jobs`` worker processes as one bar, labelled ``N scenarios on
+    P processes``: the requests the workers replayed out of ``n`` x the trace's ``total``."""
     if progress is None:
         return None
     done = [0] * n
@@ -221,7 +221,7 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     scenarios = one_mode(trace, scenarios, outstanding)
     n = len(scenarios)
     if jobs > 1 and n > 1:
-        total = total_rows(trace)
+        total = total_rows(trace) if progress else 0
         each = _all_at_once(progress, n, jobs, total)
         rows = run_all(_replay_row, [(trace, Path(data_dir), sc) for sc in scenarios], jobs, each=each)
         if each:

@@ -102,10 +102,11 @@ def decision_table(columns: list[tuple[str, bool]], rows: list[list[str]], wide:
     between words (a word longer than that is folded, never cut to "vn…"). ``wide`` (``--wide``)
     adds the other columns at their natural widths."""
     keep = [i for i, (_, decision) in enumerate(columns) if wide or decision or i == 0]
-    t = table(box=_simple_head(), pad_edge=False, show_edge=False, **kw)
+    t = table(box=_simple_head(), pad_edge=False, show_edge=False, collapse_padding=True, **kw)
     natural = {i: max(len(x) for x in (columns[i][0], *(str(r[i]) for r in rows))) for i in keep}
     wraps = [i for i in keep if i in wrap]
-    room = TERMINAL_COLUMNS - sum(natural[i] + 3 for i in keep if i not in wrap) - 3 * (len(wraps) - 1)
+    # two characters between columns (padding collapsed); the wrapping columns share what is left
+    room = TERMINAL_COLUMNS - sum(natural[i] for i in keep if i not in wrap) - 2 * (len(keep) - 1)
     share = {i: natural[i] for i in wraps}
     while sum(share.values()) > room and max(share.values()) > 12:  # narrow the widest wrapping column first
         widest = max(share, key=share.get)
