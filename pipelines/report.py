@@ -269,17 +269,21 @@ def _warm_up_s(t: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def _lines(fig, df: pl.DataFrame, sel: Selection, y: str, row: int | None = None, name: str = "",
-           dash: str | None = None, x: str = "t_s", div: float = 1.0, legend: bool = True) -> None:
-    """One line per run (colour = run) of column ``y`` against time."""
+           dash: str | None = None, x: str = "t_s", div: float = 1.0, legend: bool | set = True) -> None:
+    """One line per run (colour = run) of column ``y`` against time. ``legend``: a set (one per
+    figure of panels) gives each run one legend entry, at the first panel where it has a line."""
     import plotly.graph_objects as go
 
     for i, rid in enumerate(sel.runs["run_id"]):
         g = df.filter(pl.col("run_id") == rid)
         if g.is_empty() or g[y].is_null().all():
             continue
+        show = legend if isinstance(legend, bool) else rid not in legend
+        if isinstance(legend, set):
+            legend.add(rid)
         tr = go.Scatter(x=_list(g[x] / div), y=_list(g[y]), mode="lines+markers", marker={"size": 3},
                         name=f"{sel.labels[rid]}{' ' + name if name else ''}", legendgroup=sel.labels[rid],
-                        showlegend=legend, line={"color": _color(i), "dash": dash}, meta=[rid, y])
+                        showlegend=show, line={"color": _color(i), "dash": dash}, meta=[rid, y])
         if row is None:
             fig.add_trace(tr)
         else:
@@ -311,8 +315,9 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
     tiers = [t for t in tiers if not df[t[0]].is_null().all()] or tiers[:1]  # no empty panel (a read-only trace)
     # one panel per cache tier, one line per run in each (at most MAX_SERIES runs per chart)
     fig = _subplots(len(tiers), [t for _, t in tiers], 250 * len(tiers) + 80)
+    shown: set[str] = set()  # one legend entry per run
     for row, (col, _) in enumerate(tiers, 1):
-        _lines(fig, df, sel, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sel, col, row=row, div=div, legend=shown)
         fig.update_yaxes(range=[0, 1.02], row=row, col=1)
     fig.update_xaxes(title_text=f"time ({unit})", row=len(tiers), col=1)
     said = []
@@ -394,8 +399,9 @@ def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(4, ["write cache dirty % (max in interval)", "flush rate (MB/s)", "forced flushes",
                         "throttle delay (ms, summed over requests)"], 860)
+    shown: set[str] = set()  # one legend entry per run
     for row, col in enumerate(("dirty_pct_max", "flush_mb_per_s", "forced_flushes", "throttle_delay_sum_ms"), 1):
-        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sub, col, row=row, div=div, legend=shown)
     said = []
     marks: dict[tuple[str, float], list[str]] = {}  # (high/low, %) -> the runs with that watermark
     for r in runs.iter_rows(named=True):
@@ -440,8 +446,9 @@ def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(5, ["read hits/s", "read misses/s", "write hits/s", "write misses/s", "SSD cache used (%)"],
                     1000)
+    shown: set[str] = set()  # one legend entry per run
     for row, col in enumerate((*SSD_RATES, "ssd_fill_pct"), 1):
-        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sub, col, row=row, div=div, legend=shown)
     fig.update_xaxes(title_text=f"time ({unit})", row=5, col=1)
     said = []
     for r in runs.iter_rows(named=True):
@@ -673,8 +680,9 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
     sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(3, ["free flash (% of the space GC can free)", "host writes (MiB/s)", "GC copies (MiB/s)"], 760)
+    shown: set[str] = set()  # one legend entry per run
     for row, col in enumerate(cols, 1):
-        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sub, col, row=row, div=div, legend=shown)
     fig.update_xaxes(title_text=f"time ({unit})", row=3, col=1)
     said = []
     for r in sub.runs.iter_rows(named=True):

@@ -419,6 +419,22 @@ def test_hit_ratio_chart_has_a_panel_per_tier_with_a_line_per_run(comparison):
     assert len(panels["y"]) == 5  # every run with a DRAM cache (not the all-flash one)
 
 
+def test_each_run_has_one_legend_entry_at_its_first_panel_with_a_line():
+    """A run with no DRAM read hit ratio (a write-only trace) still gets its legend entry, on the
+    panel where it first has a line; no run gets two."""
+    from pipelines.report import _lines, _subplots
+
+    sel = Selection(pl.DataFrame({"run_id": ["a", "b"]}), [], None, {"a": "A", "b": "B"})
+    df = pl.DataFrame({"run_id": ["a", "a", "b", "b"], "t_s": [0.0, 1.0, 0.0, 1.0],
+                       "read": [0.5, 0.6, None, None], "write": [0.1, 0.2, 0.3, 0.4]})
+    fig = _subplots(2, ["read", "write"], 500)
+    shown: set[str] = set()
+    for row, col in enumerate(("read", "write"), 1):
+        _lines(fig, df, sel, col, row=row, legend=shown)
+    entries = [(t.meta[0], t.meta[1]) for t in fig.data if t.showlegend]
+    assert entries == [("a", "read"), ("b", "write")]
+
+
 def test_per_run_charts_are_split_into_charts_of_six_runs():
     """Fifteen runs (the seed report's) make three charts of 6, 6 and 3 runs, in order, each titled
     with its runs."""
