@@ -65,3 +65,36 @@ def test_confidence_spread_worst_window_and_too_short():
     assert lines[0].startswith("confidence (4 windows of 10 s): p95 3.00 ms over the run, 5.00 ms in the worst "
                                "window (30 s to 40 s), range 3.00 ms; iops 900.00 IOPS over the run, 970.00 IOPS")
     assert lines[1:] == [f"caution: {w}" for w in c["warnings"]]
+
+
+@pytest.mark.parametrize(("sample", "fmt", "n_windows", "cautions"), [
+    # 6,999 requests: the p99 rests on 70 of them; tenths of a 0.1 s trace, not all with requests
+    (("traces", "disksim", "tpcc-small.trace"), "disksim", None, ["trace too short for p99: it rests on 70 requests"]),
+    # 113,872 requests over two hours: tenths (13 min), enough requests in every tail
+    (("traces", "vscsi", "cloudPhysicsIO.vscsi"), "vscsi", 10, []),
+])
+def test_compare_summary_confidence_on_the_real_traces(tmp_path, sample, fmt, n_windows, cautions):
+    """The decision block of ``compare`` on the TPC-C and CloudPhysics traces: the answer's windows
+    hold every request, the worst window's p95 is the largest window p95, and the short trace is
+    said to be too short for its p99."""
+    from conftest import shared_path
+
+    from pipelines import whatif
+    from pipelines.catalog import find_trace
+    from pipelines.ingest import ingest_file
+    from pipelines.summary import compare_summary
+
+    data = tmp_path / "data"
+    trace = find_trace(data, ingest_file(shared_path(*sample), data, fmt=fmt).trace_id)
+    scs = [whatif.scenario_of("vnx5400"), whatif.scenario_of("vnx5400-fastcache")]
+    rows = whatif.compare(trace, data, scs)
+    s = compare_summary(trace, scs, rows)
+    best = min(rows, key=lambda r: r["latency_p95_ms"])
+    assert s["recommendation"].startswith(f"{best['scenario']} has the lowest p95 response time: p95 "
+                                          f"{best['latency_p95_ms']:,.2f} ms")
+    c = s["confidence"]
+    assert c["windows"] == len([w for w in best["windows"] if w["requests"]]) == (n_windows or c["windows"]) <= 10
+    assert sum(w["requests"] for w in best["windows"]) == best["requests"]
+    assert c["metrics"]["latency_p95_ms"]["worst_window"] == max(
+        w["latency_p95_ms"] for w in best["windows"] if w["requests"])
+    assert [w[:len(p)] for w, p in zip(c["warnings"], cautions, strict=True)] == cautions
