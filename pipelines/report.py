@@ -371,13 +371,18 @@ def _mrc(wh: Warehouse, sel: Selection) -> Chart | None:
                                   "cache_bytes": int(size), "lru_hit_ratio": hr, "method": method, "page_size": page})
                     said.append(f"{sel.labels[row['run_id']]} {kind} {iec(size)}: {_pct(hr)}")
     mk = pl.DataFrame(marks) if marks else None
-    if mk is not None:
-        labels = list(dict.fromkeys(mk["scenario"].to_list()))
-        for (label, kind), g in mk.group_by(["scenario", "cache"], maintain_order=True):
+    if mk is not None:  # one series per cache kind (not per run: at most a few series), a point per run
+        colour = {rid: _color(i) for i, rid in enumerate(sel.runs["run_id"])}  # a run's colour in every chart
+        for (kind,), g in mk.group_by(["cache"], maintain_order=True):
             fig.add_trace(go.Scatter(x=_list(g["cache_bytes"]), y=_list(g["lru_hit_ratio"]), mode="markers",
-                                     name=f"{label} {kind} cache", meta=["mark", label, kind],
-                                     marker={"size": 12, "color": _color(labels.index(label)),
-                                             "symbol": "circle" if kind == "DRAM" else "diamond"}))
+                                     name=f"{kind} cache size of each run", meta=["marks", kind],
+                                     customdata=[[lab, iec(b)] for lab, b in g.select("scenario", "cache_bytes")
+                                                 .iter_rows()],
+                                     hovertemplate="%{customdata[0]}: " + kind + " %{customdata[1]}, LRU hit "
+                                                   "ratio %{y:.1%}<extra></extra>",
+                                     marker={"size": 12, "color": [colour[r] for r in g["run_id"]],
+                                             "symbol": "circle" if kind == "DRAM" else "diamond",
+                                             "line": {"width": 1, "color": "#333"}}))
     caption = (["LRU hit ratio the trace would get at each scenario's cache size:", *said]
                if said else "LRU hit-ratio curve of the trace (no replay of it selected to mark).")
     return Chart("mrc", "LRU hit-ratio curve and the scenarios' cache sizes", caption, fig.to_dict(),

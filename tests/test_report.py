@@ -147,11 +147,15 @@ def test_mrc_chart_marks_each_scenarios_cache_sizes(comparison):
     curve = sql_rows(con, "SELECT cache_bytes, hit_ratio FROM mrc ORDER BY cache_bytes")
     [line] = [t for t in fig["data"] if t["meta"][1:] == ["exact", 8192]]
     assert line["x"] == curve["cache_bytes"].to_list() and line["y"] == pytest.approx(curve["hit_ratio"].to_list())
-    marks = {tuple(t["meta"][1:]): t for t in fig["data"] if t["meta"][0] == "mark"}
+    # one series per cache kind, a point per run (labelled with the run and its size in IEC units)
+    marks = {(c[0], t["meta"][1]): (xv, yv, c[1]) for t in fig["data"] if t["meta"][0] == "marks"
+             for xv, yv, c in zip(t["x"], t["y"], t["customdata"], strict=True)}
+    assert [t["meta"] for t in fig["data"] if t["meta"][0] == "marks"] == [["marks", "DRAM"], ["marks", "SSD"]]
     # the sizes the scenarios were given, on the curve (log-size interpolation)
-    assert marks[(label("vnx5400"), "DRAM")]["x"] == [DRAM] and marks[(label("vnx5400-fastcache"), "SSD")]["x"] == [SSD]
+    assert marks[(label("vnx5400"), "DRAM")][::2] == (DRAM, "32 MiB")
+    assert marks[(label("vnx5400-fastcache"), "SSD")][::2] == (SSD, "128 MiB")
     x, y = np.log(curve["cache_bytes"].to_numpy().astype(float)), curve["hit_ratio"].to_numpy()
-    assert marks[(label("vnx5400-fastcache"), "SSD")]["y"] == pytest.approx([np.interp(np.log(SSD), x, y)])
+    assert marks[(label("vnx5400-fastcache"), "SSD")][1] == pytest.approx(np.interp(np.log(SSD), x, y))
     assert (label("vnx5400"), "SSD") not in marks  # FAST Cache off
     assert f"{label('vnx5400-fastcache')} SSD 128 MiB" in out.read_text()
 
@@ -315,8 +319,8 @@ def test_cli_report_takes_runs_and_trace_by_prefix(comparison, tmp_path):
     figs = figures_of(out)
     assert [t["meta"][0] for t in figs["latency"]["data"] if t["meta"][1] == "cdf"] == [runs["vnx1-flare"],
                                                                                       runs["vnx5400"]]
-    assert [t["meta"][1:] for t in figs["mrc"]["data"] if t["meta"][0] == "mark"] == [["vnx1-flare", "DRAM"],
-                                                                                    ["vnx5400", "DRAM"]]
+    [dram] = [t for t in figs["mrc"]["data"] if t["meta"] == ["marks", "DRAM"]]
+    assert [c[0] for c in dram["customdata"]] == ["vnx1-flare", "vnx5400"]
 
 
 def test_page_renders_offline_in_headless_chromium(comparison, tmp_path):
@@ -403,6 +407,12 @@ def test_charts_read_iec_axes_outside_legends_and_trace_names(comparison):
     for name, fig in figs.items():  # every legend right of the plot area, never over a trace or axis title
         legend = fig["layout"]["legend"]
         assert legend["x"] >= 1 and legend["xanchor"] == "left", name
+    for name, fig in figs.items():  # at most MAX_SERIES series in any panel
+        panels: dict[tuple, int] = {}
+        for t in fig["data"]:
+            key = (t.get("xaxis", "x"), t.get("yaxis", "y"))
+            panels[key] = panels.get(key, 0) + 1
+        assert max(panels.values()) <= MAX_SERIES, (name, panels)
     # the trace's name, not its hash, in legends
     assert {t["name"] for t in figs["mrc"]["data"] if t["meta"][1:] == ["exact", 8192]} == {"db exact 8 KiB pages"}
     assert not [t["name"] for f in figs.values() for t in f["data"] if re.search(r"[0-9a-f]{12}", t.get("name", ""))]
