@@ -467,8 +467,9 @@ def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
                  _labelled(df, sel))
 
 
-def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
-    """IOPS and mean response time against outstanding I/Os, with the comfort lines."""
+def _sweeps(wh: Warehouse, sel: Selection) -> list[Chart] | None:
+    """IOPS and mean response time against outstanding I/Os, with the comfort lines: a chart per
+    SWEEPS_PER_CHART sweeps (with the two comfort lines, at most MAX_SERIES series a panel)."""
     if not wh.has("sweeps"):
         return None
     if sel.sweep_ids is not None:
@@ -480,6 +481,26 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
                     "ORDER BY trace_id, scenario, outstanding", {"t": sel.trace_ids})
     if df.is_empty():
         return None
+    groups = list(df.group_by(["trace_id", "scenario", "sweep_id"], maintain_order=True))
+    several = df["trace_id"].n_unique() > 1
+    parts = [groups[k:k + SWEEPS_PER_CHART] for k in range(0, len(groups), SWEEPS_PER_CHART)]
+    charts = []
+    for n, part in enumerate(parts, 1):
+        c = _sweep_chart(part, sel, several)
+        if len(parts) > 1:
+            c.name = c.name if n == 1 else f"{c.name}_{n}"
+            first = SWEEPS_PER_CHART * (n - 1) + 1
+            c.title += f" (sweeps {first}-{first + len(part) - 1} of {len(groups)})"
+        charts.append(c)
+    return charts
+
+
+#: sweeps drawn in one chart: with the two comfort lines, MAX_SERIES series in its response-time panel
+SWEEPS_PER_CHART = 4
+
+
+def _sweep_chart(groups: list, sel: Selection, several: bool) -> Chart:
+    """One sweeps chart of ``groups`` ((trace, scenario, sweep id), rows), in colours of their order."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -487,8 +508,7 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
     fig.update_layout(template="plotly_white", height=420, hovermode="closest", legend=LEGEND,
                       title={"text": "Closed loop: IOPS and response time vs outstanding I/Os", "font": {"size": 14}})
     said = []
-    several = df["trace_id"].n_unique() > 1
-    for i, ((tid, sc, sid), g) in enumerate(df.group_by(["trace_id", "scenario", "sweep_id"], maintain_order=True)):
+    for i, ((tid, sc, sid), g) in enumerate(groups):
         label = f"{sc} on {sel.trace_name(tid)}" if several else sc
         for col, (y, show) in enumerate((("iops", True), ("latency_mean_ms", False)), 1):
             fig.add_trace(go.Scatter(x=_list(g["outstanding"]), y=_list(g[y]), mode="lines+markers", name=label,
@@ -500,6 +520,7 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"({peak['latency_mean_ms'][0]:.1f} ms); "
                     + (f"under {COMFORT_MS[0]:g} ms up to {ok['outstanding'][-1]} outstanding "
                        f"({ok['iops'][-1]:,.0f} IOPS)" if ok.height else f"never under {COMFORT_MS[0]:g} ms"))
+    df = pl.concat([g for _, g in groups])
     span = [int(df["outstanding"].min()), int(df["outstanding"].max())]
     for ms in COMFORT_MS:  # as lines of data: shapes on a log axis take log10 coordinates
         fig.add_trace(go.Scatter(x=span, y=[ms, ms], mode="lines", name=f"{ms:g} ms comfort line",
@@ -771,7 +792,7 @@ def _model_vs_measured(wh: Warehouse, sel: Selection) -> Chart | None:
 
 
 #: the charts, in page order
-CHARTS: tuple[Callable[[Warehouse, Selection], Chart | None], ...] = (
+CHARTS: tuple[Callable[[Warehouse, Selection], Chart | list[Chart] | None], ...] = (
     _hit_ratio, _mrc, _write_cache, _ssd_cache, _sweeps, _latency, _rg_balance, _skew, _snapshots, _write_cliff,
     _model_vs_measured)
 
@@ -781,13 +802,14 @@ PER_RUN = (_hit_ratio, _write_cache, _ssd_cache, _latency, _rg_balance, _snapsho
 MAX_SERIES = 6
 
 
-def _made(make: Callable[[Warehouse, Selection], Chart | None], wh: Warehouse, sel: Selection) -> list[Chart]:
+def _made(make: Callable[[Warehouse, Selection], Chart | list[Chart] | None], wh: Warehouse,
+          sel: Selection) -> list[Chart]:
     """The chart(s) ``make`` draws: a per-run chart of more than MAX_SERIES runs is split into charts
     of MAX_SERIES runs each, in the selection's order (``hit_ratio``, ``hit_ratio_2``, ...; the
     title says which runs), so no panel has more lines than a reader can tell apart."""
     if make not in PER_RUN or sel.runs.height <= MAX_SERIES:
         c = make(wh, sel)
-        return [c] if c is not None else []
+        return c if isinstance(c, list) else [c] if c is not None else []  # a list: charts it split itself
     ids = sel.runs["run_id"].to_list()
     groups = [ids[i:i + MAX_SERIES] for i in range(0, len(ids), MAX_SERIES)]
     out = []

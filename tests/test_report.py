@@ -470,6 +470,24 @@ def test_per_run_charts_are_split_into_charts_of_six_runs():
                                          "Hit ratio (runs 13-15 of 15)"]
 
 
+def test_five_sweeps_make_two_charts_of_at_most_six_series(tmp_path):
+    """Five sweeps (with the two comfort lines: 7 series in a panel) are drawn as 4 + 1."""
+    data = tmp_path / "data"
+    src = tmp_path / "rr.parquet"
+    synth.write(synth.pattern("randread-4k", requests=2000, region_bytes=64 << 20, volume="lun"), src)
+    trace = find_trace(data, ingest_file(src, data).trace_id)
+    for mib in (16, 32, 64, 128, 256):
+        sc = load_scenario("vnx5400", [f"dram.cache_bytes={mib}MiB"]).relabel(f"vnx5400 {mib} MiB")
+        sweep_trace(trace, data, sc, [4, 16], max_requests=500)
+    figs = figures_of(write_report(data, tmp_path / "sweeps.html", "sweeps"))
+    assert [k for k in figs if k.startswith("sweeps")] == ["sweeps", "sweeps_2"]
+    for name, n in (("sweeps", 4), ("sweeps_2", 1)):
+        lines = [t for t in figs[name]["data"] if t["meta"][0] != "comfort"]
+        assert len({t["meta"][0] for t in lines}) == n and len(lines) == 2 * n  # IOPS and latency per sweep
+    page = (tmp_path / "sweeps.html").read_text()
+    assert "IOPS and response time vs outstanding I/Os (sweeps 5-5 of 5)" in page
+
+
 def test_runs_table_leads_with_the_decision_columns_ids_folded(comparison):
     _, out, runs, _ = comparison
     page = out.read_text()
