@@ -75,6 +75,13 @@ class TraceRef:
         return str(self.manifest.get("reader_version") or "")
 
     @property
+    def name(self) -> str:
+        """What a person calls the trace: its source file's name without the extension (the trace id's
+        first 12 characters when the manifest names no source)."""
+        src = self.manifest.get("source_path")
+        return Path(src).stem if src else self.trace_id[:12]
+
+    @property
     def volume_files(self) -> list[Path]:
         return sorted(self.path.glob("volume=*/part-*.parquet"))
 

@@ -4,6 +4,7 @@ sample data set of the seed articles' workloads replayed through the seed arrays
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from pipelines.replay import replay_trace, sweep_trace
 from pipelines.report import write_report
 from pipelines.simulate import mrc
 from replay.scenario import load as load_scenario
+from schemas.units import format_bytes
 from traces import synth
 
 #: (name, pattern, overrides, request multiplier): seed 000's database pattern on a 2 GB test file
@@ -59,6 +61,7 @@ WHATIF_SIZE = ("vnx5400", "dram.cache_bytes=16MiB,32MiB,64MiB,128MiB,256MiB,512M
 def whatif_demo(data_dir: Path, reports: Path, log: Callable[[str], None] = print) -> list[Path]:
     """One ``compare`` and one ``size`` on a synthetic Zipf trace; returns their reports."""
     from pipelines import whatif
+    from pipelines.summary import compare_summary, size_summary
 
     pattern, over = WHATIF_WORKLOAD
     path = Path(data_dir) / "synth" / f"{pattern}-zipf-{over['requests']}.parquet"
@@ -66,19 +69,28 @@ def whatif_demo(data_dir: Path, reports: Path, log: Callable[[str], None] = prin
         with atomic_output(path, "synthetic workload") as tmp:
             synth.write(synth.pattern(pattern, **over), tmp)
     trace = find_trace(data_dir, ingest_file(path, data_dir).trace_id)
-    rows = whatif.compare(trace, data_dir, [whatif.scenario_of(s) for s in WHATIF_COMPARE])
+    log(f"what-if trace {trace.name} ({trace.trace_id[:12]}): {over['requests']:,} 4 KiB Zipf "
+        f"{over['distribution'].partition(':')[2]} random reads over {format_bytes(over['region_bytes'])}, in its "
+        "own timing; the compare and size lines below replay it")
+    scs = [whatif.scenario_of(s) for s in WHATIF_COMPARE]
+    rows = whatif.compare(trace, data_dir, scs)
     for r in rows:
         log(f"compare {r['scenario']}: {r['iops']:,.0f} IOPS, mean {r['latency_mean_ms']:.2f} ms, "
             f"p95 {r['latency_p95_ms']:.2f} ms ({r['latency_p95_ms_change_pct']:+.1f} %)")
     base, vary, target = WHATIF_SIZE
-    res = whatif.size(trace, data_dir, base, [whatif.parse_vary(vary)], [whatif.parse_target(target)])
+    targets = [whatif.parse_target(target)]
+    res = whatif.size(trace, data_dir, base, [whatif.parse_vary(vary)], targets)
     c = res.counts()
     log(f"size {base}, {target}: {res.chosen.label if res.chosen else 'none meets it'} "
         f"({c['replayed']} of {c['variants']} variants replayed, {c['saved']} saved)")
-    compare_html = write_report(data_dir, reports / "compare.html", "compare: Zipf 4 KB reads on three configurations",
-                                trace_id=trace.trace_id, run_ids=[r["run_id"] for r in rows])
-    size_html = write_report(data_dir, reports / "size.html", f"size: {base}, {target}", trace_id=trace.trace_id,
-                             run_ids=[v.row["run_id"] for v in res.variants if v.row])
+    compare_html = write_report(data_dir, reports / "compare.html",
+                                f"compare {len(rows)} configurations on trace {trace.name} (Zipf 4 KiB reads)",
+                                trace_id=trace.trace_id, run_ids=[r["run_id"] for r in rows],
+                                summary=compare_summary(trace, scs, rows))
+    size_html = write_report(data_dir, reports / "size.html", f"size {base} for {target} on trace {trace.name}",
+                             trace_id=trace.trace_id, run_ids=[v.row["run_id"] for v in res.variants if v.row],
+                             summary=size_summary(trace, res, targets),
+                             meets={v.row["run_id"]: bool(v.meets) for v in res.variants if v.row})
     return [compare_html, size_html]
 
 
@@ -91,11 +103,49 @@ def demo(data_dir: Path, reports: Path = Path("reports"), log: Callable[[str], N
     return res, whatif_demo(Path(data_dir), reports, log)
 
 
+#: what the demo's numbers are, in three lines (the README's *Seed figures* says it at length)
+EXPLAIN = (
+    "seeds: five published articles that measured real arrays (seed 000-004); the demo replays each one's test program "
+    "as a synthetic workload through the matching preset.",
+    "calibration: a figure a preset parameter was fitted to (it shows the fit holds, not that the model is right); "
+    "identity: a figure the model gives by construction.",
+    "validation: a figure no parameter was fitted to, the only evidence of fidelity (bar: 15 % error); misses are "
+    "listed with their cause.",
+)
+
+
+def disk_usage_bytes(data_dir: Path) -> dict[str, int]:
+    """Bytes of the files under ``data_dir``, by its top-level entry (``traces``, ``results``,
+    ``tiercast.duckdb``, ...), largest first."""
+    root = Path(data_dir)
+    sizes: dict[str, int] = {}
+    for dirpath, _, files in os.walk(root):
+        top = Path(dirpath).relative_to(root).parts[:1]
+        for f in files:
+            try:
+                n = os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:  # removed while we walked
+                continue
+            key = top[0] if top else f
+            sizes[key] = sizes.get(key, 0) + n
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+
+
+def disk_line(data_dir: Path) -> str:
+    """``disk: 1.2 GiB under tiercast-data/ (traces 900.0 MiB, results ...)``: what the demo wrote."""
+    sizes = disk_usage_bytes(data_dir)
+    parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in list(sizes.items())[:4])
+    return (f"disk: {format_bytes(sum(sizes.values()))} under {data_dir}/ ({parts}; remove the folder to free it, "
+            "tiercast demo makes it again)")
+
+
 def where(data_dir: Path, reports: list[Path]) -> list[str]:
-    """Where the demo left the warehouse and the reports, and what to ask the warehouse."""
+    """Where the demo left the warehouse and the reports, what to ask the warehouse, what its numbers
+    mean and the disk space it used."""
     return [f"warehouse: {(Path(data_dir) / 'tiercast.duckdb').resolve()}",
             *(f"report: {r.resolve()} (tables as CSV in {r.parent.resolve() / (r.stem + '_tables')})" for r in reports),
-            "try:", *(f'  tiercast sql --data-dir {data_dir} "{q}"' for q in EXAMPLE_QUERIES)]
+            "try:", *(f'  tiercast sql --data-dir {data_dir} "{q}"' for q in EXAMPLE_QUERIES),
+            *EXPLAIN, disk_line(data_dir)]
 
 
 def run_demo(

@@ -71,7 +71,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines import files, physics
+from pipelines import confidence, files, physics
 from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
@@ -625,6 +625,8 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
                        int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and not scenario.cloud and scenario.dram.mode == "mcx")
     aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
     done = 0
+    if progress and total:
+        progress(0, total)  # the bar knows the trace's size before the first segment (which may be all of it)
     for segment in segments:
         state.volume_names = volumes()
         out = model.replay(state, segment)
@@ -638,6 +640,7 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
     hist = aggs.hist.result()  # merged once: the volume, group and tier tables all use it
     vol, rg = _interval_tables(aggs, model, names, trace_id, rid, hist)
     summary = _summary(model, state, aggs, trace_id, rid)
+    summary["windows"] = confidence.windows(hist, vol, aggs.interval_ns, _percentiles)  # the spread over time
     tables = {"latency_hist": aggs.latency_table().with_columns(
         pl.lit(trace_id).alias("trace_id"), pl.lit(rid).alias("run_id"), pl.lit(scenario.name).alias("scenario"))}
     if aggs.moves is not None:

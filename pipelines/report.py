@@ -43,7 +43,7 @@ class Chart:
 
     name: str
     title: str
-    caption: str
+    caption: str | list[str]  # a list: one statement per line (per run, per trace ...)
     figure: dict | None
     table: pl.DataFrame
     points: pl.DataFrame | None = None
@@ -57,10 +57,15 @@ class Selection:
     trace_ids: list[str]
     sweep_ids: list[str] | None
     labels: dict[str, str] = field(default_factory=dict)  # run_id -> label
+    trace_names: dict[str, str] = field(default_factory=dict)  # trace_id -> its source file's name
+
+    def trace_name(self, trace_id: str) -> str:
+        """What the page calls a trace: its source file's name (the id's first 12 characters without one)."""
+        return self.trace_names.get(trace_id, trace_id[:12])
 
     def only(self, keep: pl.Expr) -> Selection:
         """The runs for which ``keep`` holds (a chart of one mechanism)."""
-        return Selection(self.runs.filter(keep), self.trace_ids, self.sweep_ids, self.labels)
+        return Selection(self.runs.filter(keep), self.trace_ids, self.sweep_ids, self.labels, self.trace_names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +137,7 @@ def _select(wh: Warehouse, trace_id: str | None, run_ids: list[str] | None,
     # asked for, else every trace
     traces = ([trace_id] if trace_id else list(dict.fromkeys(runs["trace_id"].to_list())) if run_ids
               else sorted(short))
-    sel = Selection(runs, traces, sweep_ids)
+    sel = Selection(runs, traces, sweep_ids, trace_names=short)
     if runs.height:
         several = runs["trace_id"].n_unique() > 1
         seen: dict[str, int] = {}
@@ -166,11 +171,38 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f} %"
 
 
-def _bytes(n: float) -> str:
-    for unit, k in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:,.3g} {unit}"
-    return f"{n:,.0f} B"
+#: IEC units of byte axes and captions, smallest first
+IEC_UNITS = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40), ("PiB", 1 << 50))
+#: a byte axis has at most this many ticks
+MAX_TICKS = 8
+
+
+def iec(n_bytes: float) -> str:
+    """``n_bytes`` in the largest IEC unit it reaches: "1 GiB", "1.5 MiB", "512 KiB", "0 B"."""
+    name, k = next(((u, k) for u, k in reversed(IEC_UNITS) if abs(n_bytes) >= k), IEC_UNITS[0])
+    v = n_bytes / k
+    return f"{v:,.0f} {name}" if float(v).is_integer() else f"{v:,.3g} {name}"
+
+
+def byte_ticks(lo_bytes: float, hi_bytes: float, log: bool = False) -> dict:
+    """Plotly axis settings (``tickvals``, ``ticktext``) that label a byte axis in IEC units ("1 GiB",
+    not plotly's SI "1.07G" or "1B" for a billion). A log axis is ticked at powers of two (every
+    1, 2, 4 ... powers, so at most MAX_TICKS); a linear one at round steps of one unit from 0."""
+    lo_bytes, hi_bytes = float(lo_bytes or 0), float(hi_bytes or 0)
+    if log:
+        lo_p = math.floor(math.log2(max(lo_bytes, 1)))
+        hi_p = math.ceil(math.log2(max(hi_bytes, lo_bytes, 2)))
+        step = next(k for k in (1, 2, 5, 10, 20) if (hi_p - lo_p) // k + 2 <= MAX_TICKS)
+        start = lo_p - lo_p % step  # on the grid: with steps of 10 powers, 1 KiB, 1 MiB, 1 GiB ...
+        vals = [float(2 ** p) for p in range(start, hi_p + step, step)]
+    else:
+        hi = max(hi_bytes, 1.0)
+        name, k = next(((u, k) for u, k in reversed(IEC_UNITS) if hi >= k), IEC_UNITS[0])
+        raw = hi / k / (MAX_TICKS - 2)
+        mag = 10 ** math.floor(math.log10(raw))
+        step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw) * k
+        vals = [i * step for i in range(0, int(hi // step) + 2)]
+    return {"tickvals": vals, "ticktext": [iec(v) for v in vals], "tickmode": "array"}
 
 
 def _change(x: float, base: float) -> str:
@@ -183,10 +215,13 @@ def _list(v) -> list:
                                                                             else list(v))]
 
 
+#: every chart's legend: outside the plot area, right of it (never over a trace or an axis title)
+LEGEND = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top", "font": {"size": 11}}
+
+
 def _layout(title: str, **kw) -> dict:
     base = {"title": {"text": title, "font": {"size": 14}}, "template": "plotly_white", "height": 380,
-            "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "x unified",
-            "legend": {"orientation": "h", "y": -0.2}}
+            "margin": {"l": 70, "r": 20, "t": 50, "b": 50}, "hovermode": "x unified", "legend": LEGEND}
     base.update(kw)
     return base
 
@@ -196,7 +231,7 @@ def _subplots(rows: int, titles: list[str], height: int):
 
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.07)
     fig.update_layout(template="plotly_white", height=height, hovermode="x unified",
-                      margin={"l": 60, "r": 20, "t": 40, "b": 40}, legend={"orientation": "h", "y": -0.08})
+                      margin={"l": 70, "r": 20, "t": 40, "b": 40}, legend=LEGEND)
     return fig
 
 
@@ -234,17 +269,21 @@ def _warm_up_s(t: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def _lines(fig, df: pl.DataFrame, sel: Selection, y: str, row: int | None = None, name: str = "",
-           dash: str | None = None, x: str = "t_s", div: float = 1.0, legend: bool = True) -> None:
-    """One line per run (colour = run) of column ``y`` against time."""
+           dash: str | None = None, x: str = "t_s", div: float = 1.0, legend: bool | set = True) -> None:
+    """One line per run (colour = run) of column ``y`` against time. ``legend``: a set (one per
+    figure of panels) gives each run one legend entry, at the first panel where it has a line."""
     import plotly.graph_objects as go
 
     for i, rid in enumerate(sel.runs["run_id"]):
         g = df.filter(pl.col("run_id") == rid)
         if g.is_empty() or g[y].is_null().all():
             continue
+        show = legend if isinstance(legend, bool) else rid not in legend
+        if isinstance(legend, set):
+            legend.add(rid)
         tr = go.Scatter(x=_list(g[x] / div), y=_list(g[y]), mode="lines+markers", marker={"size": 3},
                         name=f"{sel.labels[rid]}{' ' + name if name else ''}", legendgroup=sel.labels[rid],
-                        showlegend=legend, line={"color": _color(i), "dash": dash}, meta=[rid, y])
+                        showlegend=show, line={"color": _color(i), "dash": dash}, meta=[rid, y])
         if row is None:
             fig.add_trace(tr)
         else:
@@ -258,8 +297,6 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
     """DRAM read / write and SSD cache hit ratios per interval (page-weighted over volumes)."""
     if not sel.runs.height or not wh.has("interval_metrics", "read_hit_pages"):
         return None
-    import plotly.graph_objects as go
-
     exprs = {"dram_read_hit_ratio": "sum(read_hit_pages) / nullif(sum(read_pages), 0)",
              "dram_write_hit_ratio": "sum(write_hit_pages) / nullif(sum(write_pages), 0)"}
     ssd = wh.has("interval_metrics", "ssd_read_hits", "ssd_write_hits")
@@ -273,14 +310,16 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
     if df.is_empty():
         return None
     div, unit = _time_axis(float(df["t_s"].max()))
-    fig = go.Figure(layout=_layout("Hit ratio over time per cache tier", yaxis={"title": "hit ratio",
-                                                                                 "range": [0, 1.02]},
-                                   xaxis={"title": f"time ({unit})"}))
-    tiers = [("dram_read_hit_ratio", "DRAM read", "solid"), ("dram_write_hit_ratio", "DRAM write", "dot")]
-    if ssd:
-        tiers.append(("ssd_hit_ratio", "SSD cache", "dash"))
-    for col, label, dash in tiers:
-        _lines(fig, df, sel, col, name=label, dash=dash, div=div)
+    tiers = [("dram_read_hit_ratio", "DRAM read hit ratio"), ("dram_write_hit_ratio", "DRAM write hit ratio"),
+             *((("ssd_hit_ratio", "SSD cache hit ratio"),) if ssd else ())]
+    tiers = [t for t in tiers if not df[t[0]].is_null().all()] or tiers[:1]  # no empty panel (a read-only trace)
+    # one panel per cache tier, one line per run in each (at most MAX_SERIES runs per chart)
+    fig = _subplots(len(tiers), [t for _, t in tiers], 250 * len(tiers) + 80)
+    shown: set[str] = set()  # one legend entry per run
+    for row, (col, _) in enumerate(tiers, 1):
+        _lines(fig, df, sel, col, row=row, div=div, legend=shown)
+        fig.update_yaxes(range=[0, 1.02], row=row, col=1)
+    fig.update_xaxes(title_text=f"time ({unit})", row=len(tiers), col=1)
     said = []
     for rid in sel.runs["run_id"]:
         g = df.filter(pl.col("run_id") == rid)
@@ -291,7 +330,7 @@ def _hit_ratio(wh: Warehouse, sel: Selection) -> Chart | None:
         tier = "SSD cache" if col == "ssd_hit_ratio" else "DRAM read"
         said.append(f"{sel.labels[rid]}: {tier} hit ratio {_pct(float(tail.mean()) if len(tail) else None)} at the "
                     f"end, warm-up {_dur(warm)}")
-    return Chart("hit_ratio", "Hit ratio over time", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("hit_ratio", "Hit ratio over time per cache tier", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -307,12 +346,14 @@ def _mrc(wh: Warehouse, sel: Selection) -> Chart | None:
     import plotly.graph_objects as go
 
     fig = go.Figure(layout=_layout("LRU hit-ratio curve (exact stack distances or SHARDS)",
-                                   xaxis={"title": "cache size (bytes)", "type": "log"},
+                                   xaxis={"title": "cache size", "type": "log",
+                                          **byte_ticks(curves["cache_bytes"].min(), curves["cache_bytes"].max(),
+                                                       log=True)},
                                    yaxis={"title": "hit ratio", "range": [0, 1.02]}, hovermode="closest"))
     marks, said = [], []
     for (tid, method, page), g in curves.group_by(["trace_id", "method", "page_size"], maintain_order=True):
         fig.add_trace(go.Scatter(x=_list(g["cache_bytes"]), y=_list(g["hit_ratio"]), mode="lines+markers",
-                                 name=f"{tid[:12]} {method} {page // 1024} KiB pages", line={"color": "#444"},
+                                 name=f"{sel.trace_name(tid)} {method} {page // 1024} KiB pages", line={"color": "#444"},
                                  marker={"size": 4}, meta=[tid, method, page]))
     for (tid,), g in curves.group_by(["trace_id"], maintain_order=True):
         best = g.sort([pl.col("method") != "exact", (pl.col("page_size") - MRC_PAGE).abs()]).head(1)
@@ -328,16 +369,21 @@ def _mrc(wh: Warehouse, sel: Selection) -> Chart | None:
                     hr = float(np.interp(math.log(size), x, y))
                     marks.append({"trace_id": tid, "scenario": sel.labels[row["run_id"]], "run_id": row["run_id"], "cache": kind,
                                   "cache_bytes": int(size), "lru_hit_ratio": hr, "method": method, "page_size": page})
-                    said.append(f"{sel.labels[row['run_id']]} {kind} {_bytes(size)}: {_pct(hr)}")
+                    said.append(f"{sel.labels[row['run_id']]} {kind} {iec(size)}: {_pct(hr)}")
     mk = pl.DataFrame(marks) if marks else None
-    if mk is not None:
-        labels = list(dict.fromkeys(mk["scenario"].to_list()))
-        for (label, kind), g in mk.group_by(["scenario", "cache"], maintain_order=True):
+    if mk is not None:  # one series per cache kind (not per run: at most a few series), a point per run
+        colour = {rid: _color(i) for i, rid in enumerate(sel.runs["run_id"])}  # a run's colour in every chart
+        for (kind,), g in mk.group_by(["cache"], maintain_order=True):
             fig.add_trace(go.Scatter(x=_list(g["cache_bytes"]), y=_list(g["lru_hit_ratio"]), mode="markers",
-                                     name=f"{label} {kind} cache", meta=["mark", label, kind],
-                                     marker={"size": 12, "color": _color(labels.index(label)),
-                                             "symbol": "circle" if kind == "DRAM" else "diamond"}))
-    caption = ("LRU hit ratio the trace would get at each scenario's cache size: " + "; ".join(said) + "."
+                                     name=f"{kind} cache size of each run", meta=["marks", kind],
+                                     customdata=[[lab, iec(b)] for lab, b in g.select("scenario", "cache_bytes")
+                                                 .iter_rows()],
+                                     hovertemplate="%{customdata[0]}: " + kind + " %{customdata[1]}, LRU hit "
+                                                   "ratio %{y:.1%}<extra></extra>",
+                                     marker={"size": 12, "color": [colour[r] for r in g["run_id"]],
+                                             "symbol": "circle" if kind == "DRAM" else "diamond",
+                                             "line": {"width": 1, "color": "#333"}}))
+    caption = (["LRU hit ratio the trace would get at each scenario's cache size:", *said]
                if said else "LRU hit-ratio curve of the trace (no replay of it selected to mark).")
     return Chart("mrc", "LRU hit-ratio curve and the scenarios' cache sizes", caption, fig.to_dict(),
                  mk if mk is not None else curves, curves)
@@ -358,16 +404,24 @@ def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(4, ["write cache dirty % (max in interval)", "flush rate (MB/s)", "forced flushes",
                         "throttle delay (ms, summed over requests)"], 860)
+    shown: set[str] = set()  # one legend entry per run
     for row, col in enumerate(("dirty_pct_max", "flush_mb_per_s", "forced_flushes", "throttle_delay_sum_ms"), 1):
-        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sub, col, row=row, div=div, legend=shown)
     said = []
+    marks: dict[tuple[str, float], list[str]] = {}  # (high/low, %) -> the runs with that watermark
     for r in runs.iter_rows(named=True):
-        g = df.filter(pl.col("run_id") == r["run_id"])
         for w in ("high", "low"):
             pct = r.get(f"dram_{w}_watermark_pct")
             if pct is not None:
-                fig.add_hline(y=pct, row=1, col=1, line={"dash": "dot", "color": "#888"},
-                              annotation_text=f"{sel.labels[r['run_id']]} {w} watermark {pct:g} %")
+                marks.setdefault((w, float(pct)), []).append(sel.labels[r["run_id"]])
+    for (w, pct), who in marks.items():  # one line and one label per level: labels never print over each other
+        fig.add_hline(y=pct, row=1, col=1, line={"dash": "dot", "color": "#888"},
+                      annotation={"text": f"{w} watermark {pct:g} %" + (f" ({', '.join(who)})" if len(runs) > len(who)
+                                                                         else ""),
+                                  "yanchor": "bottom" if w == "high" else "top", "font": {"size": 10}},
+                      annotation_position="top left" if w == "high" else "bottom left")
+    for r in runs.iter_rows(named=True):
+        g = df.filter(pl.col("run_id") == r["run_id"])
         said.append(f"{sel.labels[r['run_id']]} ({r['dram_mode'].upper()}): dirty up to "
                     f"{g['dirty_pct_max'].max() or 0:.0f} %, {int(g['forced_flushes'].sum())} forced flushes "
                     f"(stall {_dur(float(g['forced_flush_stall_ms'].sum()) / 1e3)}), throttled "
@@ -375,7 +429,7 @@ def _write_cache(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"{r['flush_mb_per_s']:.1f} MB/s")
     fig.update_xaxes(title_text=f"time ({unit})", row=4, col=1)
     return Chart("write_cache", "DRAM write cache: dirty pages, flushing, forced flushes, throttling",
-                 "; ".join(said) + ".", fig.to_dict(),
+                 said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -397,23 +451,25 @@ def _ssd_cache(wh: Warehouse, sel: Selection) -> Chart | None:
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(5, ["read hits/s", "read misses/s", "write hits/s", "write misses/s", "SSD cache used (%)"],
                     1000)
+    shown: set[str] = set()  # one legend entry per run
     for row, col in enumerate((*SSD_RATES, "ssd_fill_pct"), 1):
-        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sub, col, row=row, div=div, legend=shown)
     fig.update_xaxes(title_text=f"time ({unit})", row=5, col=1)
     said = []
     for r in runs.iter_rows(named=True):
         g = df.filter(pl.col("run_id") == r["run_id"])
         last = g.tail(1)
-        said.append(f"{sel.labels[r['run_id']]} ({_bytes(r['ssd_cache_bytes'])}): {last['ssd_fill_pct'][0]:.1f} % "
+        said.append(f"{sel.labels[r['run_id']]} ({iec(r['ssd_cache_bytes'])}): {last['ssd_fill_pct'][0]:.1f} % "
                     f"used at the end, half full after {_dur(r.get('ssd_time_to_50pct_fill_s'))}; last interval "
                     f"{last['ssd_read_hits_per_s'][0]:,.0f} read hits/s vs {last['ssd_read_misses_per_s'][0]:,.0f} "
                     "misses/s")
-    return Chart("ssd_cache", "SSD cache: hits and misses per second, fill", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("ssd_cache", "SSD cache: hits and misses per second, fill", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
-def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
-    """IOPS and mean response time against outstanding I/Os, with the comfort lines."""
+def _sweeps(wh: Warehouse, sel: Selection) -> list[Chart] | None:
+    """IOPS and mean response time against outstanding I/Os, with the comfort lines: a chart per
+    SWEEPS_PER_CHART sweeps (with the two comfort lines, at most MAX_SERIES series a panel)."""
     if not wh.has("sweeps"):
         return None
     if sel.sweep_ids is not None:
@@ -425,16 +481,35 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
                     "ORDER BY trace_id, scenario, outstanding", {"t": sel.trace_ids})
     if df.is_empty():
         return None
+    groups = list(df.group_by(["trace_id", "scenario", "sweep_id"], maintain_order=True))
+    several = df["trace_id"].n_unique() > 1
+    parts = [groups[k:k + SWEEPS_PER_CHART] for k in range(0, len(groups), SWEEPS_PER_CHART)]
+    charts = []
+    for n, part in enumerate(parts, 1):
+        c = _sweep_chart(part, sel, several)
+        if len(parts) > 1:
+            c.name = c.name if n == 1 else f"{c.name}_{n}"
+            first = SWEEPS_PER_CHART * (n - 1) + 1
+            c.title += f" (sweeps {first}-{first + len(part) - 1} of {len(groups)})"
+        charts.append(c)
+    return charts
+
+
+#: sweeps drawn in one chart: with the two comfort lines, MAX_SERIES series in its response-time panel
+SWEEPS_PER_CHART = 4
+
+
+def _sweep_chart(groups: list, sel: Selection, several: bool) -> Chart:
+    """One sweeps chart of ``groups`` ((trace, scenario, sweep id), rows), in colours of their order."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=["host IOPS", "mean response time (ms)"])
-    fig.update_layout(template="plotly_white", height=420, hovermode="closest", legend={"orientation": "h", "y": -0.25},
+    fig.update_layout(template="plotly_white", height=420, hovermode="closest", legend=LEGEND,
                       title={"text": "Closed loop: IOPS and response time vs outstanding I/Os", "font": {"size": 14}})
     said = []
-    several = df["trace_id"].n_unique() > 1
-    for i, ((tid, sc, sid), g) in enumerate(df.group_by(["trace_id", "scenario", "sweep_id"], maintain_order=True)):
-        label = f"{sc} on {tid[:12]}" if several else sc
+    for i, ((tid, sc, sid), g) in enumerate(groups):
+        label = f"{sc} on {sel.trace_name(tid)}" if several else sc
         for col, (y, show) in enumerate((("iops", True), ("latency_mean_ms", False)), 1):
             fig.add_trace(go.Scatter(x=_list(g["outstanding"]), y=_list(g[y]), mode="lines+markers", name=label,
                                      legendgroup=label, showlegend=show, line={"color": _color(i)},
@@ -445,6 +520,7 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
                     f"({peak['latency_mean_ms'][0]:.1f} ms); "
                     + (f"under {COMFORT_MS[0]:g} ms up to {ok['outstanding'][-1]} outstanding "
                        f"({ok['iops'][-1]:,.0f} IOPS)" if ok.height else f"never under {COMFORT_MS[0]:g} ms"))
+    df = pl.concat([g for _, g in groups])
     span = [int(df["outstanding"].min()), int(df["outstanding"].max())]
     for ms in COMFORT_MS:  # as lines of data: shapes on a log axis take log10 coordinates
         fig.add_trace(go.Scatter(x=span, y=[ms, ms], mode="lines", name=f"{ms:g} ms comfort line",
@@ -454,7 +530,7 @@ def _sweeps(wh: Warehouse, sel: Selection) -> Chart | None:
     fig.update_yaxes(type="log", row=1, col=2)
     table = df.select("trace_id", "scenario", "sweep_id", "outstanding", "iops", "mb_per_s", "latency_mean_ms",
                       "latency_p95_ms", "latency_p99_ms")
-    return Chart("sweeps", "IOPS and response time vs outstanding I/Os", "; ".join(said) + ".", fig.to_dict(), table)
+    return Chart("sweeps", "IOPS and response time vs outstanding I/Os", said, fig.to_dict(), table)
 
 
 def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
@@ -473,8 +549,9 @@ def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
                                    yaxis={"title": "share of requests", "range": [0, 1.02]}, hovermode="closest"))
     _lines(fig, pts, sel, "cdf", x="latency_hi_ms")
     runs = sel.runs.filter(pl.col("run_id").is_in(pts["run_id"].unique().to_list()))
-    for q in (0.5, 0.95, 0.99):
-        fig.add_hline(y=q, line={"dash": "dot", "color": "#aaa"}, annotation_text=f"p{int(q * 100)}")
+    for q, where in ((0.5, "top right"), (0.95, "bottom right"), (0.99, "top right")):  # p95 below its line,
+        fig.add_hline(y=q, line={"dash": "dot", "color": "#aaa"}, annotation_text=f"p{int(q * 100)}",  # p99 above
+                      annotation_position=where)
     table = runs.select(pl.col("run_id").replace_strict(sel.labels).alias("scenario"), "run_id", "measured_requests",
                         "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms")
     said, bases = [], {}
@@ -486,7 +563,7 @@ def _latency(wh: Warehouse, sel: Selection) -> Chart | None:
         else:
             said.append(f"{r['scenario']}: p95 {r['latency_p95_ms']:.2f} ms ({_change(r['latency_p95_ms'], base['latency_p95_ms'])} "
                         f"vs {base['scenario']}), p99 {_change(r['latency_p99_ms'], base['latency_p99_ms'])}")
-    return Chart("latency", "Response time distribution and percentiles", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("latency", "Response time distribution and percentiles", said, fig.to_dict(),
                  table, _labelled(pts, sel))
 
 
@@ -519,7 +596,7 @@ def _rg_balance(wh: Warehouse, sel: Selection) -> Chart | None:
             said.append(f"{sel.labels[rid]}: busiest {hi['rg']} {_pct(hi['utilization_mean'])}, least busy "
                         f"{lo['rg']} {_pct(lo['utilization_mean'])}"
                         + (f" ({hi['utilization_mean'] / lo['utilization_mean']:.2f}x)" if lo['utilization_mean'] else ""))
-    return Chart("rg_balance", "Per-RAID-group load balance", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("rg_balance", "Per-RAID-group load balance", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -562,7 +639,7 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
     groups = trace_curves.group_by(["trace_id", "slice_bytes"], maintain_order=True) if trace_curves.height else []
     for i, ((tid, slice_bytes), g) in enumerate(groups):
         fig.add_trace(go.Scatter(x=_list(g["capacity_share"]), y=_list(g["io_share"]), mode="lines",
-                                 name=f"trace {tid[:12]}, {_bytes(slice_bytes)} slices (tiercast skew)",
+                                 name=f"trace {sel.trace_name(tid)}, {iec(slice_bytes)} slices (tiercast skew)",
                                  line={"color": ("#444", "#888", "#222")[i % 3], "width": 3},
                                  meta=["trace_curve", tid, slice_bytes]))
     if not curve.is_empty():
@@ -575,10 +652,10 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
     for r in points.iter_rows(named=True):
         fig.add_trace(go.Scatter(x=[r["skew_capacity_share"]], y=[r["skew_io_share"]], mode="markers",
                                  marker={"size": 12, "symbol": "x"}, meta=["skew", r["trace_id"], r["slice_bytes"]],
-                                 name=f"skew point {r['trace_id'][:12]}, {_bytes(r['slice_bytes'])} slices"))
-        said.append(f"trace {r['trace_id'][:12]} ({_bytes(r['slice_bytes'])} slices): {_pct(r['skew_capacity_share'])} "
+                                 name=f"skew point {sel.trace_name(r['trace_id'])}, {iec(r['slice_bytes'])} slices"))
+        said.append(f"trace {sel.trace_name(r['trace_id'])} ({iec(r['slice_bytes'])} slices): {_pct(r['skew_capacity_share'])} "
                     f"of the capacity serves {_pct(r['skew_io_share'])} of the I/O; 80 % of the I/O fits in "
-                    f"{_bytes(r['flash_bytes_80pct'])} of flash")
+                    f"{iec(r['flash_bytes_80pct'])} of flash")
     table = points if not points.is_empty() else curve.group_by("run_id", maintain_order=True).agg(
         pl.len().alias("slices"))
     curves = [c for c in (
@@ -586,7 +663,7 @@ def _skew(wh: Warehouse, sel: Selection) -> Chart | None:
                                      "capacity_share", "io_share") if not curve.is_empty() else None,
         trace_curves.select(pl.lit("tiercast skew").alias("source"), "trace_id", "slice_bytes", "hottest_slices",
                             "capacity_share", "io_share") if not trace_curves.is_empty() else None) if c is not None]
-    return Chart("skew", "Tier skew", "; ".join(said) + ".", fig.to_dict(), table,
+    return Chart("skew", "Tier skew", said, fig.to_dict(), table,
                  pl.concat(curves, how="diagonal_relaxed") if curves else None)
 
 
@@ -601,17 +678,19 @@ def _snapshots(wh: Warehouse, sel: Selection) -> Chart | None:
         return None
     sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
     div, unit = _time_axis(float(df["t_s"].max()))
-    fig = _subplots(2, ["space held by snapshots (bytes)", "host writes per snapshot interval (bytes)"], 600)
+    fig = _subplots(2, ["space held by snapshots", "host writes per snapshot interval"], 600)
     _lines(fig, df, sub, "snapshot_bytes", row=1, div=div)
     _lines(fig, df, sub, "write_bytes", row=2, div=div, legend=False)
+    for row, col in ((1, "snapshot_bytes"), (2, "write_bytes")):
+        fig.update_yaxes(**byte_ticks(0, df[col].max()), row=row, col=1)
     fig.update_xaxes(title_text=f"time ({unit})", row=2, col=1)
     said = []
     for rid in sub.runs["run_id"]:
         g = df.filter(pl.col("run_id") == rid)
         k = int(g["snapshot_bytes"].arg_max())
-        said.append(f"{sel.labels[rid]}: peak {_bytes(g['snapshot_bytes'][k])} held at {_dur(g['t_s'][k])} by "
-                    f"{g['retained_snapshots'][k]} snapshots; {_bytes(g['snapshot_bytes'][-1])} at the end")
-    return Chart("snapshots", "Snapshot space over time", "; ".join(said) + ".", fig.to_dict(),
+        said.append(f"{sel.labels[rid]}: peak {iec(g['snapshot_bytes'][k])} held at {_dur(g['t_s'][k])} by "
+                    f"{g['retained_snapshots'][k]} snapshots; {iec(g['snapshot_bytes'][-1])} at the end")
+    return Chart("snapshots", "Snapshot space over time", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -627,8 +706,9 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
     sub = sel.only(pl.col("run_id").is_in(df["run_id"].unique().to_list()))
     div, unit = _time_axis(float(df["t_s"].max()))
     fig = _subplots(3, ["free flash (% of the space GC can free)", "host writes (MiB/s)", "GC copies (MiB/s)"], 760)
+    shown: set[str] = set()  # one legend entry per run
     for row, col in enumerate(cols, 1):
-        _lines(fig, df, sub, col, row=row, div=div, legend=row == 1)
+        _lines(fig, df, sub, col, row=row, div=div, legend=shown)
     fig.update_xaxes(title_text=f"time ({unit})", row=3, col=1)
     said = []
     for r in sub.runs.iter_rows(named=True):
@@ -641,7 +721,7 @@ def _write_cliff(wh: Warehouse, sel: Selection) -> Chart | None:
                         f"{r.get('flash_post_cliff_write_mib_per_s') or 0:,.0f} MiB/s")
         else:
             said.append(f"{sel.labels[r['run_id']]}: no write cliff (free space never ran out)")
-    return Chart("write_cliff", "All-flash write cliff", "; ".join(said) + ".", fig.to_dict(),
+    return Chart("write_cliff", "All-flash write cliff", said, fig.to_dict(),
                  _labelled(df, sel))
 
 
@@ -741,22 +821,52 @@ def _model_vs_measured(wh: Warehouse, sel: Selection) -> Chart | None:
     table = summary.select("comparison_id", pl.col("run_id").replace_strict(sel.labels, default=None).alias("scenario"),
                            "run_id", "capture_id", "source", "device", "metric", "scored_intervals", "mape_pct",
                            "bias_pct", "total_error_pct", "model_mean", "measured_mean")
-    return Chart("model_vs_measured", "Model vs measured", "; ".join(said) + ". Model solid, measured dashed; "
-                 "error % = 100 x (model - measured) / measured over the scored intervals (MAPE: mean of its "
-                 "absolute value, bias: its mean).", fig.to_dict(), table, _labelled(df, sel))
+    return Chart("model_vs_measured", "Model vs measured",
+                 [*said, "model solid, measured dashed; error % = 100 x (model - measured) / measured over the "
+                  "scored intervals (MAPE: mean of its absolute value, bias: its mean)"], fig.to_dict(), table, _labelled(df, sel))
 
 
 #: the charts, in page order
-CHARTS: tuple[Callable[[Warehouse, Selection], Chart | None], ...] = (
+CHARTS: tuple[Callable[[Warehouse, Selection], Chart | list[Chart] | None], ...] = (
     _hit_ratio, _mrc, _write_cache, _ssd_cache, _sweeps, _latency, _rg_balance, _skew, _snapshots, _write_cliff,
     _cloud_volume, _model_vs_measured)
 
+#: the charts drawing one line (or bar) per run: with more runs than MAX_SERIES, one chart per group of runs
+PER_RUN = (_hit_ratio, _write_cache, _ssd_cache, _latency, _rg_balance, _snapshots, _write_cliff)
+#: at most this many runs (series of one panel) per chart
+MAX_SERIES = 6
+
+
+def _made(make: Callable[[Warehouse, Selection], Chart | list[Chart] | None], wh: Warehouse,
+          sel: Selection) -> list[Chart]:
+    """The chart(s) ``make`` draws: a per-run chart of more than MAX_SERIES runs is split into charts
+    of MAX_SERIES runs each, in the selection's order (``hit_ratio``, ``hit_ratio_2``, ...; the
+    title says which runs), so no panel has more lines than a reader can tell apart."""
+    if make not in PER_RUN or sel.runs.height <= MAX_SERIES:
+        c = make(wh, sel)
+        return c if isinstance(c, list) else [c] if c is not None else []  # a list: charts it split itself
+    ids = sel.runs["run_id"].to_list()
+    groups = [ids[i:i + MAX_SERIES] for i in range(0, len(ids), MAX_SERIES)]
+    out = []
+    for k, group in enumerate(groups, 1):
+        c = make(wh, sel.only(pl.col("run_id").is_in(group)))
+        if c is None:
+            continue
+        if k > 1:
+            c.name = f"{c.name}_{k}"
+        c.title += f" (runs {MAX_SERIES * (k - 1) + 1}-{MAX_SERIES * (k - 1) + len(group)} of {len(ids)})"
+        out.append(c)
+    return out
+
+
 #: the run table at the top: columns shown when present
-RUN_COLUMNS = ("scenario", "trace_id", "run_id", "model_version", "mode", "outstanding", "measured_requests",
-               "iops", "mb_per_s", "latency_mean_ms", "latency_p95_ms", "latency_p99_ms", "read_hit_ratio",
-               "write_hit_ratio", "ssd_hit_ratio_last10pct", "flush_mb_per_s", "forced_flush_count",
-               "throttle_delay_sum_ms", "dram_cache_bytes", "ssd_cache_bytes", "burst_exhausted_s", "cost_per_month",
-               "currency")
+RUN_COLUMNS = ("scenario", "meets_target", "cost_per_month", "currency", "latency_p95_ms", "latency_p99_ms",
+               "latency_mean_ms", "iops", "mb_per_s", "read_hit_ratio", "write_hit_ratio", "ssd_hit_ratio_last10pct",
+               "flush_mb_per_s", "forced_flush_count", "throttle_delay_sum_ms", "burst_exhausted_s", "dram_cache_bytes",
+               "ssd_cache_bytes", "mode", "outstanding", "measured_requests", "trace_id", "run_id", "model_version")
+#: the decision columns: the runs table shows these, the rest folded under it
+DECISION_COLUMNS = ("scenario", "meets_target", "cost_per_month", "currency", "latency_p95_ms", "latency_p99_ms",
+                    "latency_mean_ms", "iops", "mb_per_s")
 
 
 # --------------------------------------------------------------------------------------------
@@ -780,18 +890,47 @@ def _csv(df: pl.DataFrame, name: str, out_dir: Path) -> str:
     return f'<a href="{html.escape(out_dir.name)}/{html.escape(name)}.csv">{html.escape(name)}.csv</a>'
 
 
-def _table(df: pl.DataFrame, name: str, out_dir: Path, floats: int = 3, bad: str | None = None,
-           max_rows: int = 200) -> str:
-    """HTML of ``df`` (rows where boolean column ``bad`` is false marked) and ``<name>.csv``."""
-    link = _csv(df, name, out_dir)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
+#: a table longer than this is not printed (per-interval rows): the page says how many rows its CSV holds
+PRINT_ROWS = 25
+
+
+#: how a table's header names a column on the page (the CSV keeps the column names)
+HEADERS = {"meets_target": "meets target", "latency_p95_ms": "p95 ms", "latency_p99_ms": "p99 ms",
+           "latency_mean_ms": "mean ms", "latency_p50_ms": "p50 ms", "latency_max_ms": "max ms", "iops": "IOPS",
+           "mb_per_s": "MB/s"}
+
+
+def _rows_html(df: pl.DataFrame, floats: int, bad: str | None, max_rows: int) -> str:
+    head = "".join(f"<th>{html.escape(HEADERS.get(c, c))}</th>" for c in df.columns)
     rows = []
     for r in df.head(max_rows).iter_rows(named=True):
         cls = ' class="miss"' if bad is not None and r.get(bad) is False else ""
         rows.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(_cell(v, floats))}</td>" for v in r.values()) + "</tr>")
-    more = f"<p class='csv'>{df.height - max_rows:,} more rows in the CSV</p>" if df.height > max_rows else ""
-    return (f'<div class="tablewrap"><table data-table="{html.escape(name)}"><tr>{head}</tr>{"".join(rows)}</table>'
-            f'</div>{more}<p class="csv">{link}</p>')
+    return f"<tr>{head}</tr>{''.join(rows)}"
+
+
+def _table(df: pl.DataFrame, name: str, out_dir: Path, floats: int = 3, bad: str | None = None,
+           max_rows: int = 200, show: list[str] | None = None) -> str:
+    """HTML of ``df`` (rows where boolean column ``bad`` is false marked) and ``<name>.csv`` (all of
+    ``df``). ``show``: the columns in the table, the others (ids and details) in a folded table below
+    keyed by the first column. A table of more than PRINT_ROWS rows is summarized, not printed."""
+    link = _csv(df, name, out_dir)
+    shown = df.select(show) if show else df
+    long = df.height > PRINT_ROWS
+    out = [f'<div class="tablewrap{" long" if long else ""}"><table data-table="{html.escape(name)}">'
+           f"{_rows_html(shown, floats, bad, max_rows)}</table></div>"]
+    if show and len(show) < df.width:
+        rest = df.select(show[0], *[c for c in df.columns if c not in show])
+        out.append(f'<details class="more"><summary>{rest.width - 1} more columns (ids, details)</summary>'
+                   f'<div class="tablewrap"><table data-table="{html.escape(name)}_details">'
+                   f"{_rows_html(rest, floats, bad, max_rows)}</table></div></details>")
+    if df.height > max_rows:
+        out.append(f"<p class='csv'>{df.height - max_rows:,} more rows in the CSV</p>")
+    if long:
+        out.append(f'<p class="printonly">{df.height:,} rows, not printed: they are in {html.escape(name)}.csv '
+                   "(the caption above sums them up).</p>")
+    out.append(f'<p class="csv">{link}</p>')
+    return "".join(out)
 
 
 def _figure_html(chart: Chart) -> str:
@@ -800,9 +939,15 @@ def _figure_html(chart: Chart) -> str:
             f'<script type="application/json" class="figure" data-chart="{chart.name}">{spec}</script>')
 
 
+def _caption(caption: str | list[str]) -> str:
+    """A caption: one line per statement (a list: per run, per trace), not a paragraph-long chain."""
+    if isinstance(caption, str):
+        return f'<p class="caption">{html.escape(caption)}</p>'
+    return '<ul class="caption">' + "".join(f"<li>{html.escape(p)}</li>" for p in caption) + "</ul>"
+
+
 def _section(chart: Chart, out_dir: Path) -> str:
-    parts = [f'<section class="chartsec" id="{chart.name}"><h2>{html.escape(chart.title)}</h2>',
-             f'<p class="caption">{html.escape(chart.caption)}</p>']
+    parts = [f'<section class="chartsec" id="{chart.name}"><h2>{html.escape(chart.title)}</h2>', _caption(chart.caption)]
     if chart.figure is not None:
         parts.append(_figure_html(chart))
     parts.append(_table(chart.table, chart.name, out_dir))
@@ -828,16 +973,21 @@ def _clean(obj):
     return obj
 
 
-CSS = """body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;color:#222;
+CSS = """h1{font-size:24px}body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;color:#222;
 padding:0 1em}table{border-collapse:collapse;font-size:12px;margin:.5em 0}td,th{border:1px solid #ccc;
-padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f0f0f0}tr.miss td{background:#fde2e2;
-color:#900}.tablewrap{max-height:320px;overflow:auto}h2{border-bottom:2px solid #446;padding-bottom:3px;
-margin-top:1.8em}.caption{font-size:15px;background:#f6f8fb;border-left:4px solid #446;padding:.5em .8em}
-.csv{font-size:12px;margin:0}.chart{width:100%;min-height:300px}small{color:#888;font-weight:normal}
-nav a{margin-right:1em}
-@media print{body{margin:0;max-width:none;font-size:10pt}nav,.modebar-container,.csv{display:none}
-.tablewrap{max-height:none;overflow:visible}section{break-inside:avoid-page}.chart{break-inside:avoid}
-table{font-size:8pt}h2{break-after:avoid}}"""
+padding:2px 6px;text-align:right;white-space:nowrap}th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
+tr.miss td{background:#fde2e2;color:#900}.tablewrap{max-height:320px;overflow:auto}h2{border-bottom:2px solid #446;
+padding-bottom:3px;margin-top:1.8em}.caption{font-size:14px;background:#f6f8fb;border-left:4px solid #446;
+padding:.4em .8em .4em 1.6em;margin:.5em 0}p.caption{padding-left:.8em}.csv{font-size:12px;margin:0}
+.chart{width:100%;min-height:300px}small{color:#888;font-weight:normal}nav a{margin-right:1em}
+.summary{border:2px solid #446;border-radius:4px;padding:.6em 1em;margin:1em 0;background:#fbfcfe}
+.summary p{margin:.3em 0}.summary .caution{color:#8a4b00}.summary .answer{font-size:17px;font-weight:600}.summary ul{margin:.2em 0;font-size:13px}
+details.more summary{cursor:pointer;font-size:12px;color:#446}.printonly{display:none}
+@media print{@page{size:auto;margin:12mm}body{margin:0;max-width:none;font-size:9pt}
+nav,.modebar-container,.csv,details.more,.tablewrap.long{display:none}.printonly{display:block;font-size:8pt;
+color:#555}.tablewrap{max-height:none;overflow:visible}table{font-size:7pt;width:100%}
+td,th{padding:1px 3px}th{white-space:normal;word-break:break-word}section{break-inside:avoid-page}
+.chart{break-inside:avoid}h2{break-after:avoid}.summary{break-inside:avoid}}"""
 
 #: draws every embedded figure; charts follow the page width (also when printing)
 LOADER = """(function(){var charts=[];
@@ -864,12 +1014,20 @@ def _intro_tables(figures: pl.DataFrame | None, findings: pl.DataFrame | None, o
     return "".join(parts)
 
 
-def _runs_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
+def _runs_section(wh: Warehouse, sel: Selection, out_dir: Path, meets: dict[str, bool] | None = None) -> str:
+    """The runs side by side: the decision columns (``meets``: run id -> whether it met the
+    targets, for ``size``), then the rest and the ids folded under them; all of it in runs.csv."""
     if not sel.runs.height:
         return "<p>No array replay in the warehouse (<code>tiercast replay TRACE --scenario S</code>).</p>"
-    cols = [c for c in RUN_COLUMNS if c in sel.runs.columns or c == "scenario"]
-    df = sel.runs.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario")).select(cols)
-    return ('<section id="runs"><h2>Scenarios side by side</h2>' + _table(df, "runs", out_dir) + "</section>")
+    runs = sel.runs.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("scenario"))
+    if meets is not None:
+        runs = runs.with_columns(pl.col("run_id").replace_strict(meets, default=None, return_dtype=pl.Boolean)
+                                 .alias("meets_target"))
+    cols = [c for c in RUN_COLUMNS if c in runs.columns]
+    df = runs.select(cols)
+    return ('<section id="runs"><h2>Scenarios side by side</h2>'
+            + _table(df, "runs", out_dir, bad="meets_target" if meets else None,
+                     show=[c for c in DECISION_COLUMNS if c in cols]) + "</section>")
 
 
 def _checks_section(sel: Selection, out_dir: Path) -> str:
@@ -900,6 +1058,69 @@ def _traces_section(wh: Warehouse, sel: Selection, out_dir: Path) -> str:
     return '<section id="traces"><h2>Traces</h2>' + _table(df, "traces", out_dir, floats=1) + "</section>"
 
 
+def _n(v: float | None, fmt: str = ",.2f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def runs_summary(sel: Selection) -> dict | None:
+    """The decision block of a report of chosen runs (``tiercast report``): per trace, the run with
+    the lowest p95 response time and the next one; the assumptions from the runs' own columns."""
+    if not sel.runs.height or "latency_p95_ms" not in sel.runs.columns:
+        return None
+    runs = sel.runs.with_columns(pl.col("run_id").replace_strict(sel.labels).alias("label"))
+    answers, seconds, assumptions = [], [], []
+    modes = {(r.get("mode"), r.get("outstanding") if r.get("mode") == "closed" else None)
+             for r in runs.iter_rows(named=True)}
+    for (tid,), g in runs.group_by(["trace_id"], maintain_order=True):
+        ranked = g.sort("latency_p95_ms", nulls_last=True, maintain_order=True).iter_rows(named=True)
+        best = next(ranked)
+        answers.append(f"on {sel.trace_name(tid)}, {best['label']} has the lowest p95 ({_n(best['latency_p95_ms'])} ms,"
+                       f" p99 {_n(best['latency_p99_ms'])} ms, {_n(best['iops'], ',.0f')} IOPS)")
+        second = next(ranked, None)
+        if second is not None:
+            seconds.append(f"{second['label']} ({_n(second['latency_p95_ms'])} ms p95)")
+    for r in runs.iter_rows(named=True):
+        caches = [f"DRAM cache {iec(r['dram_cache_bytes'])}" if r.get("dram_cache_bytes") else "no DRAM cache"]
+        if r.get("ssd_cache_bytes"):
+            caches.append(f"SSD cache {iec(r['ssd_cache_bytes'])}")
+        assumptions.append(f"{r['label']}: {', '.join(caches)}, {r.get('dram_mode') or '-'} write cache")
+    from pipelines.summary import mode_words
+
+    mode_text = "; ".join(mode_words({"mode": m, "outstanding": o}) for m, o in sorted(modes, key=str))
+    traces = ", ".join(sel.trace_name(t) for t in dict.fromkeys(runs["trace_id"].to_list()))
+    out = {"question": f"Which of these {runs.height} runs of {traces} has the lowest p95 response time?",
+           "recommendation": "; ".join(answers)[:1].upper() + "; ".join(answers)[1:] + ".",
+           "runner_up": "; ".join(seconds) or None,
+           "assumptions": [f"replay: {mode_text}", *assumptions]}
+    if "windows" in runs.columns and runs["trace_id"].n_unique() == 1:  # the answer's spread over the trace
+        from pipelines.confidence import confidence
+        from pipelines.summary import COMPARE_METRICS
+
+        best = runs.sort("latency_p95_ms", nulls_last=True, maintain_order=True).row(0, named=True)
+        out["confidence"] = confidence(best, COMPARE_METRICS)
+    return out
+
+
+def _summary_section(summary: dict | None) -> str:
+    """The block that opens the page: question, answer, runner-up, assumptions."""
+    if not summary:
+        return ""
+    parts = ['<section id="summary" class="summary">',
+             f'<p><b>Question.</b> {html.escape(summary["question"])}</p>',
+             f'<p class="answer">{html.escape(summary["recommendation"] or "")}</p>']
+    if summary.get("runner_up"):
+        parts.append(f'<p><b>Runner-up.</b> {html.escape(summary["runner_up"])}</p>')
+    parts.append("<p><b>Assumptions.</b></p><ul>" + "".join(f"<li>{html.escape(a)}</li>"
+                                                            for a in summary["assumptions"]) + "</ul>")
+    if summary.get("confidence"):
+        from pipelines.confidence import confidence_line
+
+        head, *cautions = confidence_line(summary["confidence"])
+        parts.append(f'<p class="confidence"><b>Confidence.</b> {html.escape(head.split(": ", 1)[-1])}</p>')
+        parts.extend(f'<p class="caution">{html.escape(c)}</p>' for c in cautions)
+    return "".join(parts) + "</section>"
+
+
 def build_charts(data_dir: Path, trace_id: str | None = None, run_ids: list[str] | None = None,
                  sweep_ids: list[str] | None = None) -> tuple[Selection, list[Chart], Warehouse]:
     """The selection and every chart that has data (the caller closes the warehouse)."""
@@ -907,7 +1128,7 @@ def build_charts(data_dir: Path, trace_id: str | None = None, run_ids: list[str]
     wh = Warehouse(data_dir)
     try:
         sel = _select(wh, trace_id, run_ids, sweep_ids)
-        charts = [c for make in CHARTS if (c := make(wh, sel)) is not None]
+        charts = [c for make in CHARTS for c in _made(make, wh, sel)]
     except BaseException:
         wh.close()
         raise
@@ -919,11 +1140,14 @@ def build_charts(data_dir: Path, trace_id: str | None = None, run_ids: list[str]
 def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, trace_id: str | None = None,
                  run_ids: list[str] | None = None, sweep_ids: list[str] | None = None,
                  figures: pl.DataFrame | None = None, findings: pl.DataFrame | None = None,
-                 intro: str | None = None) -> Path:
+                 intro: str | None = None, summary: dict | None = None, meets: dict[str, bool] | None = None) -> Path:
     """Write ``out`` (HTML) and ``<out stem>_tables/*.csv``; returns the HTML path. Without
     ``run_ids``: the newest run of every trace and scenario in the warehouse (of ``trace_id``
     only when given); ``figures`` (seed, figure, published, model, error_pct, tolerance_pct,
-    kind, ok) and ``findings`` (seed, finding, ok) open the page, misses highlighted."""
+    kind, ok) and ``findings`` (seed, finding, ok) open the page, misses highlighted. ``summary``
+    (``pipelines.summary``: question, recommendation, runner_up, assumptions) opens it above all
+    (default: :func:`runs_summary` of the selected runs); ``meets``: run id -> met the targets
+    (a column of the runs table)."""
     from plotly.offline import get_plotlyjs
 
     data_dir, out = Path(data_dir), Path(out)
@@ -937,7 +1161,10 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
     with atomic_output(out, "report") as page, \
             atomic_output_dir(out.parent / f"{out.stem}_tables", "*.csv", "report tables directory") as tables:
         try:
-            sections = [_intro_tables(figures, findings, tables), _runs_section(wh, sel, tables),
+            if summary is None and figures is None:
+                summary = runs_summary(sel)
+            sections = [_summary_section(summary), _intro_tables(figures, findings, tables),
+                        _runs_section(wh, sel, tables, meets),
                         _checks_section(sel, tables), _traces_section(wh, sel, tables),
                         *(_section(c, tables) for c in charts)]
         finally:
@@ -950,7 +1177,7 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
         if intro:
             head.append(f'<p class="intro">{html.escape(intro)}</p>')
         nav = "".join(f'<a href="#{c.name}">{html.escape(c.title)}</a>' for c in charts)
-        body = [*head, f"<nav>{nav}</nav>" if charts else "", *sections]
+        body = [*head, sections[0], f"<nav>{nav}</nav>" if charts else "", *sections[1:]]  # the summary first
         if not charts:
             body.append("<p>Nothing to chart yet: replay a trace (<code>tiercast replay</code>), compute its "
                         "hit-ratio curve (<code>tiercast mrc</code>) or sweep it (<code>tiercast sweep</code>).</p>")

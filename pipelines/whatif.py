@@ -39,7 +39,9 @@ import polars as pl
 
 from pipelines import physics
 from pipelines.catalog import TraceRef
+from pipelines.progress import Progress
 from pipelines.replay import replay_trace, resolve_mode, run_paths
+from pipelines.simulate import total_rows
 from pipelines.workers import run_all
 from replay.scenario import Scenario, load
 from schemas.units import parse_size
@@ -164,24 +166,45 @@ def _row(label: str, s: dict, intervals: pl.DataFrame) -> dict:
         "warmup_s": warmup_s(intervals), "warnings": s.get("warnings") or [],
         # a cloud volume's list price (replay.prices; None for an array: no price table for it yet)
         "cost_per_month": s.get("cost_per_month"), "currency": s.get("currency"),
+        "measured_requests": s.get("measured_requests"), "windows": s.get("windows") or [],
     }
 
 
 def _replay(trace: TraceRef, data_dir: Path, sc: Scenario, label: str,
-            progress: Callable[[str], Callable | None] | None) -> tuple[dict, dict]:
-    """(the comparison row, the run summary)."""
-    cb = progress(label) if progress else None
-    s = replay_trace(trace, data_dir, sc, progress=cb)
+            progress: Progress | None = None) -> tuple[dict, dict]:
+    """(the comparison row, the run summary); ``progress(done, total)`` in requests."""
+    s = replay_trace(trace, data_dir, sc, progress=progress)
     return _row(label, s, pl.read_parquet(run_paths(data_dir, s["run_id"])["volume_intervals"])), s
 
 
-def _replay_row(trace: TraceRef, data_dir: Path, sc: Scenario) -> dict:
-    """The comparison row of one scenario (a worker process's task: no progress display)."""
-    return _replay(trace, data_dir, sc, sc.name, None)[0]
+def _replay_row(trace: TraceRef, data_dir: Path, sc: Scenario, progress: Progress | None = None) -> dict:
+    """The comparison row of one scenario (a worker process's task; its progress goes to the parent)."""
+    return _replay(trace, data_dir, sc, sc.name, progress)[0]
+
+
+def _one_of(progress: Callable[[str], Progress | None] | None, k: int, n: int, what: str, name: str) -> Progress | None:
+    """The progress callback of the k-th of n replays, labelled ``scenario k of n: NAME``."""
+    return progress(f"{what} {k} of {n}: {name}") if progress else None
+
+
+def _all_at_once(progress: Callable[[str], Progress | None] | None, n: int, jobs: int,
+                 total: int) -> Callable[[int, int, int], None] | None:
+    """The progress of ``n`` replays in ``jobs`` worker processes as one bar, labelled ``N scenarios on
+    P processes``: the requests the workers replayed out of ``n`` x the trace's ``total``."""
+    if progress is None:
+        return None
+    done = [0] * n
+    cb = progress(f"{n} scenarios on {min(jobs, n)} processes")
+
+    def each(i: int, d: int, _total: int) -> None:
+        done[i] = d
+        if cb:
+            cb(sum(done), n * total)
+    return each
 
 
 def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario],
-            progress: Callable[[str], Callable | None] | None = None, measured: Sequence[str] | None = None,
+            progress: Callable[[str], Progress | None] | None = None, measured: Sequence[str] | None = None,
             warn: Callable[[str], None] | None = None, outstanding: int | None = None, jobs: int = 1) -> list[dict]:
     """One row per scenario (``_row``; runs already made are reused), plus the change of IOPS,
     mean and p95 response time against the first scenario (``*_change_pct``), and each run
@@ -189,7 +212,8 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     device, kept for the report): the captures ``measured`` names, else every matching one
     (:func:`pipelines.compare.matching_captures`; one that cannot be compared is passed to
     ``warn`` and left out). ``jobs`` > 1: the replays run in that many worker processes
-    (``pipelines.workers``; same rows, progress counted in scenarios)."""
+    (``pipelines.workers``; same rows). ``progress(label)`` gives the callback of one bar, in
+    requests: one per replay labelled ``scenario k of n: NAME``, or one for all the workers."""
     if not scenarios:
         raise ValueError("compare needs at least one scenario")
     labels = [sc.name for sc in scenarios]
@@ -197,11 +221,17 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     if dup:
         raise ValueError(f"scenario {dup[0]!r} given twice: compare each configuration once")
     scenarios = one_mode(trace, scenarios, outstanding)
-    if jobs > 1 and len(scenarios) > 1:
-        cb = progress(f"{len(scenarios)} scenarios on {min(jobs, len(scenarios))} processes") if progress else None
-        rows = run_all(_replay_row, [(trace, Path(data_dir), sc) for sc in scenarios], jobs, cb)
+    n = len(scenarios)
+    if jobs > 1 and n > 1:
+        total = total_rows(trace) if progress else 0
+        each = _all_at_once(progress, n, jobs, total)
+        rows = run_all(_replay_row, [(trace, Path(data_dir), sc) for sc in scenarios], jobs, each=each)
+        if each:
+            for i in range(n):  # a reused run reports nothing: count every run as done at the end
+                each(i, total, total)
     else:
-        rows = [_replay(trace, Path(data_dir), sc, sc.name, progress)[0] for sc in scenarios]
+        rows = [_replay(trace, Path(data_dir), sc, sc.name, _one_of(progress, k, n, "scenario", sc.name))[0]
+                for k, sc in enumerate(scenarios, 1)]
     base = rows[0]
     for r in rows:
         for k in ("iops", "latency_mean_ms", "latency_p95_ms"):
@@ -392,7 +422,7 @@ def _curve_note(v: Variant, summary: dict) -> str | None:
 
 def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[str, list[str]]],
          targets: Sequence[Target], overrides: Sequence[str] = (), prune: bool = True,
-         exhaustive: bool = False, progress: Callable[[str], Callable | None] | None = None,
+         exhaustive: bool = False, progress: Callable[[str], Progress | None] | None = None,
          curve: Callable[[int, list[int]], tuple[list[float], int]] | None = None,
          outstanding: int | None = None) -> SizeResult:
     """The cheapest variant meeting every target (module docstring). ``exhaustive``: replay every
@@ -420,7 +450,8 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
             v.notes.append(f"same run as {twin.label}, which failed: both SSD caches hold the trace's whole "
                            f"footprint ({v.footprint_bytes:,} B at {v.ssd_chunk_bytes >> 10} KiB chunks)")
             continue
-        v.row, summary = _replay(trace, d, v.scenario, v.scenario.name, progress)
+        v.row, summary = _replay(trace, d, v.scenario, v.scenario.name,
+                                 _one_of(progress, vs.index(v) + 1, len(vs), "variant", v.label))
         metrics = {**summary, **v.row}  # targets may name any summary key
         _check_metrics(targets, metrics)
         v.meets = all(t.met(metrics) for t in targets)

@@ -32,6 +32,7 @@ ARRAY_MODEL = ("replay.array", *kernel_modules(), *schema_modules(), "replay.sch
                "replay.outputs", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
                "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.scenario_file",
                "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", "replay.prices",
+               "pipelines.confidence",
                *SCHEMA_MODULES)
 CACHE_MODEL = ("replay.kernels", "replay.mrc", "replay.pages", "replay.page_stream", "replay.ids", "replay.intervals", "replay.model",
                "replay.jit", "pipelines.simulate", *SCHEMA_MODULES)

@@ -118,6 +118,14 @@ def test_sweep_json_rows(trace):
     text = _run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
                 "--data-dir", str(d)).stdout
     assert text.rstrip().splitlines()[-1] == f"results {res['results_path']}"
+    lines = text.splitlines()  # the decision columns in 80 columns; --wide adds MB/s and the hit ratios
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("outstanding"))
+    assert lines[head].split() == ["outstanding", "IOPS", "mean", "ms", "p95", "ms", "p99", "ms"]
+    assert lines[head + 2].split()[:2] == ["1", f"{rows[0]['iops']:,.0f}"] and lines[head - 1].startswith("vnx2-mcx on ")
+    assert all(len(ln) <= 80 for ln in lines[head:head + 4])
+    wide = _run("sweep", tid, "--scenario", "vnx2-mcx", "--outstanding", "1,8", "--requests", "20000",
+                "--data-dir", str(d), "--wide").stdout
+    assert "MB/s" in wide and "write hit" in wide and "MB/s" not in text
 
 
 def test_scenarios_lists_the_presets():

@@ -160,6 +160,15 @@ def test_cli_json_shape_and_the_printed_table(tmp_path):
     assert r.exit_code == 0
     assert "kind" in r.stdout and "identity" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
     assert "(identity 1 of 1 within, validation 0 of 1 within)" in " ".join(r.stdout.split())
+    # 80 columns: each figure by its key, its description with --wide
+    from pipelines.seed_figures import BY_KEY
+
+    lines = r.stdout.splitlines()
+    table_lines = lines[:next(i for i, ln in enumerate(lines) if ln.startswith("2 figures,"))]  # both tables
+    assert table_lines[0].split()[:2] == ["figure", "published"] and all(len(ln) <= 80 for ln in table_lines)
+    assert any(ln.startswith("s004_write ") for ln in table_lines) and BY_KEY["s004_write"].label not in r.stdout
+    wide = CliRunner().invoke(app, [str(a) for a in [*args, "--wide"]])
+    assert wide.exit_code == 0 and BY_KEY["s004_write"].label in " ".join(wide.stdout.split())
     r = CliRunner().invoke(app, ["experiments", "--only", "seed7", "--data-dir", str(tmp_path / "data")],
                            handle_errors=True)
     assert r.exit_code == 2

@@ -23,7 +23,7 @@ from pipelines.demo import DEMO_REPLAYS, DEMO_WORKLOADS, run_demo
 from pipelines.ingest import ingest_file
 from pipelines.load import query
 from pipelines.replay import LAT_BASE, replay_trace, sweep_trace
-from pipelines.report import COMFORT_MS, write_report
+from pipelines.report import COMFORT_MS, MAX_SERIES, Chart, Selection, _made, byte_ticks, iec, write_report
 from pipelines.simulate import mrc
 from replay.scenario import load as load_scenario
 from traces import synth
@@ -147,11 +147,15 @@ def test_mrc_chart_marks_each_scenarios_cache_sizes(comparison):
     curve = sql_rows(con, "SELECT cache_bytes, hit_ratio FROM mrc ORDER BY cache_bytes")
     [line] = [t for t in fig["data"] if t["meta"][1:] == ["exact", 8192]]
     assert line["x"] == curve["cache_bytes"].to_list() and line["y"] == pytest.approx(curve["hit_ratio"].to_list())
-    marks = {tuple(t["meta"][1:]): t for t in fig["data"] if t["meta"][0] == "mark"}
+    # one series per cache kind, a point per run (labelled with the run and its size in IEC units)
+    marks = {(c[0], t["meta"][1]): (xv, yv, c[1]) for t in fig["data"] if t["meta"][0] == "marks"
+             for xv, yv, c in zip(t["x"], t["y"], t["customdata"], strict=True)}
+    assert [t["meta"] for t in fig["data"] if t["meta"][0] == "marks"] == [["marks", "DRAM"], ["marks", "SSD"]]
     # the sizes the scenarios were given, on the curve (log-size interpolation)
-    assert marks[(label("vnx5400"), "DRAM")]["x"] == [DRAM] and marks[(label("vnx5400-fastcache"), "SSD")]["x"] == [SSD]
+    assert marks[(label("vnx5400"), "DRAM")][::2] == (DRAM, "32 MiB")
+    assert marks[(label("vnx5400-fastcache"), "SSD")][::2] == (SSD, "128 MiB")
     x, y = np.log(curve["cache_bytes"].to_numpy().astype(float)), curve["hit_ratio"].to_numpy()
-    assert marks[(label("vnx5400-fastcache"), "SSD")]["y"] == pytest.approx([np.interp(np.log(SSD), x, y)])
+    assert marks[(label("vnx5400-fastcache"), "SSD")][1] == pytest.approx(np.interp(np.log(SSD), x, y))
     assert (label("vnx5400"), "SSD") not in marks  # FAST Cache off
     assert f"{label('vnx5400-fastcache')} SSD 128 MiB" in out.read_text()
 
@@ -167,8 +171,12 @@ def test_write_cache_chart_matches_intervals_and_model_counters(comparison):
     # the forced flushes drawn add up to the model's own count (an independent counter)
     total = sql_row(con, "SELECT forced_flush_count FROM run_summary WHERE run_id = ?", flare)[0]
     assert total > 0 and sum(traces_of(fig, flare, "forced_flushes")["y"]) == total
-    # FLARE's watermarks (80 / 60 %, doc) drawn on the dirty % panel; MCx has none
-    assert sorted(s["y0"] for s in fig["layout"]["shapes"]) == [60.0, 60.0, 80.0, 80.0]  # flare + snapshots (FLARE)
+    # FLARE's watermarks (80 / 60 %, doc) drawn on the dirty % panel, once per level with one label
+    # naming the runs that have it (labels never print over each other); MCx has none
+    assert sorted(s["y0"] for s in fig["layout"]["shapes"]) == [60.0, 80.0]  # flare + snapshots (FLARE)
+    notes = sorted(a["text"] for a in fig["layout"]["annotations"] if "watermark" in a["text"])
+    both = f"{label('vnx1-flare')}, {label('vnx5500-snapshots')}"
+    assert notes == [f"high watermark 80 % ({both})", f"low watermark 60 % ({both})"]
     assert f"{label('vnx1-flare')} (FLARE): dirty up to" in out.read_text()
 
 
@@ -311,12 +319,18 @@ def test_cli_report_takes_runs_and_trace_by_prefix(comparison, tmp_path):
     figs = figures_of(out)
     assert [t["meta"][0] for t in figs["latency"]["data"] if t["meta"][1] == "cdf"] == [runs["vnx1-flare"],
                                                                                       runs["vnx5400"]]
-    assert [t["meta"][1:] for t in figs["mrc"]["data"] if t["meta"][0] == "mark"] == [["vnx1-flare", "DRAM"],
-                                                                                    ["vnx5400", "DRAM"]]
+    [dram] = [t for t in figs["mrc"]["data"] if t["meta"] == ["marks", "DRAM"]]
+    assert [c[0] for c in dram["customdata"]] == ["vnx1-flare", "vnx5400"]
 
 
 def test_page_renders_offline_in_headless_chromium(comparison, tmp_path):
-    _, out, _, _ = comparison
+    """The page with every chart, and a compare page of the database trace's five runs (its summary
+    block), in headless Chromium: offline, no console error, every chart drawn; at 1280 px the
+    summary is seen without scrolling and the decision table needs no horizontal scroll; printed on
+    A4 the decision table fits and per-interval tables are left out."""
+    data, out, runs, _ = comparison
+    compare = write_report(data, tmp_path / "compare.html", "compare 5 configurations on trace db",
+                           run_ids=[rid for name, rid in runs.items() if name != "violin6232"])
     chromium = shutil.which("chromium")
     require(chromium, "Debian's chromium is not installed (.ci/run installs it)")
     sync_api = require_module("playwright.sync_api", "playwright (dev extra) drives Chromium")
@@ -336,15 +350,177 @@ def test_page_renders_offline_in_headless_chromium(comparison, tmp_path):
                                   ".scatterlayer .trace .point, .barlayer .point').length]))")
             png = tmp_path / "report.png"
             page.screenshot(path=str(png), full_page=True)
+            page.goto(compare.as_uri())
+            page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= "
+                                   "document.querySelectorAll('.chart').length")
+            # at 1280 px: the decision table needs no horizontal scroll, the summary is seen without scrolling
+            runs = page.evaluate("(() => {const w = document.querySelector('table[data-table=runs]').parentElement;"
+                                 "return [w.scrollWidth, w.clientWidth];})()")
+            summary_bottom = page.evaluate("document.getElementById('summary').getBoundingClientRect().bottom")
+            # printed (A4: 186 mm between the margins, ~703 px): the decision table fits the paper, per-interval
+            # tables are not printed but counted, the folded id columns are left out
+            page.emulate_media(media="print")
+            page.set_viewport_size({"width": 703, "height": 1000})
+            printed = page.evaluate("(() => {const t = document.querySelector('table[data-table=runs]');"
+                                    "const long = document.querySelector('.tablewrap.long');"
+                                    "const note = document.querySelector('.printonly');"
+                                    "return [t.getBoundingClientRect().right, document.body.clientWidth,"
+                                    "getComputedStyle(long).display, getComputedStyle(note).display,"
+                                    "getComputedStyle(document.querySelector('details.more')).display];})()")
         finally:
             browser.close()
     assert errors == []
-    assert requests == [out.as_uri()]  # the page itself, nothing else
+    assert requests == [out.as_uri(), compare.as_uri()]  # the pages themselves, nothing else
     assert set(drawn) == set(figures_of(out)) and all(n > 0 for n in drawn.values()), drawn
+    assert runs[0] <= runs[1], runs
+    assert 0 < summary_bottom <= 900
+    right, body_width, long_display, note_display, details_display = printed
+    assert right <= body_width and long_display == "none" and note_display == "block" and details_display == "none"
     from PIL import Image
 
     img = np.asarray(Image.open(png).convert("L"))
     assert img.shape[0] > 3000 and img.std() > 10 and (img < 128).mean() > 0.01  # not blank
+
+
+def test_byte_axes_are_labelled_in_iec_units():
+    """A byte axis says "1 GiB", never plotly's SI "1.07G" or "1B" (a billion): log axes at powers of
+    two, linear ones at round steps of one unit."""
+    assert iec(30 << 30) == "30 GiB" and iec(1536) == "1.5 KiB" and iec(0) == "0 B" and iec(1 << 40) == "1 TiB"
+    log = byte_ticks(1 << 20, 8 << 30, log=True)
+    assert log["ticktext"] == ["1 MiB", "4 MiB", "16 MiB", "64 MiB", "256 MiB", "1 GiB", "4 GiB", "16 GiB"]
+    assert log["tickvals"] == [float(1 << p) for p in range(20, 35, 2)]
+    assert byte_ticks(4096, 1 << 40, log=True)["ticktext"] == ["1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB",
+                                                              "32 GiB", "1 TiB"]
+    lin = byte_ticks(0, 30 << 30)
+    assert lin["ticktext"][:7] == ["0 B", "5 GiB", "10 GiB", "15 GiB", "20 GiB", "25 GiB", "30 GiB"]
+    assert lin["tickvals"][6] == 30 << 30
+
+
+def test_charts_read_iec_axes_outside_legends_and_trace_names(comparison):
+    _, out, _, _ = comparison
+    figs = figures_of(out)
+    mrc = figs["mrc"]["layout"]["xaxis"]
+    assert mrc["ticktext"] == [iec(v) for v in mrc["tickvals"]] and mrc["ticktext"][:3] == ["64 KiB", "256 KiB", "1 MiB"]
+    for axis in ("yaxis", "yaxis2"):  # space held and host writes of the snapshot chart
+        ticks = figs["snapshots"]["layout"][axis]
+        assert ticks["ticktext"][0] == "0 B" and ticks["ticktext"][1].endswith(" MiB")
+    for name, fig in figs.items():  # every legend right of the plot area, never over a trace or axis title
+        legend = fig["layout"]["legend"]
+        assert legend["x"] >= 1 and legend["xanchor"] == "left", name
+    for name, fig in figs.items():  # at most MAX_SERIES series in any panel
+        panels: dict[tuple, int] = {}
+        for t in fig["data"]:
+            key = (t.get("xaxis", "x"), t.get("yaxis", "y"))
+            panels[key] = panels.get(key, 0) + 1
+        assert max(panels.values()) <= MAX_SERIES, (name, panels)
+    # the trace's name, not its hash, in legends
+    assert {t["name"] for t in figs["mrc"]["data"] if t["meta"][1:] == ["exact", 8192]} == {"db exact 8 KiB pages"}
+    assert not [t["name"] for f in figs.values() for t in f["data"] if re.search(r"[0-9a-f]{12}", t.get("name", ""))]
+
+
+def test_hit_ratio_chart_has_a_panel_per_tier_with_a_line_per_run(comparison):
+    _, out, runs, _ = comparison
+    fig = figures_of(out)["hit_ratio"]
+    panels: dict[str, list] = {}
+    for t in fig["data"]:
+        panels.setdefault(t.get("yaxis", "y"), []).append(t["meta"])
+    assert sorted(panels) == ["y", "y2", "y3"]  # DRAM read, DRAM write, SSD cache
+    assert {m[1] for m in panels["y3"]} == {"ssd_hit_ratio"} and all(len(v) <= MAX_SERIES for v in panels.values())
+    assert len(panels["y"]) == 5  # every run with a DRAM cache (not the all-flash one)
+
+
+def test_each_run_has_one_legend_entry_at_its_first_panel_with_a_line():
+    """A run with no DRAM read hit ratio (a write-only trace) still gets its legend entry, on the
+    panel where it first has a line; no run gets two."""
+    from pipelines.report import _lines, _subplots
+
+    sel = Selection(pl.DataFrame({"run_id": ["a", "b"]}), [], None, {"a": "A", "b": "B"})
+    df = pl.DataFrame({"run_id": ["a", "a", "b", "b"], "t_s": [0.0, 1.0, 0.0, 1.0],
+                       "read": [0.5, 0.6, None, None], "write": [0.1, 0.2, 0.3, 0.4]})
+    fig = _subplots(2, ["read", "write"], 500)
+    shown: set[str] = set()
+    for row, col in enumerate(("read", "write"), 1):
+        _lines(fig, df, sel, col, row=row, legend=shown)
+    entries = [(t.meta[0], t.meta[1]) for t in fig.data if t.showlegend]
+    assert entries == [("a", "read"), ("b", "write")]
+
+
+def test_per_run_charts_are_split_into_charts_of_six_runs():
+    """Fifteen runs (the seed report's) make three charts of 6, 6 and 3 runs, in order, each titled
+    with its runs."""
+    from pipelines import report
+
+    ids = [f"run{i:02d}" for i in range(15)]
+    sel = Selection(pl.DataFrame({"run_id": ids}), [], None, {r: r for r in ids})
+
+    def chart(_wh, s):
+        return Chart("hit_ratio", "Hit ratio", "", {"data": []}, s.runs)
+
+    charts = _made(chart, None, sel)  # a maker not in PER_RUN: one chart
+    assert [c.name for c in charts] == ["hit_ratio"] and charts[0].table.height == 15
+    report_per_run = report.PER_RUN
+    try:
+        report.PER_RUN = (chart,)
+        charts = _made(chart, None, sel)
+    finally:
+        report.PER_RUN = report_per_run
+    assert [c.name for c in charts] == ["hit_ratio", "hit_ratio_2", "hit_ratio_3"]
+    assert [c.table["run_id"].to_list() for c in charts] == [ids[:6], ids[6:12], ids[12:]]
+    assert [c.title for c in charts] == ["Hit ratio (runs 1-6 of 15)", "Hit ratio (runs 7-12 of 15)",
+                                         "Hit ratio (runs 13-15 of 15)"]
+
+
+def test_five_sweeps_make_two_charts_of_at_most_six_series(tmp_path):
+    """Five sweeps (with the two comfort lines: 7 series in a panel) are drawn as 4 + 1."""
+    data = tmp_path / "data"
+    src = tmp_path / "rr.parquet"
+    synth.write(synth.pattern("randread-4k", requests=2000, region_bytes=64 << 20, volume="lun"), src)
+    trace = find_trace(data, ingest_file(src, data).trace_id)
+    for mib in (16, 32, 64, 128, 256):
+        sc = load_scenario("vnx5400", [f"dram.cache_bytes={mib}MiB"]).relabel(f"vnx5400 {mib} MiB")
+        sweep_trace(trace, data, sc, [4, 16], max_requests=500)
+    figs = figures_of(write_report(data, tmp_path / "sweeps.html", "sweeps"))
+    assert [k for k in figs if k.startswith("sweeps")] == ["sweeps", "sweeps_2"]
+    for name, n in (("sweeps", 4), ("sweeps_2", 1)):
+        lines = [t for t in figs[name]["data"] if t["meta"][0] != "comfort"]
+        assert len({t["meta"][0] for t in lines}) == n and len(lines) == 2 * n  # IOPS and latency per sweep
+    page = (tmp_path / "sweeps.html").read_text()
+    assert "IOPS and response time vs outstanding I/Os (sweeps 5-5 of 5)" in page
+
+
+def test_runs_table_leads_with_the_decision_columns_ids_folded(comparison):
+    _, out, runs, _ = comparison
+    page = out.read_text()
+    table = page[page.index('data-table="runs"'):]
+    table = table[:table.index("</table>")]
+    assert re.findall(r"<th>(.*?)</th>", table) == ["scenario", "p95 ms", "p99 ms", "mean ms", "IOPS", "MB/s"]
+    assert runs["vnx5400"] not in table  # the ids are in the folded table below it, and in the CSV
+    details = page[page.index('data-table="runs_details"'):]
+    details = details[:details.index("</table>")]
+    assert re.findall(r"<th>(.*?)</th>", details)[-3:] == ["trace_id", "run_id", "model_version"]
+    assert runs["vnx5400"] in details
+    with open(out.parent / "whatif_tables" / "runs.csv") as f:
+        head = next(csv.reader(f))
+    assert head[:6] == ["scenario", "latency_p95_ms", "latency_p99_ms", "latency_mean_ms", "iops", "mb_per_s"]
+    assert head[-3:] == ["trace_id", "run_id", "model_version"]
+    # per-interval tables are not printed: the print stylesheet hides them, a print-only line counts them
+    hit = page[page.index('id="hit_ratio"'):]
+    assert '<div class="tablewrap long">' in hit[:hit.index("</section>")]
+    assert re.search(r'<p class="printonly">[\d,]+ rows, not printed: they are in hit_ratio.csv', page)
+
+
+def test_report_opens_with_the_summary_of_its_runs(comparison, tmp_path):
+    """``tiercast report`` (no summary given): per trace the run with the lowest p95, the next one,
+    and what each run assumed; it comes before everything else."""
+    data, _, runs, con = comparison
+    out = write_report(data, tmp_path / "two.html", "two", run_ids=[runs["vnx5400"], runs["vnx1-flare"]])
+    page = out.read_text()
+    p95 = dict(con.execute("SELECT run_id, latency_p95_ms FROM run_summary").fetchall())
+    best, other = sorted(["vnx5400", "vnx1-flare"], key=lambda n: p95[runs[n]])
+    assert page.index('id="summary"') < page.index("<nav>") < page.index('id="runs"')
+    assert f"On db, {best} has the lowest p95 ({p95[runs[best]]:,.2f} ms," in page
+    assert f"<b>Runner-up.</b> {other} ({p95[runs[other]]:,.2f} ms p95)" in page
+    assert "<li>vnx5400: DRAM cache 32 MiB, mcx write cache</li>" in page
 
 
 # --- the demo job -----------------------------------------------------------------------------

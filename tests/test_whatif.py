@@ -214,8 +214,32 @@ def test_cli_compare_and_size_json(zipf):
     r = CliRunner().invoke(app, ["compare", trace.trace_id[:8], "-s", "vnx5400", "-s", "vnx5400 dram.cache_bytes=64MiB",
                                  "--no-report", "--data-dir", str(data), "--json"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    rows = doc["rows"]
     assert [x["scenario"] for x in rows] == ["vnx5400", "vnx5400 [dram.cache_bytes=64MiB]"]
+    # the decision block: the lower p95 of the two, the other as the runner-up, the hardware assumed
+    s = doc["summary"]
+    best, other = sorted(rows, key=lambda x: x["latency_p95_ms"])
+    assert s["question"].startswith(f"Which of 2 configurations gives trace rr ({trace.trace_id[:12]}, 100,000 "
+                                    "requests over ")
+    assert s["question"].endswith("the lowest p95 response time, replayed open loop (the trace's own timing)?")
+    assert s["recommendation"] == (f"{best['scenario']} has the lowest p95 response time: p95 "
+                                   f"{best['latency_p95_ms']:,.2f} ms, p99 {best['latency_p99_ms']:,.2f} ms, mean "
+                                   f"{best['latency_mean_ms']:,.2f} ms, {best['iops']:,.0f} IOPS.")
+    assert s["runner_up"].startswith(f"{other['scenario']}: p95 {other['latency_p95_ms']:,.2f} ms")
+    assert s["assumptions"] == ["replay: open loop (the trace's own timing), every configuration alike",
+                                "vnx5400: 15 sas10k drives (3 x RAID 5 x5 sas10k), DRAM cache 4.0 GiB (mcx)",
+                                "vnx5400 [dram.cache_bytes=64MiB]: 15 sas10k drives (3 x RAID 5 x5 sas10k), DRAM "
+                                "cache 64.0 MiB (mcx)"]
+    assert "cost_per_month" not in s  # money comes with the price table (issue 28)
+    # confidence: the answer's p95 / p99 / mean in each tenth of the 50 s trace (every request in one window)
+    c = s["confidence"]
+    assert c["windows"] == 10 and c["window_s"] == pytest.approx(5.0) and c["warnings"] == []
+    assert sum(w["requests"] for w in best["windows"]) == best["requests"] == 100_000
+    p95 = c["metrics"]["latency_p95_ms"]
+    assert p95["whole"] == best["latency_p95_ms"]
+    assert p95["worst_window"] == max(w["latency_p95_ms"] for w in best["windows"])
+    assert p95["range"] == pytest.approx(p95["worst_window"] - min(w["latency_p95_ms"] for w in best["windows"]))
     assert {"iops", "latency_p95_ms", "latency_p99_ms", "dram_read_hit_ratio", "ssd_hit_ratio", "ssd_fill_pct_end",
             "flush_mb_per_s", "forced_flush_count", "throttle_delay_sum_ms", "warmup_s", "report"} <= set(rows[0])
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
@@ -224,6 +248,20 @@ def test_cli_compare_and_size_json(zipf):
     doc = json.loads(r.stdout)
     assert doc["mode"] == "open" and doc["outstanding"] is None and len(doc["variants"]) == 8
     assert doc["chosen"] == next(v["variant"] for v in doc["variants"] if v["meets"])
+    chosen = next(v for v in doc["variants"] if v["meets"])
+    before = [v for v in doc["variants"][:doc["variants"].index(chosen)] if v["meets"] is False and "run_id" in v][-1]
+    s = doc["summary"]
+    assert s["recommendation"] == (f"{doc['chosen']} is the cheapest variant meeting mean_ms<=5.8: mean "
+                                   f"{chosen['latency_mean_ms']:,.2f} ms meets mean_ms<=5.8 by "
+                                   f"{5.8 - chosen['latency_mean_ms']:,.2f} ms.")
+    assert s["runner_up"] == (f"the next cheaper replayed variant, {before['variant']}, misses: mean "
+                              f"{before['latency_mean_ms']:,.2f} ms, {before['latency_mean_ms'] - 5.8:,.2f} ms over "
+                              "mean_ms<=5.8")
+    assert s["assumptions"][-1] == "varied: dram.cache_bytes over " + DRAM_SIZES.split("=")[1].replace(",", ", ")
+    # confidence of the answer on the target's metric: its mean in the worst tenth of the trace
+    mean = s["confidence"]["metrics"]["latency_mean_ms"]
+    assert list(s["confidence"]["metrics"]) == ["latency_mean_ms"] and mean["whole"] == chosen["latency_mean_ms"]
+    assert mean["worst_window"] == pytest.approx(max(w["latency_mean_ms"] for w in chosen["windows"]))
     r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
                                  "--target", "p95<5", "--data-dir", str(data)])
     assert r.exit_code != 0 and "target 'p95<5': no metric 'p95'; use one of mean_ms, p50_ms" in str(r.exception)
@@ -237,10 +275,33 @@ def test_demo_whatif_part_writes_the_compare_and_size_reports(tmp_path):
     lines: list[str] = []
     reports = whatif_demo(tmp_path / "data", tmp_path / "reports", log=lines.append)
     assert [p.name for p in reports] == ["compare.html", "size.html"] and all(p.stat().st_size > 100_000 for p in reports)
-    assert [ln.split(":")[0] for ln in lines] == ["compare vnx5400 [dram.cache_bytes=64MiB]", "compare vnx5400",
-                                                  "compare vnx5400-fastcache", "size vnx5400, mean_ms<=5.8"]
+    assert [ln.split(":")[0] for ln in lines] == [
+        "what-if trace randread-4k-zipf-100000 (" + lines[0].split("(")[1].split(")")[0] + ")",
+        "compare vnx5400 [dram.cache_bytes=64MiB]", "compare vnx5400", "compare vnx5400-fastcache",
+        "size vnx5400, mean_ms<=5.8"]
+    assert lines[0].endswith(": 100,000 4 KiB Zipf 0.9 random reads over 8.0 GiB, in its own timing; the compare and "
+                             "size lines below replay it")
     assert "dram.cache_bytes=512MiB (6 of 8 variants replayed, 2 saved)" in lines[-1]
-    assert "(+0.0 %)" in lines[0]
+    assert "(+0.0 %)" in lines[1]
+
+
+def test_demo_ends_with_what_its_numbers_mean_and_the_disk_space_it_used(tmp_path):
+    """``tiercast demo``'s last lines: seeds, calibration / identity and validation in three lines,
+    then the bytes under the data directory, by top-level folder, largest first."""
+    from pipelines.demo import EXPLAIN, disk_line, disk_usage_bytes, where
+
+    d = tmp_path / "data"
+    (d / "traces" / "t1").mkdir(parents=True)
+    (d / "traces" / "t1" / "a.parquet").write_bytes(b"x" * 3 * 1024 * 1024)
+    (d / "results").mkdir()
+    (d / "results" / "r.parquet").write_bytes(b"x" * 1536)
+    (d / "tiercast.duckdb").write_bytes(b"x" * 512 * 1024)
+    assert disk_usage_bytes(d) == {"traces": 3 << 20, "tiercast.duckdb": 512 << 10, "results": 1536}
+    assert disk_line(d).startswith(f"disk: 3.5 MiB under {d}/ (traces 3.0 MiB, tiercast.duckdb 512.0 KiB, "
+                                   "results 1.5 KiB;")
+    lines = where(d, [])
+    assert lines[-4:] == [*EXPLAIN, disk_line(d)] and len(EXPLAIN) == 3
+    assert [x.split(":")[0] for x in EXPLAIN] == ["seeds", "calibration", "validation"]
 
 
 def test_compare_keeps_the_trace_skew_at_the_tiering_slice(zipf):
@@ -275,7 +336,67 @@ def test_compare_on_worker_processes_gives_the_same_rows(zipf, tmp_path):
     assert [r["scenario"] for r in two] == [sc.name for sc in scs] and not any(r["reused"] for r in two)
     assert [{k: v for k, v in r.items() if k != "reused"} for r in two] == \
         [{k: v for k, v in r.items() if k != "reused"} for r in one]
-    assert seen[-1] == ("3 scenarios on 2 processes", 3, 3) and len(seen) == 3
+    # the workers' progress in requests, summed over the three replays, out of 3 x the trace's 100,000
+    assert {label for label, _, _ in seen} == {"3 scenarios on 2 processes"}
+    assert {n for _, _, n in seen} == {300_000} and seen[-1][1] == 300_000
+    assert seen[0][1] < 300_000 and [k for _, k, _ in seen] == sorted(k for _, k, _ in seen)
+
+
+def test_compare_progress_names_the_scenario_and_counts_the_trace_requests(zipf, tmp_path):
+    """One replay after another: a bar per scenario, ``scenario k of n: NAME``, counting requests out
+    of the trace's total from the start (0 of 100,000 before the first segment, not an unknown total)."""
+    data, trace = zipf
+    other = tmp_path / "data"
+    trace2 = find_trace(other, ingest_file(data.parent / "rr.parquet", other).trace_id)
+    scs = [whatif.scenario_of("vnx5400"), whatif.scenario_of("vnx5400 dram.cache_bytes=64MiB"),
+           whatif.scenario_of("vnx2-mcx")]
+    seen: list[tuple[str, int, int]] = []
+    whatif.compare(trace2, other, scs, jobs=1, progress=lambda label: lambda k, n: seen.append((label, k, n)))
+    labels = list(dict.fromkeys(label for label, _, _ in seen))
+    assert labels == ["scenario 1 of 3: vnx5400", "scenario 2 of 3: vnx5400 [dram.cache_bytes=64MiB]",
+                      "scenario 3 of 3: vnx2-mcx"]
+    for label in labels:
+        counts = [(k, n) for x, k, n in seen if x == label]
+        assert counts[0] == (0, 100_000) and counts[-1] == (100_000, 100_000)
+
+
+def test_cli_tables_fit_80_columns_with_the_decision_columns(zipf):
+    """``compare`` and ``size`` print the decision columns (p95, p99, mean, IOPS) in at most 80
+    columns with every number whole; ``--wide`` adds the rest (hit ratios, flushes, run ids).
+    FAST VP's share of the I/O per tier is printed under the table."""
+    from pipelines.cli import app
+
+    data, trace = zipf
+    args = ["compare", trace.trace_id[:8], "-s", "vnx5400", "-s", "vnx5400-fastcache ssd_cache.capacity_bytes=1GiB",
+            "-s", "vnx5400-fastvp", "--no-report", "-j", "1", "--data-dir", str(data)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    rows = doc["rows"]
+    lines = r.stdout.splitlines()
+    # the summary block opens the output: question, answer, runner-up, assumptions (as in --json)
+    assert lines[1:4] == [f"question: {doc['summary']['question']}", f"answer: {doc['summary']['recommendation']}",
+                          f"runner-up: {doc['summary']['runner_up']}"]
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("scenario"))
+    body = lines[head:head + 2 + 4]  # header, rule, three rows (one wraps)
+    assert all(len(ln) <= 80 for ln in body), "\n".join(body)
+    assert lines[head].split() == ["scenario", "IOPS", "mean", "ms", "p95", "ms", "p99", "ms", "p95", "vs", "1st"]
+    for x in rows:  # every p99 whole, on its scenario's first line
+        first = next(ln for ln in body if ln.startswith(x["scenario"][:7]) and f"{x['latency_p99_ms']:.2f}" in ln)
+        assert f"{x['iops']:,.0f}" in first
+    fastvp = rows[2]["tier_request_share"]
+    assert (f"vnx5400-fastvp: FAST VP share of the I/O per tier: extreme_performance "
+            f"{100 * fastvp['extreme_performance']:.1f} %") in r.stdout
+    wide = CliRunner().invoke(app, [*args, "--wide"]).stdout
+    assert "forced flushes" in wide and rows[0]["run_id"] in wide and rows[0]["run_id"] not in r.stdout
+    r = CliRunner().invoke(app, ["size", trace.trace_id[:8], "--base", "vnx5400", "--vary", DRAM_SIZES,
+                                 "--target", "mean_ms<=5.8", "--no-report", "--data-dir", str(data)])
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("variant"))
+    table_lines = lines[head:head + 2 + 8]
+    assert lines[head].split() == ["variant", "meets", "p95", "ms", "p99", "ms", "mean", "ms", "IOPS"]
+    assert all(len(ln) <= 80 for ln in table_lines)
+    assert table_lines[2].startswith("dram.cache_bytes=16MiB") and table_lines[2].split()[1] == "no"
 
 
 def test_sweep_on_worker_processes_gives_the_same_rows(zipf):

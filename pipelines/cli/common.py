@@ -93,6 +93,51 @@ def table(*columns, **kw):
 
     return Table(*columns, **kw)
 
+
+def decision_table(columns: list[tuple[str, bool]], rows: list[list[str]], wide: bool = False,
+                   wrap: tuple[int, ...] = (0,), **kw):
+    """A results table that fits 80 columns: ``columns`` are ``(header, decision)``; without
+    ``wide`` only the decision columns are shown, each cell whole, except the columns ``wrap``
+    (indices into ``columns``; default the first, the name), which share the width left, wrapping
+    between words (a word longer than that is folded, never cut to "vn…"). ``wide`` (``--wide``)
+    adds the other columns at their natural widths."""
+    keep = [i for i, (_, decision) in enumerate(columns) if wide or decision or i == 0]
+    t = table(box=_simple_head(), pad_edge=False, show_edge=False, collapse_padding=True, **kw)
+    natural = {i: max(len(x) for x in (columns[i][0], *(str(r[i]) for r in rows))) for i in keep}
+    wraps = [i for i in keep if i in wrap]
+    # two characters between columns (padding collapsed); the wrapping columns share what is left
+    room = TERMINAL_COLUMNS - sum(natural[i] for i in keep if i not in wrap) - 2 * (len(keep) - 1)
+    share = {i: natural[i] for i in wraps}
+    while sum(share.values()) > room and max(share.values()) > 12:  # narrow the widest wrapping column first
+        widest = max(share, key=share.get)
+        share[widest] -= 1
+    for i in keep:
+        if i in wrap:
+            t.add_column(columns[i][0], overflow="fold", width=None if wide else share[i])
+        else:
+            t.add_column(columns[i][0], justify="left" if i == keep[0] else "right", no_wrap=not wide,
+                         width=None if wide else natural[i])
+    for r in rows:
+        t.add_row(*(str(r[i]) for i in keep))
+    return t
+
+
+#: the terminal width a results table fits without ``--wide``
+TERMINAL_COLUMNS = 80
+
+
+def _simple_head():
+    """rich's SIMPLE_HEAD box: a rule under the header, no vertical borders (two fewer columns of
+    the 80 per column)."""
+    from rich import box
+
+    return box.SIMPLE_HEAD
+
+
+#: ``--wide``: every column of a results table (default: the decision columns, to fit 80 columns)
+WideOpt = Annotated[bool, typer.Option("--wide", help="Show every column (default: the decision columns, which "
+                                                      "fit an 80-column terminal).")]
+
 # ---------------------------------------------------------------------------------------------
 # errors
 
@@ -505,6 +550,11 @@ def print_json(obj) -> None:
     sys.stdout.flush()
 
 
+def count_text(done: int, total: int | None) -> str:
+    """A progress bar's count: ``12,000 of 100,000`` (never cut, unlike rich's M/N column)."""
+    return f"{done:,} of {total:,}" if total else f"{done:,}"
+
+
 @contextmanager
 def progress_bar(label: str, unit: str = "bytes", enabled: bool = True):
     """A transient rich progress bar on stderr over ``unit`` (``bytes``: size and rate; else a
@@ -516,18 +566,21 @@ def progress_bar(label: str, unit: str = "bytes", enabled: bool = True):
     from rich.progress import (
         BarColumn,
         DownloadColumn,
-        MofNCompleteColumn,
         Progress,
         TextColumn,
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
+    from rich.table import Column
 
-    counts = (DownloadColumn(), TransferSpeedColumn()) if unit == "bytes" else (MofNCompleteColumn(), TextColumn(unit))
-    with Progress(TextColumn("{task.description}"), BarColumn(), *counts, TimeRemainingColumn(),
-                  console=console.rich, transient=True) as p:
-        task = p.add_task(label, total=None)
-        yield lambda done, total: p.update(task, completed=done, total=total)
+    counts = (DownloadColumn(), TransferSpeedColumn()) if unit == "bytes" else (
+        TextColumn("{task.fields[count]} " + unit, table_column=Column(no_wrap=True)),)
+    # the label gives way (cut with an ellipsis) before the counts do
+    label_column = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1))
+    with Progress(label_column, BarColumn(bar_width=12), *counts, TimeRemainingColumn(),
+                  console=console.rich, transient=True, expand=True) as p:
+        task = p.add_task(label, total=None, count="")
+        yield lambda done, total: p.update(task, completed=done, total=total, count=count_text(done, total))
 
 
 def run_app() -> None:

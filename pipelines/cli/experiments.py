@@ -10,13 +10,14 @@ import typer
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
+    WideOpt,
     app,
     check_out_option,
     console,
     data_dir_of,
+    decision_table,
     out,
     print_json,
-    table,
 )
 
 DEFAULT_REPORT = Path("reports/seeds.html")
@@ -29,6 +30,7 @@ def experiments(
     report: Annotated[Path, typer.Option(help="HTML report to write, in a directory that exists (reports/ is "
                                               "created for the default).")] = DEFAULT_REPORT,
     json_out: JsonOpt = False,
+    wide: WideOpt = False,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Run each seed's test program as synthetic workloads through the seed presets, load the
@@ -42,7 +44,7 @@ def experiments(
     if json_out:
         print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts())
         return
-    show(res)
+    show(res, wide)
 
 
 def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None):
@@ -52,20 +54,20 @@ def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None
     return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None))
 
 
-def show(res) -> None:
-    """The seed table and the findings, as the terminal shows them."""
+def show(res, wide: bool = False) -> None:
+    """The seed table and the findings, as the terminal shows them: in 80 columns each figure by its
+    key (``s000_rt24``, as in ``seed_figures``), its description with ``wide``."""
     import polars as pl
 
     from pipelines.experiments import table_rows
 
-    t = table("seed", "figure", "published", "model", "error %", "tolerance", "kind")
-    for row in table_rows(res):
-        t.add_row(*row)
-    out.print(t)
-    f = table("seed", "finding", "ok")
-    for r in res.findings.iter_rows(named=True):
-        f.add_row(r["seed"], r["finding"], "yes" if r["ok"] else "NO")
-    out.print(f)
+    columns = [("figure", True), ("seed", False), ("what", False), ("published", True), ("model", True),
+               ("error %", True), ("tolerance", True), ("kind", True)]
+    rows = [[key, *r] for key, r in zip(res.figures["figure"], table_rows(res), strict=True)]
+    out.print(decision_table(columns, rows, wide, wrap=(2, 3)))
+    out.print(decision_table([("seed", True), ("finding", True), ("ok", True)],
+                             [[r["seed"], r["finding"], "yes" if r["ok"] else "NO"]
+                              for r in res.findings.iter_rows(named=True)], wrap=(1,)))
     bad = (~res.figures["ok"]).sum()
     kinds = res.figures.group_by("kind", maintain_order=True).agg(n=pl.len(), ok=pl.col("ok").sum())
     by_kind = ", ".join(f"{r['kind']} {r['ok']} of {r['n']} within" for r in kinds.sort("kind").iter_rows(named=True))

@@ -14,10 +14,12 @@ from pipelines.cli.common import (
     DataDirOpt,
     JobsOpt,
     JsonOpt,
+    WideOpt,
     app,
     bounded,
     console,
     data_dir_of,
+    decision_table,
     mode_text,
     out,
     print_findings,
@@ -127,6 +129,7 @@ def sweep(
     warmup: Annotated[float, typer.Option(help=f"Percent of the requests to skip before measuring, 0 to "
                                                f"{MAX_WARMUP_PCT:g}.", callback=bounded(0, MAX_WARMUP_PCT))] = 20.0,
     jobs: JobsOpt = None,
+    wide: WideOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -158,14 +161,13 @@ def sweep(
         return
     for r in rows:
         print_findings(r["warnings"], f"at {r['outstanding']} outstanding")
-    t = table(title=f"{sc.name} on {trace.trace_id} (closed loop)")
-    for c in ("outstanding", "IOPS", "MB/s", "mean ms", "p95 ms", "p99 ms", "read hit", "write hit"):
-        t.add_column(c, justify="right")
-    for r in rows:
-        t.add_row(str(r["outstanding"]), f"{r['iops']:,.0f}", f"{r['mb_per_s']:,.1f}", f"{r['latency_mean_ms']:.2f}",
-                  f"{r['latency_p95_ms']:.2f}", f"{r['latency_p99_ms']:.2f}", f"{r['read_hit_ratio']:.3f}",
-                  f"{r['write_hit_ratio']:.3f}")
-    out.print(t)
+    out.print(f"{sc.name} on {trace.name} ({trace.trace_id[:12]}), closed loop")
+    columns = [("outstanding", True), ("IOPS", True), ("mean ms", True), ("p95 ms", True), ("p99 ms", True),
+               ("MB/s", False), ("read hit", False), ("write hit", False)]
+    out.print(decision_table(columns, [[str(r["outstanding"]), f"{r['iops']:,.0f}", f"{r['latency_mean_ms']:.2f}",
+                                        f"{r['latency_p95_ms']:.2f}", f"{r['latency_p99_ms']:.2f}",
+                                        f"{r['mb_per_s']:,.1f}", f"{r['read_hit_ratio']:.3f}",
+                                        f"{r['write_hit_ratio']:.3f}"] for r in rows], wide))
     if overrides:
         out.print(f"scenario {sc.source}")
     out.print(f"results {path}")

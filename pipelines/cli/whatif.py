@@ -14,15 +14,16 @@ from pipelines.cli.common import (
     DataDirOpt,
     JobsOpt,
     JsonOpt,
+    WideOpt,
     app,
     check_out_option,
     data_dir_of,
+    decision_table,
     mode_text,
     out,
     print_findings,
     print_json,
     progress_bar,
-    table,
 )
 from pipelines.cli.replay import SetOpt, bounded
 
@@ -57,11 +58,38 @@ def _progress(label: str):
     return make, close
 
 
-def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run_ids: list[str]) -> Path:
+def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run_ids: list[str], summary: dict,
+            meets: dict[str, bool] | None = None) -> Path:
     from pipelines.report import write_report  # loads the warehouse when it is older than the data
 
     path = out_path or Path("reports") / f"{command}-{trace.trace_id[:12]}.html"
-    return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids)
+    return write_report(d, path, title, trace_id=trace.trace_id, run_ids=run_ids, summary=summary, meets=meets)
+
+
+#: ``compare``'s table: (header, decision column); the others only with ``--wide``
+COMPARE_COLUMNS = [("scenario", True), ("IOPS", True), ("mean ms", True), ("p95 ms", True), ("p99 ms", True),
+                   ("p95 vs 1st", True), ("DRAM read hit", False), ("SSD hit", False), ("SSD fill %", False),
+                   ("flush MB/s", False), ("forced flushes", False), ("throttle s", False), ("warm-up s", False),
+                   ("per month", True), ("run", False)]
+
+
+#: ``size --cloud``'s table: (header, decision column)
+CLOUD_SIZE_COLUMNS = [("configuration", True), ("per month", True), ("meets", True), ("p99 ms", True), ("IOPS", False),
+                      ("mean ms", False), ("token waits s", False), ("why not", True)]
+
+
+def _compare_cells(r: dict) -> list[str]:
+    """One ``compare`` row's cells, in ``COMPARE_COLUMNS``' order."""
+    return [r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
+            _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
+            _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
+            _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
+            _f(r["warmup_s"], ",.0f"), _cost(r), r["run_id"] + (" (reused)" if r["reused"] else "")]
+
+
+def _cost(r: dict) -> str:
+    """A cloud volume's list price per month ("-" for an array: no price table for it yet)."""
+    return f"{r['cost_per_month']:,.2f} {r['currency']}" if r.get("cost_per_month") is not None else "-"
 
 
 @app.command()
@@ -78,6 +106,7 @@ def compare(
     jobs: JobsOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
+    wide: WideOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -89,6 +118,7 @@ def compare(
 
     from pipelines import whatif
     from pipelines.catalog import find_trace
+    from pipelines.summary import compare_summary, summary_lines
     from pipelines.workers import default_jobs
 
     if out_path is not None:
@@ -106,28 +136,29 @@ def compare(
             skews = whatif.trace_skews(trace, d, scs)
     finally:
         close()
-    report = None if no_report else _report(d, out_path, "compare", trace, f"compare: {trace.trace_id[:12]}",
-                                             [r["run_id"] for r in rows])
+    summary = compare_summary(trace, scs, rows)
+    title = f"compare {len(rows)} configurations on trace {trace.name}"
+    report = None if no_report else _report(d, out_path, "compare", trace, title, [r["run_id"] for r in rows],
+                                             summary)
     for r in rows:
         r["report"] = str(report) if report else None
     if as_json:
         for n in notes:
             sys.stderr.write(f"note: {n}\n")
-        print_json(rows)
+        print_json({"trace_id": trace.trace_id, "trace": trace.name, "mode": rows[0]["mode"],
+                    "outstanding": rows[0]["outstanding"], "summary": summary, "rows": rows,
+                    "report": str(report) if report else None})
         return
-    out.print(f"trace {trace.trace_id}, mode {mode_text(rows[0])}")
+    out.print(f"trace {trace.name} ({trace.trace_id}), mode {mode_text(rows[0])}")
+    for line in summary_lines(summary):
+        out.print(line)
     for r in rows:
         print_findings(r["warnings"], r["scenario"])
-    t = table("scenario", "IOPS", "mean ms", "p95 ms", "p99 ms", "p95 vs 1st", "DRAM read hit", "SSD hit",
-              "SSD fill %", "flush MB/s", "forced flushes", "throttle s", "warm-up s", "per month", "run")
+    out.print(decision_table(COMPARE_COLUMNS, [_compare_cells(r) for r in rows], wide))
     for r in rows:
-        cost = f"{r['cost_per_month']:,.2f} {r['currency']}" if r.get("cost_per_month") is not None else "-"
-        t.add_row(r["scenario"], _f(r["iops"], ",.0f"), _f(r["latency_mean_ms"]), _f(r["latency_p95_ms"]),
-                  _f(r["latency_p99_ms"]), _f(r["latency_p95_ms_change_pct"], "+.1f") + " %",
-                  _f(r["dram_read_hit_ratio"], ".3f"), _f(r["ssd_hit_ratio"], ".3f"), _f(r["ssd_fill_pct_end"], ".1f"),
-                  _f(r["flush_mb_per_s"]), f"{r['forced_flush_count']:,}", _f(r["throttle_delay_sum_ms"] / 1000, ",.1f"),
-                  _f(r["warmup_s"], ",.0f"), cost, r["run_id"] + (" (reused)" if r["reused"] else ""))
-    out.print(t)
+        if r.get("tier_request_share"):
+            out.print(f"{r['scenario']}: FAST VP share of the I/O per tier: " + ", ".join(
+                f"{tier} {100 * share:.1f} %" for tier, share in r["tier_request_share"].items()))
     for r in rows:
         for c in r["model_vs_measured"]:
             for dev, e in c["devices"].items():
@@ -163,6 +194,7 @@ def size(
     outstanding: OutstandingOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
+    wide: WideOpt = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -172,6 +204,7 @@ def size(
 
     from pipelines import whatif
     from pipelines.catalog import find_trace
+    from pipelines.summary import size_summary, summary_lines
 
     if out_path is not None:
         check_out_option(out_path, "--out")
@@ -180,7 +213,7 @@ def size(
         if base is not None or vary:
             raise typer.BadParameter("--cloud searches the cloud's volume types itself: give no --base or --vary",
                                      param_hint="--cloud")
-        _size_cloud(trace_id, cloud, targets, overrides or (), outstanding, data_dir, as_json)
+        _size_cloud(trace_id, cloud, targets, overrides or (), outstanding, data_dir, as_json, wide)
         return
     if base is None or not vary:
         raise typer.BadParameter("give --base and --vary (or --cloud aws|azure|gcp)", param_hint="--base")
@@ -196,31 +229,36 @@ def size(
     finally:
         close()
     run_ids = [v.row["run_id"] for v in res.variants if v.row]
+    summary = size_summary(trace, res, targets)
+    meets = {v.row["run_id"]: bool(v.meets) for v in res.variants if v.row}
     report = None if no_report or not run_ids else _report(
-        d, out_path, "size", trace, f"size: {trace.trace_id[:12]} on {base}, {' and '.join(res.targets)}", run_ids)
-    doc = {**res.as_dict(), "report": str(report) if report else None}
+        d, out_path, "size", trace, f"size {base} for {' and '.join(res.targets)} on trace {trace.name}", run_ids,
+        summary, meets)
+    doc = {**res.as_dict(), "summary": summary, "report": str(report) if report else None}
     if as_json:
         print_json(doc)
         return
-    out.print(f"trace {trace.trace_id}, mode {mode_text(res.mode)}")
+    out.print(f"trace {trace.name} ({trace.trace_id}), mode {mode_text(res.mode)}")
+    for line in summary_lines(summary):
+        out.print(line)
     chunks = sorted({v.ssd_chunk_bytes for v in res.variants if v.ssd_bytes})
     curve = f"LRU hit @{'/'.join(f'{c >> 10}K' for c in chunks)}" if chunks else "LRU hit"
-    t = table("variant", curve, "meets", "IOPS", "mean ms", "p95 ms", "p99 ms", "replayed")
+    cells = []
     for v in res.variants:
         r = v.row or {}
         meets = {True: "yes", False: "no", None: "-"}[v.meets] + (" (same run)" if v.skipped == "identical" else "")
-        t.add_row(v.label, _f(v.curve_hit_ratio, ".4f"), meets,
-                  _f(r.get("iops"), ",.0f"), _f(r.get("latency_mean_ms")), _f(r.get("latency_p95_ms")),
-                  _f(r.get("latency_p99_ms")),
-                  ("reused" if r.get("reused") else "yes") if v.row else f"no: {v.skipped}")
-    out.print(t)
+        cells.append([v.label, meets, _f(r.get("latency_p95_ms")), _f(r.get("latency_p99_ms")),
+                      _f(r.get("latency_mean_ms")), _f(r.get("iops"), ",.0f"), _f(v.curve_hit_ratio, ".4f"),
+                      ("reused" if r.get("reused") else "yes") if v.row else f"no: {v.skipped}"])
+    columns = [("variant", True), ("meets", True), ("p95 ms", True), ("p99 ms", True), ("mean ms", True),
+               ("IOPS", True), (curve, False), ("replayed", False)]
+    out.print(decision_table(columns, cells, wide))
     if chunks:
         out.print(f"{curve}: the trace's exact LRU hit ratio at each SSD cache's capacity, in its own chunks, every "
                   "miss admitted (an estimate: the replay applies the cache's admission rule behind the DRAM cache)")
     for v in res.variants:
         print_findings((v.row or {}).get("warnings"), v.label)
     c = res.counts()
-    out.print(f"{'cheapest meeting ' + ' and '.join(res.targets) + ': ' + res.chosen.label if res.chosen else 'no variant meets ' + ' and '.join(res.targets)}")
     out.print(f"{c['replayed']} of {c['variants']} variants replayed ({c['replayed_now']} new); skipped "
               f"{c['identical_skipped']} whose run would equal a cheaper failed one and {c['not_needed']} costlier "
               "than the answer")
@@ -228,7 +266,8 @@ def size(
         out.print(f"report {report}")
 
 
-def _size_cloud(trace_id: str, provider: str, targets, overrides, outstanding, data_dir, as_json: bool) -> None:
+def _size_cloud(trace_id: str, provider: str, targets, overrides, outstanding, data_dir, as_json: bool,
+                wide: bool = False) -> None:
     """``size --cloud``: the cheapest cloud volume meeting the targets, the runner-up, why cheaper ones fail."""
     import time
     import warnings
@@ -263,13 +302,13 @@ def _size_cloud(trace_id: str, provider: str, targets, overrides, outstanding, d
         if c.meets is False and c.summary is not None and (res.chosen is None or c.cost < res.chosen.cost):
             best_failed[c.volume_type] = c
     shown += sorted(best_failed.values(), key=lambda c: -c.cost)
-    t = table("configuration", "per month", "meets", "IOPS", "mean ms", "p99 ms", "token waits s", "why not")
+    cells = []
     for c in shown:
         s = c.summary or {}
-        t.add_row(c.label, f"{c.cost:,.2f} {c.currency}", {True: "yes", False: "no", None: "-"}[c.meets],
-                  _f(s.get("iops"), ",.0f"), _f(s.get("latency_mean_ms")), _f(s.get("latency_p99_ms")),
-                  _f((s.get("throttle_delay_sum_ms") or 0) / 1e3 if s else None, ",.1f"), c.why or "")
-    out.print(t)
+        cells.append([c.label, f"{c.cost:,.2f} {c.currency}", {True: "yes", False: "no", None: "-"}[c.meets],
+                      _f(s.get("latency_p99_ms")), _f(s.get("iops"), ",.0f"), _f(s.get("latency_mean_ms")),
+                      _f((s.get("throttle_delay_sum_ms") or 0) / 1e3 if s else None, ",.1f"), c.why or ""])
+    out.print(decision_table(CLOUD_SIZE_COLUMNS, cells, wide, wrap=(0, 7)))
     failed = sum(c.meets is False for c in res.candidates)
     out.print(f"{failed} cheaper configurations failed; above, each volume type's costliest one (--json lists all)")
     goal = " and ".join(res.targets)
