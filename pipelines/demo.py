@@ -51,11 +51,11 @@ EXAMPLE_QUERIES = (
 
 
 #: the what-if part: seed 003's 4 KB Zipf random reads (100,000 over 8 GiB) compared on three
-#: configurations, and the smallest DRAM cache (cheapest first) whose mean response time is <= 5.8 ms
+#: configurations, and the smallest DRAM cache (cheapest first) whose mean response time is <= 6.5 ms
 WHATIF_WORKLOAD = ("randread-4k", {"requests": 100_000, "region_bytes": 8 << 30, "volume": "lun-zipf",
                                    "distribution": "zipf:0.9"})
 WHATIF_COMPARE = ("vnx5400 dram.cache_bytes=64MiB", "vnx5400", "vnx5400-fastcache")
-WHATIF_SIZE = ("vnx5400", "dram.cache_bytes=16MiB,32MiB,64MiB,128MiB,256MiB,512MiB,1GiB,2GiB", "mean_ms<=5.8")
+WHATIF_SIZE = ("vnx5400", "dram.cache_bytes=16MiB,32MiB,64MiB,128MiB,256MiB,512MiB,1GiB,2GiB", "mean_ms<=6.5")
 
 
 def whatif_demo(data_dir: Path, reports: Path, log: Callable[[str], None] = print) -> list[Path]:

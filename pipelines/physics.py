@@ -82,12 +82,20 @@ def model_errors(findings: Sequence[dict]) -> list[dict]:
 
 
 def nominal_service_ms(sc: Scenario, drive_class: str) -> float:
-    """One page-sized random operation on a drive of the class, at queue depth 1."""
+    """One page-sized random operation on a drive of the class, at queue depth 1, over its whole
+    stroke (the back end's drive record: seek curve, half a rotation, the zones' mean rate, the
+    command overhead)."""
     dc = sc.drive_classes[drive_class]
-    xfer_ms = sc.dram.page_bytes / (dc.transfer_mb_per_s * 1e6) * 1e3
     if dc.kind == "hdd":
-        return dc.seek_ms + dc.half_rotation_ms + xfer_ms
-    return dc.latency_ms + xfer_ms
+        import numpy as np
+
+        from replay.mech.backend import kernel as be
+        from replay.mech.backend import queueing as qk
+
+        x = np.zeros(1, qk.DRIVE)[0]
+        be.hdd_record(x, dc, 1.0)
+        return (x["pos_rand_ns"] + sc.dram.page_bytes * x["xfer_ns_per_byte"] + x["overhead_ns"]) / 1e6
+    return dc.latency_ms + sc.dram.page_bytes / (dc.transfer_mb_per_s * 1e6) * 1e3
 
 
 def _sp_utilisation(sc: Scenario, vol: pl.DataFrame, interval_s: float) -> dict[int, float]:

@@ -355,7 +355,7 @@ def test_size_cloud_finds_the_cheapest_volume_the_runner_up_and_why_cheaper_ones
     r = CliRunner().invoke(app, ["compare", tid, "--scenario", "vnx5400", "--scenario", "aws-gp3", "--no-report",
                                  "--data-dir", str(d), "--json"])
     assert r.exit_code == 0, r.output
-    rows = {row["scenario"]: row for row in json.loads(r.stdout)}
+    rows = {row["scenario"]: row for row in json.loads(r.stdout)["rows"]}
     assert rows["aws-gp3"]["cost_per_month"] == pytest.approx(80.00) and rows["aws-gp3"]["currency"] == "USD"
     assert rows["vnx5400"]["cost_per_month"] is None
 

@@ -6,6 +6,8 @@ timing, where no check may find a model error, and the CloudPhysics answers must
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 
@@ -64,8 +66,15 @@ def test_latency_far_above_service_on_idle_drives_is_a_model_error():
 
 
 def test_nominal_service_time_from_the_drive_class():
-    # 10k SAS: its seek is derived so that seek + half rotation + an 8 KiB transfer is the planning 150 IOPS
-    assert physics.nominal_service_ms(load("vnx2-mcx"), "sas10k") == pytest.approx(1000 / 150, rel=1e-6)
+    # 10k SAS from its manual: average seek 3.8 + half a rotation 3.0 + 8 KiB at the 113 MB/s mean rate + 0.2 overhead
+    assert physics.nominal_service_ms(load("vnx2-mcx"), "sas10k") == pytest.approx(3.8 + 3.0 + 8192 / 113e3 + 0.2,
+                                                                                   rel=1e-4)
+    # a class with planning IOPS only: seek derived so that the three make the planning 150 IOPS
+    sc = load("vnx2-mcx", ["drive_classes.sas10k.transfer_mb_per_s=150.0"])
+    planning = replace(sc.drive_classes["sas10k"], avg_seek_ms=None, full_stroke_ms=None, transfer_inner_mb_per_s=None,
+                       command_overhead_ms=0.0)
+    sc = replace(sc, drive_classes={**sc.drive_classes, "sas10k": planning})
+    assert physics.nominal_service_ms(sc, "sas10k") == pytest.approx(1000 / 150, rel=1e-6)
     # SSD: its latency plus the transfer
     sc = load("vnx5400-fastcache")
     dc = sc.drive_classes["ssd_emlc100"]

@@ -70,7 +70,7 @@ def _report(d: Path, out_path: Path | None, command: str, trace, title: str, run
 COMPARE_COLUMNS = [("scenario", True), ("IOPS", True), ("mean ms", True), ("p95 ms", True), ("p99 ms", True),
                    ("p95 vs 1st", True), ("DRAM read hit", False), ("SSD hit", False), ("SSD fill %", False),
                    ("flush MB/s", False), ("forced flushes", False), ("throttle s", False), ("warm-up s", False),
-                   ("per month", True), ("run", False)]
+                   ("per month", False), ("run", False)]
 
 
 #: ``size --cloud``'s table: (header, decision column)
@@ -154,7 +154,9 @@ def compare(
         out.print(line)
     for r in rows:
         print_findings(r["warnings"], r["scenario"])
-    out.print(decision_table(COMPARE_COLUMNS, [_compare_cells(r) for r in rows], wide))
+    priced = any(r.get("cost_per_month") is not None for r in rows)  # money decides when a price is known
+    columns = [(h, d or (priced and h == "per month")) for h, d in COMPARE_COLUMNS]
+    out.print(decision_table(columns, [_compare_cells(r) for r in rows], wide))
     for r in rows:
         if r.get("tier_request_share"):
             out.print(f"{r['scenario']}: FAST VP share of the I/O per tier: " + ", ".join(
