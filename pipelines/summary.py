@@ -66,8 +66,10 @@ def _ms(v: float | None) -> str:
 
 
 def _figures(row: Mapping) -> str:
+    money = (f", {row['cost_per_month']:,.2f} {row['currency']} per month"
+             if row.get("cost_per_month") is not None else "")
     return (f"p95 {_ms(row.get('latency_p95_ms'))}, p99 {_ms(row.get('latency_p99_ms'))}, mean "
-            f"{_ms(row.get('latency_mean_ms'))}, {row.get('iops') or 0:,.0f} IOPS")
+            f"{_ms(row.get('latency_mean_ms'))}, {row.get('iops') or 0:,.0f} IOPS{money}")
 
 
 #: what ``compare``'s confidence reports the spread of (no targets: the decision metrics)
@@ -88,6 +90,8 @@ def compare_summary(trace: TraceRef, scenarios: Sequence[Scenario], rows: Sequen
         "runner_up": None,
         "assumptions": [f"replay: {mode}, every configuration alike", *(assumption(sc) for sc in scenarios)],
         "confidence": confidence(best, COMPARE_METRICS),
+        # money where the answer has a price table (cloud volumes, replay.prices); None for an array
+        "cost_per_month": best.get("cost_per_month"), "currency": best.get("currency"),
     }
     if len(ranked) > 1:
         second = rows[ranked[1]]

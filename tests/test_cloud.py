@@ -355,9 +355,16 @@ def test_size_cloud_finds_the_cheapest_volume_the_runner_up_and_why_cheaper_ones
     r = CliRunner().invoke(app, ["compare", tid, "--scenario", "vnx5400", "--scenario", "aws-gp3", "--no-report",
                                  "--data-dir", str(d), "--json"])
     assert r.exit_code == 0, r.output
-    rows = {row["scenario"]: row for row in json.loads(r.stdout)["rows"]}
+    doc = json.loads(r.stdout)
+    rows = {row["scenario"]: row for row in doc["rows"]}
     assert rows["aws-gp3"]["cost_per_month"] == pytest.approx(80.00) and rows["aws-gp3"]["currency"] == "USD"
     assert rows["vnx5400"]["cost_per_month"] is None
+    # the decision block carries the answer's money when it has a price
+    s = doc["summary"]
+    best = rows[s["recommendation"].split(" has the lowest")[0]]
+    assert (s["cost_per_month"], s["currency"]) == (best["cost_per_month"], best["currency"])
+    if best["cost_per_month"] is not None:
+        assert "80.00 USD per month" in s["recommendation"]
 
 
 def test_results_are_keyed_on_the_cloud_code_and_the_price_tables(monkeypatch):

@@ -38,7 +38,7 @@ from pipelines.warehouse import (
 )
 
 #: validation figures the model misses (tests/test_seed_validation.py: strict xfails)
-MISSES = {"s002_flare", "s002_mcx", "s003_read", "s003_write", "s003_qc_write_warmup", "s001_read_sync",
+MISSES = {"s002_flare", "s002_mcx", "s003_write", "s003_qc_write_warmup", "s001_read_sync",
           "s001_mixed_sync", "s004_write"}
 
 
@@ -66,7 +66,8 @@ def test_rows_outside_their_tolerance_are_reported_not_hidden(quick):
     ok = {r["figure"]: r["ok"] for r in res.figures.iter_rows(named=True)}
     for r in res.figures.iter_rows(named=True):
         assert r["ok"] == (abs(r["error_pct"]) <= r["tolerance_pct"]), r
-    assert not any(ok[k] for k in MISSES)  # every known miss is in the table, as a miss
+    # every known miss is in the table, as a miss (quick mode widens the shortened QCache runs' tolerance)
+    assert not any(ok[k] for k in MISSES if k not in QUICK_TOLERANCE_PCT)
     # and in the warehouse, with the same verdicts
     d, _ = quick
     wh = dict(query(d / "data", "select figure, ok from seed_figures where mode = 'quick'").rows())
