@@ -66,7 +66,7 @@ import numpy as np
 
 from replay.events import LOG_COLUMNS, Log, Logs, columns, new_events, new_logs, room
 from replay.ids import IdMap
-from replay.jit import kernel
+from replay.jit import kernel, step
 from replay.mech import MECHANISMS
 from replay.mech.backend import kernel as be
 from replay.mech.cloud import kernel as cl
@@ -269,6 +269,25 @@ def run_requests(params, state, req, shift, start, out, tmp):
     return n
 
 
+@step
+def cacheless_outcome(out, i, arr, done, thr, rg):
+    """Request i's outcome columns on an array without a DRAM cache or RAID back end (all-flash,
+    a cloud volume): its times and token / GC wait, the group of its volume's pool, no pages."""
+    out.arrival_ns[i] = arr
+    out.done_ns[i] = done
+    out.read_pages[i] = 0
+    out.read_hit_pages[i] = 0
+    out.write_pages[i] = 0
+    out.write_hit_pages[i] = 0
+    out.stall_ns[i] = 0
+    out.throttle_ns[i] = thr
+    out.dirty_pages[i] = 0
+    out.rg_dirty_pages[i] = 0
+    out.rg[i] = rg
+    out.backend_ios[i] = 0
+    out.backend_busy_ns[i] = 0
+
+
 @kernel
 def run_flash_requests(params, state, req, start, out):
     """The all-flash array's event loop (``[flash]``, ``replay.mech.flash.kernel``): issue, storage
@@ -291,19 +310,7 @@ def run_flash_requests(params, state, req, start, out):
             ev.now = tc
         gc0 = fc.gc_moved
         done, thr = fl.request(fp, fs, o, req.size[i], tc, hs.c[0].requests)
-        out.arrival_ns[i] = arr
-        out.done_ns[i] = done
-        out.read_pages[i] = 0
-        out.read_hit_pages[i] = 0
-        out.write_pages[i] = 0
-        out.write_hit_pages[i] = 0
-        out.stall_ns[i] = 0
-        out.throttle_ns[i] = thr
-        out.dirty_pages[i] = 0
-        out.rg_dirty_pages[i] = 0
-        out.rg[i] = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
-        out.backend_ios[i] = 0
-        out.backend_busy_ns[i] = 0
+        cacheless_outcome(out, i, arr, done, thr, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
         out.flash_free_bytes[i] = np.int64(fc.free + 0.5)
         out.flash_gc_bytes[i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
         host.complete(hp, hs, arr, done, np.int64(0), thr)
@@ -330,19 +337,7 @@ def run_cloud_requests(params, state, req, offset, start, out):
         if ev.now < arr:
             ev.now = arr
         done, thr, st, ios = cl.request(cp, cs, req.vol[i], o, offset[i], req.size[i], arr, hs.c[0].requests)
-        out.arrival_ns[i] = arr
-        out.done_ns[i] = done
-        out.read_pages[i] = 0
-        out.read_hit_pages[i] = 0
-        out.write_pages[i] = 0
-        out.write_hit_pages[i] = 0
-        out.stall_ns[i] = 0
-        out.throttle_ns[i] = thr
-        out.dirty_pages[i] = 0
-        out.rg_dirty_pages[i] = 0
-        out.rg[i] = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
-        out.backend_ios[i] = 0
-        out.backend_busy_ns[i] = 0
+        cacheless_outcome(out, i, arr, done, thr, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
         out.cloud_start_ns[i] = st
         out.cloud_ios[i] = ios
         out.cloud_credit_ios[i] = np.int64(b[0].bal + 0.5)
