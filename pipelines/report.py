@@ -1112,6 +1112,10 @@ def _summary_section(summary: dict | None) -> str:
         parts.append(f'<p><b>Runner-up.</b> {html.escape(summary["runner_up"])}</p>')
     parts.append("<p><b>Assumptions.</b></p><ul>" + "".join(f"<li>{html.escape(a)}</li>"
                                                             for a in summary["assumptions"]) + "</ul>")
+    if summary.get("headroom"):
+        from pipelines.headroom import headroom_line
+
+        parts.append(f'<p class="headroom"><b>Headroom.</b> {html.escape(headroom_line(summary["headroom"]).split(": ", 1)[-1])}</p>')
     if summary.get("confidence"):
         from pipelines.confidence import confidence_line
 

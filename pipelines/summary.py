@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from pipelines.catalog import TraceRef
 from pipelines.confidence import confidence, confidence_line
+from pipelines.headroom import headroom_line
 from replay.scenario import Scenario
 from schemas.units import format_bytes
 
@@ -147,6 +148,7 @@ def size_summary(trace: TraceRef, res, targets: Sequence) -> dict:
             r = cheaper[-1]  # the most expensive of the cheaper ones: the next cheaper configuration
             out["runner_up"] = (f"the next cheaper replayed variant, {r.label}, misses: "
                                 + "; ".join(_miss(t, r.row) for t in targets if not t.met(r.row)))
+        out["headroom"] = res.headroom
     else:
         out["recommendation"] = f"No variant meets {targets_text}."
         if rows:
@@ -169,6 +171,8 @@ def summary_lines(summary: Mapping) -> list[str]:
     if summary.get("runner_up"):
         lines.append(f"runner-up: {summary['runner_up']}")
     lines += [f"assumes: {a}" for a in summary["assumptions"]]
+    if summary.get("headroom"):
+        lines.append(headroom_line(summary["headroom"]))
     if "confidence" in summary:
         lines += confidence_line(summary["confidence"])
     return lines

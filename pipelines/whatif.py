@@ -355,6 +355,7 @@ class SizeResult:
     chosen: Variant | None
     variants: list[Variant]
     mode: dict = field(default_factory=dict)
+    headroom: dict | None = None  # the chosen variant's (pipelines.headroom.Headroom.as_dict)
 
     def counts(self) -> dict[str, int]:
         c = {"variants": len(self.variants), "replayed": sum(v.row is not None for v in self.variants),
@@ -371,6 +372,7 @@ class SizeResult:
     def as_dict(self) -> dict:
         return {
             "targets": self.targets, **self.mode, "chosen": self.chosen.label if self.chosen else None,
+            "headroom": self.headroom,
             "chosen_scenario": self.chosen.scenario.name if self.chosen else None,
             "chosen_run_id": self.chosen.row["run_id"] if self.chosen else None, **self.counts(),
             "variants": [{"variant": v.label, **v.values, "cost_rank": k, "ssd_cache_bytes": v.ssd_bytes,
@@ -424,11 +426,12 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
          targets: Sequence[Target], overrides: Sequence[str] = (), prune: bool = True,
          exhaustive: bool = False, progress: Callable[[str], Progress | None] | None = None,
          curve: Callable[[int, list[int]], tuple[list[float], int]] | None = None,
-         outstanding: int | None = None) -> SizeResult:
+         outstanding: int | None = None, growth_pct: float | None = None, headroom: bool = True) -> SizeResult:
     """The cheapest variant meeting every target (module docstring). ``exhaustive``: replay every
     variant (for checking the search); ``prune=False``: skip no identical twin. ``curve(page_bytes,
     capacities)``: (hit ratios, footprint bytes) (default: the exact LRU curve of the trace,
-    ``pipelines.simulate.mrc``)."""
+    ``pipelines.simulate.mrc``). ``headroom``: also the load factor at which the chosen variant stops
+    meeting the targets (``pipelines.headroom``; open loop only), dated at ``growth_pct`` a year."""
     if not targets:
         raise ValueError("size needs at least one --target such as p95_ms<=5")
     d = Path(data_dir)
@@ -465,4 +468,13 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
             failed.append(v)
     sc = vs[0].scenario.replay
     mode = {"mode": sc.mode, "outstanding": sc.outstanding if sc.mode == "closed" else None}
-    return SizeResult([t.text for t in targets], chosen, vs, mode)
+    res = SizeResult([t.text for t in targets], chosen, vs, mode)
+    if chosen is not None and headroom:
+        from pipelines.headroom import headroom as measure_headroom
+
+        def replay(s: Scenario, label: str) -> dict:
+            row, summary = _replay(trace, d, s, label, _one_of(progress, 1, 1, "headroom", label))
+            return {**summary, **row}
+
+        res.headroom = measure_headroom(trace, d, chosen.scenario, targets, replay, growth_pct).as_dict()
+    return res

@@ -33,7 +33,15 @@ from typing import Any
 from replay.mech import MECHANISMS
 from replay.mech.backend.schema import DRIVE_CLASS, POOL, RAID_GROUP, seek_range
 from replay.mech.dram_cache.schema import DRAM, FLARE, MCX
-from replay.mech.host.schema import CONTROLLER, MAX_OUTSTANDING, MAX_WARMUP_PCT, MIN_INTERVAL_NS, REPLAY
+from replay.mech.host.schema import (
+    CONTROLLER,
+    MAX_LOAD_FACTOR,
+    MAX_OUTSTANDING,
+    MAX_WARMUP_PCT,
+    MIN_INTERVAL_NS,
+    MIN_LOAD_FACTOR,
+    REPLAY,
+)
 from replay.overrides import apply as apply_overrides
 from replay.scenario_file import ScenarioFile, TableRead
 
@@ -171,6 +179,7 @@ class ReplayOptions:
     outstanding: int = 16  # IOMeter workers x outstanding, fio numjobs x iodepth
     interval_ns: int = 0  # per-interval outputs; 0: "auto", chosen from the run's length (replay.intervals)
     warmup_pct: float = 0.0  # summary metrics skip this share of the requests (cache warm-up)
+    load_factor: float = 1.0  # open loop: arrivals this many times faster (timestamps divided by it)
 
 
 @dataclass(frozen=True)
@@ -273,6 +282,7 @@ class Scenario:
             raise ValueError(f"replay mode must be 'open' or 'closed', got {opts.mode!r}")
         _check_range("outstanding", opts.outstanding, 1, MAX_OUTSTANDING, integer=True)
         _check_range("warmup_pct", opts.warmup_pct, 0, MAX_WARMUP_PCT)
+        _check_range("load_factor", opts.load_factor, MIN_LOAD_FACTOR, MAX_LOAD_FACTOR)
         if opts.interval_ns != 0:  # 0: auto
             _check_range("interval_ns", opts.interval_ns, MIN_INTERVAL_NS, None, integer=True)
         return replace(self, replay=opts)
@@ -506,7 +516,7 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None,
     auto = rt.get("interval") == "auto"
     opts = w.read("replay", REPLAY, {k: v for k, v in rt.items() if not (auto and k == "interval")})
     replay_opts = ReplayOptions(mode=opts["mode"], outstanding=opts["outstanding"], interval_ns=opts["interval"],
-                                warmup_pct=opts["warmup_pct"])
+                                warmup_pct=opts["warmup_pct"], load_factor=opts["load_factor"])
     if 0 < replay_opts.interval_ns < MIN_INTERVAL_NS:
         raise w.error("replay", "interval", "must be at least 1 ms")
 

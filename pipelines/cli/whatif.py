@@ -193,6 +193,12 @@ def size(
     prune: Annotated[bool, typer.Option(help="Skip a variant whose run is provably the same as a cheaper one that "
                                               "failed (only an SSD cache larger than the trace's footprint).")] = True,
     exhaustive: Annotated[bool, typer.Option(help="Replay every variant (to check the search).")] = False,
+    headroom: Annotated[bool, typer.Option(help="Also replay the answer time-compressed (1.25x, 1.5x, 2x ... its "
+                                                "load, then bisected) for the load at which it stops meeting the "
+                                                "targets (open loop only).")] = True,
+    growth: Annotated[str | None, typer.Option(
+        "--growth", metavar="RATE", help="A yearly load growth such as 30%/year: the headroom as the month it runs "
+        "out.")] = None,
     outstanding: OutstandingOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
@@ -201,7 +207,8 @@ def size(
     as_json: JsonOpt = False,
 ) -> None:
     """The cheapest configuration that meets every target: variants replayed cheapest first until
-    one meets them, skipping only those whose run would be the same as a cheaper one that failed."""
+    one meets them, skipping only those whose run would be the same as a cheaper one that failed;
+    then its headroom (the load it carries before missing them)."""
     import warnings
 
     from pipelines import whatif
@@ -211,6 +218,12 @@ def size(
     if out_path is not None:
         check_out_option(out_path, "--out")
     targets = [whatif.parse_target(t) for t in target]
+    from pipelines.headroom import parse_growth
+
+    try:
+        growth_pct = parse_growth(growth) if growth is not None else None
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--growth") from None
     if cloud is not None:
         if base is not None or vary:
             raise typer.BadParameter("--cloud searches the cloud's volume types itself: give no --base or --vary",
@@ -227,7 +240,7 @@ def size(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = whatif.size(trace, d, base, varies, targets, overrides or (), prune=prune, exhaustive=exhaustive,
-                              progress=make, outstanding=outstanding)
+                              progress=make, outstanding=outstanding, growth_pct=growth_pct, headroom=headroom)
     finally:
         close()
     run_ids = [v.row["run_id"] for v in res.variants if v.row]

@@ -37,6 +37,7 @@ class HostParams(NamedTuple):
     closed: int  # 1: closed loop of ``outstanding`` I/Os
     outstanding: int
     overhead_ns: int  # storage processor overhead per request
+    load_factor: float  # open loop: arrivals this many times faster (1.0: the trace's own timing)
     ns_per_byte: float
 
 
@@ -47,6 +48,7 @@ class HostState(NamedTuple):
 
 def params(sc) -> HostParams:
     return HostParams(closed=1 if sc.replay.mode == "closed" else 0, outstanding=int(sc.replay.outstanding),
+                      load_factor=float(sc.replay.load_factor),
                       overhead_ns=int(sc.controller.overhead_us * 1e3),
                       ns_per_byte=float(1e9 / (sc.controller.bandwidth_mb_per_s * 1e6)))
 
@@ -68,6 +70,8 @@ def issue(hp, hs, ts):
     c = hs.c[0]
     if hp.closed:
         arr = hs.heap[0] if c.heap_n >= hp.outstanding else c.open_from
+    elif hp.load_factor != 1.0:
+        arr = np.int64(ts / hp.load_factor)
     else:
         arr = ts
     if c.first_arrival < 0:

@@ -7,6 +7,8 @@ from replay.schema import Param, Section
 #: closed-loop I/Os in flight at most, and the share of requests a warm-up may skip
 MAX_OUTSTANDING = 1 << 20
 MAX_WARMUP_PCT = 99.0
+#: the range of ``[replay] load_factor`` (time compression of an open-loop replay)
+MIN_LOAD_FACTOR, MAX_LOAD_FACTOR = 0.01, 1000.0
 #: per-interval outputs: at least 1 ms
 MIN_INTERVAL_NS = 1_000_000
 
@@ -25,4 +27,7 @@ REPLAY = Section("replay", (
           "a duration of at least 1 ms", "choice"),
     Param("warmup_pct", "float", 0.0, "%", "summary metrics skip this share of the requests (cache warm-up)",
           "choice", minimum=0, maximum=MAX_WARMUP_PCT),
+    Param("load_factor", "float", 1.0, "x", "open loop: the trace's arrivals this many times faster (its timestamps "
+          "divided by it): the same requests at N x the rate, how headroom is measured", "choice",
+          minimum=MIN_LOAD_FACTOR, maximum=MAX_LOAD_FACTOR),
 ), doc="How the trace's requests are issued and measured.")
