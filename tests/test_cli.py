@@ -865,3 +865,19 @@ def test_vendored_click_is_what_typer_raises():
         assert isinstance(e, ClickException) and e.exit_code == 2
     else:
         raise AssertionError("typer accepted a bad int")
+
+
+def test_traces_fits_80_columns_and_wide_adds_the_rest(tmp_path):
+    from traces import synth
+
+    src = tmp_path / "a-rather-long-source-file-name-for-the-listing.parquet"
+    synth.write(synth.pattern("randread-4k", requests=1_000, region_bytes=1 << 30), src)
+    assert run("ingest", src, "--data-dir", tmp_path / "d").exit_code == 0
+    r = run("traces", "--data-dir", tmp_path / "d", env={"COLUMNS": "80"})
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["trace_id", "source", "format", "requests", "rejected", "span", "s"]
+    assert all(len(ln) <= 80 for ln in lines) and "1,000" in r.stdout
+    pieces = [ln.split()[0] if i else ln.split()[1] for i, ln in enumerate(lines[2:])]
+    assert "".join(pieces) == src.name  # the name folds over lines, it is not cut
+    wide = run("traces", "--data-dir", tmp_path / "d", "--wide").stdout
+    assert "volumes" in wide and "reader" in wide

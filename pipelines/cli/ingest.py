@@ -11,14 +11,15 @@ from pipelines.catalog import list_traces
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
+    WideOpt,
     app,
     console,
     data_dir_of,
+    decision_table,
     one_of,
     out,
     print_json,
     progress_bar,
-    table,
 )
 from pipelines.dataset import VALIDATE_MODES, is_current
 from schemas.units import format_bytes
@@ -104,7 +105,8 @@ def ingest(
 def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False,
            du: Annotated[bool, typer.Option("--du", help="Also show each trace's size on disk and that of "
                                                           "its page streams (replay-ready pages, rebuilt "
-                                                          "when deleted).")] = False) -> None:
+                                                          "when deleted).")] = False,
+           wide: WideOpt = False) -> None:
     """List the ingested traces, with the reader version that made each (stale: an older one)."""
     rows = []
     for t in list_traces(data_dir_of(data_dir)):
@@ -128,15 +130,16 @@ def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False,
     if as_json:
         print_json(rows)
         return
-    t = table("trace_id", "format", "requests", "rejected", "volumes", "span s", "reader",
-              *(("size", "page streams") if du else ()), "source")
+    columns = [("trace_id", True), ("source", True), ("format", True), ("requests", True), ("rejected", True),
+               ("span s", True), ("volumes", False), ("reader", not all(r["current"] for r in rows)),  # stale: shown
+               *((("size", True), ("page streams", True)) if du else ())]
+    cells = []
     for r in rows:
         reader = (r["reader_version"] or "none") + ("" if r["current"] else " (stale)")
         sizes = (format_bytes(r["trace_bytes"]), format_bytes(r["page_stream_bytes"])) if du else ()
-        t.add_row(
-            r["trace_id"], r["format"], f"{r['rows_accepted']:,}", f"{r['rows_rejected']:,}",
-            str(r["volumes"]), f"{r['span_s']:.1f}", reader, *sizes, Path(r["source_path"]).name,
-        )
+        cells.append([r["trace_id"], Path(r["source_path"]).name, r["format"], f"{r['rows_accepted']:,}",
+                      f"{r['rows_rejected']:,}", f"{r['span_s']:.1f}", str(r["volumes"]), reader, *sizes])
+    t = decision_table(columns, cells, wide, wrap=(1,))
     if not all(r["current"] for r in rows):
         console.print("stale: ingested by an older reader version; `tiercast ingest FILE` reads it again")
     out.print(t) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")
