@@ -49,8 +49,7 @@ IOPS_BUCKETS = (0, 2)  # tokens: accounted I/Os; the others: bytes
 #: many they held back, and the tokens it gave.
 BUCKET = record([("bal", F8), ("last", F8), ("free", F8), ("exhausted_ns", I8), ("waits", I8), ("tokens", F8)])
 #: The volume's counters and its I/O accounting state (one record, ``CloudState.c``).
-CLOUD = record([(n, I8) for n in (
-    "reads", "writes", "other", "read_bytes", "write_bytes",
+CLOUD = record([(n, I8) for n in (  # requests and bytes by op: the host's counters (host.count)
     "ios",  # accounted I/Os (after merging, in the type's units)
     "merged",  # requests merged into the I/O before them (no I/O of their own)
     "throttled", "throttle_ns",  # requests that waited for tokens, and their waits added up
@@ -230,14 +229,7 @@ def request(cp, cs, vol, op, offset, size, t, n):
     """A host request ready at ``t``; ``n``: its number in the run. Returns (done, token wait, when
     it had its tokens, accounted I/Os)."""
     c = cs.c[0]
-    if op == OP_READ:
-        c.reads += 1
-        c.read_bytes += size
-    elif op == OP_WRITE:
-        c.writes += 1
-        c.write_bytes += size
-    else:  # trim, flush: no data moves; acknowledged at once
-        c.other += 1
+    if op != OP_READ and op != OP_WRITE:  # trim, flush: no data moves; acknowledged at once
         return t, np.int64(0), t, np.int64(0)
     ios, acct = account(cp, c, vol, op, offset, size)
     b = cs.buckets
@@ -272,8 +264,7 @@ def counters(sc, p, state) -> dict[str, int | float]:
     the requests its credits held back and when they first did."""
     cs = state.cloud
     c = cs.c[0]
-    out: dict[str, int | float] = {f"cloud_{k}": int(c[k]) for k in (
-        "reads", "writes", "other", "read_bytes", "write_bytes", "ios", "merged", "throttled", "throttle_ns")}
+    out: dict[str, int | float] = {f"cloud_{k}": int(c[k]) for k in ("ios", "merged", "throttled", "throttle_ns")}
     cp = p.cloud
     for k, name in enumerate(BUCKETS):
         b = cs.buckets[k]
