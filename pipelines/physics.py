@@ -24,6 +24,11 @@ The checks:
     (seed 002: pages past the pre-cleaning age, flush window full, drain time over
     ``throttle_drain_ms``). FLARE: a stalled request only while a forced flush is in progress.
     All-flash: a write waits for GC only when free space is exhausted.
+``throttle_vs_utilisation``
+    MCx: writes a throttled group held back for at least an interval on average must find its
+    drives busy (``UTILISATION_MAX``) over the time they waited: throttling is for a group that
+    flushes at its maximum rate, and a held-back write that sees idle drives is a delay nothing
+    served (a shorter hold cannot be judged at the interval's resolution).
 ``latency_vs_utilisation`` on a cloud volume
     The service time is the volume type's p99 and a request's wait for tokens is left out (it is
     queueing at a limit that is busy by definition).
@@ -175,6 +180,31 @@ def throttle_trigger(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[d
     return out
 
 
+def throttle_vs_utilisation(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[dict]:
+    """MCx: the drives of a group that holds writes back are busy while they wait."""
+    if sc.flash or sc.cloud or sc.dram.mode != "mcx" or "throttle_delay_sum_ms" not in rg.columns:
+        return []
+    util = {(r, t): u or 0.0 for r, t, u in rg.select("rg", "interval_start_ns", "utilization").iter_rows()}
+    bad = []
+    held = rg.filter(pl.col("throttled_requests") > 0).select("rg", "interval_start_ns", "throttled_requests",
+                                                               "throttle_delay_sum_ms")
+    for r, t, n, delay_ms in held.iter_rows():
+        mean_ns = (delay_ms or 0.0) / n * 1e6
+        if mean_ns < interval_ns:
+            continue
+        spans = math.ceil(mean_ns / interval_ns)
+        busy = sum(util.get((r, t + k * interval_ns), 0.0) for k in range(spans + 1)) / (spans + 1)
+        if busy < UTILISATION_MAX:
+            bad.append((r, t, mean_ns / 1e6, busy))
+    if not bad:
+        return []
+    r, t, mean_ms, busy = max(bad, key=lambda b: b[2])
+    return [finding("throttle_vs_utilisation", MODEL_ERROR,
+                    f"{len(bad)} interval(s) whose throttled writes were held back while the RAID group's drives "
+                    f"were under {UTILISATION_MAX:.0%} busy; worst: {r} at {t / 1e9:,.1f} s, writes held "
+                    f"{mean_ms:,.0f} ms on average, drives {busy:.0%} busy over that time")]
+
+
 def stall_trigger(rg: pl.DataFrame, interval_ns: int, stall_spans: Sequence[tuple[int, int]]) -> list[dict]:
     """FLARE: every interval with stalled requests overlaps a forced flush."""
     if "stalled_requests" not in rg.columns:
@@ -286,6 +316,7 @@ def check(sc: Scenario, summary: dict, vol: pl.DataFrame, rg: pl.DataFrame, inte
     """Every check on one finished run; the findings in the order of the module docstring
     (``cloud``: a cloud volume's ``cloud_intervals`` table)."""
     return [*latency_vs_utilisation(sc, rg, vol, interval_ns), *throttle_trigger(sc, rg, interval_ns),
+            *throttle_vs_utilisation(sc, rg, interval_ns),
             *stall_trigger(rg, interval_ns, stall_spans), *gc_trigger(vol), *token_buckets(sc, cloud, interval_ns),
             *littles_law(summary),
             *mass_balance(summary), *coarse_timestamps(summary), *fast_vp_window(sc, summary)]

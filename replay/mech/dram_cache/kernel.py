@@ -762,7 +762,7 @@ def mcx_adapt(dp, ds, now, t_limit):
         g.sat = sat_ns / tick
         if g.sat >= dp.throttle_saturation_frac and g.flushed_pages > 0:
             peak = g.flushed_pages / dt / g.sat
-            g.rate_max = peak if g.rate_max <= 0.0 else g.rate_max + a * (peak - g.rate_max)
+            g.rate_max = peak if g.rate_max <= 0.0 or peak > g.rate_max else g.rate_max + a * (peak - g.rate_max)
         g.new_dirty = 0
         g.page_writes = 0
         g.flushed_pages = 0
