@@ -493,11 +493,11 @@ FIGURES = [
     Figure("s000_planning", "seed 000: host IOPS where each of the 15 drives does its planning 150 IOPS (15 GB file)",
            PLANNING_000, "1,130 (2250 / 1.99)", 1279.6, "`dirty_target_pct` 5 was fitted to it (10 gives +17 %, outside the 15 % bar)", CAL + "test_seed000_planning_iops"),
     Figure("s000_peak96", "seed 000: IOPS at 96 outstanding (\"1.5-2 times\" the planning IOPS at peak)",
-           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 1983, "`reorder_efficiency` 0.35 (the share of the ideal SPTF gain the drives realise) was fitted to it (and MCx's `throttle_room_pct` 30 bounds the dirty "
+           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 2008, "`reorder_efficiency` 0.35 (the share of the ideal SPTF gain the drives realise) was fitted to it (and MCx's `throttle_room_pct` 30 bounds the dirty "
            "pages that coalesce: 50 gives 2,475)", CAL + "test_seed000_deep_queues_peak",
            tolerance_pct=100 * 0.25 / 1.75),
     Figure("s000_peak192", "seed 000: IOPS at 192 outstanding (same rule)",
-           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 1984, "`reorder_efficiency` 0.35 was fitted to it (and MCx's `throttle_room_pct` 30, as above)",
+           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 2011, "`reorder_efficiency` 0.35 was fitted to it (and MCx's `throttle_room_pct` 30, as above)",
            CAL + "test_seed000_deep_queues_peak",
            tolerance_pct=100 * 0.25 / 1.75),
     Figure("s000_2gb", "seed 000: 2 GB file (cache-resident), 192 outstanding: 20-25 % above the VNXe3200's 23,800",
@@ -507,14 +507,14 @@ FIGURES = [
            "only size that gives it (0.5-1.7 from 8 GiB to 1 TiB)", CAL + "test_seed002_mcx_over_flare",
            "{:.2f}"),
     Figure("s000_rt24", "seed 000: response time at 24 outstanding (15 GB file)",
-           14.0, "~14 ms", 12.1, "miss: by Little's law it is 24 / IOPS at 24, and the model's pool is saturated from 12 outstanding on "
+           14.0, "~14 ms", 12.0, "miss: by Little's law it is 24 / IOPS at 24, and the model's pool is saturated from 12 outstanding on "
            "(flat at the fitted peak), so it is 24 / that peak; the article's curve was still rising at 24",
            REG + "test_regression_model_still_gives_the_readme_value[s000_rt24]", "{:.1f} ms",
-           identity="by Little's law it is 24 / the IOPS at 24 outstanding, and the model's IOPS are flat from 12 to 192 outstanding (1,981 to 1,984): 24 / the fitted peak"),
+           identity="by Little's law it is 24 / the IOPS at 24 outstanding, and the model's IOPS are flat from 12 to 192 outstanding (2,002 to 2,011): 24 / the fitted peak"),
     Figure("s002_flare", "seed 002: FLARE sustained IOPS (1 TiB test file assumed)", 513.0, "513", 195, "miss: the drives saturate at ~3.9 back-end I/Os per write (RAID 5 read-modify-write, little "
            "coalescing over 1 TiB); a ~25 GiB file would give 513 (sensitivity table)",
            VAL + "test_validation_figure_within_15_percent[s002_flare]"),
-    Figure("s002_mcx", "seed 002: MCx sustained IOPS (1 TiB test file assumed)", 900.0, "900", 305, "miss: 4.2 back-end I/Os per write at any file size, because the MCx dirty share (fitted on seed 000) "
+    Figure("s002_mcx", "seed 002: MCx sustained IOPS (1 TiB test file assumed)", 900.0, "900", 304, "miss: 4.2 back-end I/Os per write at any file size, because the MCx dirty share (fitted on seed 000) "
            "keeps too few dirty pages to coalesce; 900 needs <= 2 back-end I/Os per write",
            VAL + "test_validation_figure_within_15_percent[s002_mcx]"),
     Figure("s003_read", "seed 003: 16 NL-SAS RAID 5 (QCache off), 4 KB random read, QD 128", 4512.0, "4,512", 4199,

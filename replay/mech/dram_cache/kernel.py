@@ -52,7 +52,9 @@ rate"; MCx buffers "short bursts" and "levels off" leaving "ample room in the ca
 * it has pages past A_g;
 * it flushes at its maximum rate: its flush window (``flush_queue_depth`` writes per drive in flight)
   was full at least ``throttle_saturation_pct`` of the last tick; the pages/s flushed in such ticks
-  (averaged over ``rate_window_ms``) are its maximum flush rate F_max;
+  are its maximum flush rate F_max: a higher rate replaces it at once (a maximum cannot be less
+  than a rate just reached: a sequential stream's full stripes drain many times faster than the
+  random writes before it), a lower one pulls it down over ``rate_window_ms``;
 * its dirty pages would take longer than ``throttle_drain_ms`` (2 s) to drain at F_max, and they fill
   its room: ``throttle_room_pct`` of the pool over the active groups (or its dirty share S, if
   coalescing writes make S larger). A burst that fits the room is buffered, not throttled.
@@ -762,6 +764,8 @@ def mcx_adapt(dp, ds, now, t_limit):
         g.sat = sat_ns / tick
         if g.sat >= dp.throttle_saturation_frac and g.flushed_pages > 0:
             peak = g.flushed_pages / dt / g.sat
+            # up at once, down smoothed: averaged upwards too, a 150 MB/s sequential burst after random
+            # writes was throttled for seconds at the old rate with the drives a third busy (CloudPhysics)
             g.rate_max = peak if g.rate_max <= 0.0 or peak > g.rate_max else g.rate_max + a * (peak - g.rate_max)
         g.new_dirty = 0
         g.page_writes = 0
