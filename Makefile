@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export GX_ANALYTICS_ENABLED := false
 export POLARS_SKIP_CPU_CHECK := 1
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: venv demo test lint bench clean lock docs docs-serve
 
