@@ -109,16 +109,22 @@ def sections_of(name: str) -> list:
 
 
 def section_table(sec) -> str:
+    """One scenario table: a row per parameter with its type, default (with its unit), range,
+    source, and what it means with the reference its default comes from."""
     unit_of = {"size": "B", "duration": "ns"}
     rows = [f"### `[{sec.path}]`", ""]
     if sec.doc:
         rows += [_cell(sec.doc), ""]
-    rows += ["| parameter | type | unit | default | range | source | meaning | reference |",
-             "|---|---|---|---|---|---|---|---|"]
+    rows += ["| parameter | default | range | source | meaning (reference) |", "|---|---|---|---|---|"]
     for p in sec.params:
         unit = p.unit or unit_of.get(p.kind, "")
-        rows.append(f"| `{p.name}` | {p.kind} | {_cell(unit)} | {_cell(_default(p))} | {_cell(p.rule())} | "
-                    f"{p.source} | {_cell(p.doc)} | {_cell(p.reference)} |")
+        default = _default(p)
+        if unit and p.kind not in ("size", "duration") and default not in ("required", "derived", "none"):
+            default = f"{default} {unit}"
+        meaning = _cell(p.doc) + (f" ({_cell(p.reference)})" if p.reference else "")
+        if unit and p.kind in ("int", "float"):
+            meaning += f" [{_cell(unit)}]"
+        rows.append(f"| `{p.name}` ({p.kind}) | {_cell(default)} | {_cell(p.rule())} | {p.source} | {meaning} |")
     if sec.extra:
         rows += ["", "Also read from this table: " + ", ".join(f"`{e}`" for e in sec.extra) + "."]
     return "\n".join(rows)

@@ -149,17 +149,18 @@ def test_every_mechanism_has_a_model_page_with_its_generated_parameters():
         for sec in docgen.sections_of(m.name):
             assert f"### `[{sec.path}]`" in rendered
             for p in sec.params:
-                assert f"| `{p.name}` |" in rendered, (m.name, sec.path, p.name)
+                assert f"| `{p.name}` ({p.kind}) |" in rendered, (m.name, sec.path, p.name)
 
 
 def test_parameter_rows_carry_unit_default_range_and_source():
     from replay.mech.dram_cache.schema import FLARE
 
     table = docgen.section_table(FLARE)
-    row = next(ln for ln in table.splitlines() if ln.startswith("| `high_watermark_pct` |"))
+    row = next(ln for ln in table.splitlines() if ln.startswith("| `high_watermark_pct` (float) |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:6] == ["`high_watermark_pct`", "float", "%", "80", ">= 0 and <= 100", "doc"]
-    assert "high watermark" in cells[7]
+    assert cells[:4] == ["`high_watermark_pct` (float)", "80 %", ">= 0 and <= 100", "doc"]
+    assert "watermark flushing starts" in cells[4] and "(default high watermark 80 %)" in cells[4]
+    assert cells[4].endswith("[%]")
 
 
 def test_an_unknown_generated_block_fails_the_build():
