@@ -5,13 +5,13 @@ parameter was fitted to it (its tag names the figure: ``replay.provenance.fitted
 Shared by tests/test_array_seeds.py (calibration), tests/test_seed_validation.py (validation and
 the regression pins), ``tiercast experiments``
 (pipelines/experiments.py, which runs the same code into a data directory:
-pipelines/seed_runs.py) and the README's seed-figures table.
+pipelines/seed_runs.py) and the seed-figures table of docs/models/seed-figures.md.
 
-Run it to print the measurements (~30 s), the README table, or the sensitivity tables behind the
+Run it to print the measurements (~30 s), the seed-figures table, or the sensitivity tables behind the
 misses (~3 min):
 
-    .venv/bin/python pipelines/seed_figures.py            # model vs published vs README, per figure
-    .venv/bin/python pipelines/seed_figures.py --readme   # the README table
+    .venv/bin/python pipelines/seed_figures.py            # model vs published vs the docs, per figure
+    .venv/bin/python pipelines/seed_figures.py --readme   # the seed-figures table (docs/models/seed-figures.md)
     .venv/bin/python pipelines/seed_figures.py --sensitivity
     .venv/bin/python pipelines/seed_figures.py --fitted-sensitivity [002 003 ...]  # each fitted parameter -/+ 10 %
     .venv/bin/python pipelines/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
@@ -412,17 +412,17 @@ def seed004(snapshots: str, passes: int = 3) -> dict:
 @dataclass(frozen=True)
 class Figure:
     """One quantitative seed figure: what was published, what the model gives (the value the
-    README states; the regression pins check the model still gives it), and its kind (derived)."""
+    docs state; the regression pins check the model still gives it), and its kind (derived)."""
 
     key: str
     label: str
     published: float
     published_text: str
-    documented: float  # the model's value as the README states it
+    documented: float  # the model's value as the docs state it
     why: str  # calibration: the parameter fitted to it; validation: the cause of a miss, if any
     test: str
     fmt: str = "{:,.0f}"
-    #: how far the model may be from ``published`` (%): MODELS.md's 15 % bar for array models, or
+    #: how far the model may be from ``published`` (%): the 15 % bar for array models (docs/models/sources.md#how-good-must-a-storage-model-be), or
     #: the published range where the article gives one
     tolerance_pct: float = 15.0
     #: why the model gives this figure by construction (then its kind is ``identity``)
@@ -604,7 +604,7 @@ def readme_table() -> str:
 
 
 def sensitivity() -> None:
-    """The tables behind the README's misses: what the model gives when one assumption moves."""
+    """The tables behind the known misses (docs/models/seed-figures.md): what the model gives when one assumption moves."""
     print("seed 002: sustained IOPS vs the assumed test-file size (span_fraction = file / 1.2 TB LUN)")
     print("| test file | FLARE | MCx | MCx / FLARE | MCx, dirty_target_pct 40 |")
     print("|---|---:|---:|---:|---:|")
@@ -764,4 +764,4 @@ if __name__ == "__main__":
     else:
         for f, v in table():
             print(f"{f.key:14s} published {f.published:10.2f} model {v:10.2f} ({err(v, f.published):+.1f} %) "
-                  f"README {f.documented:10.2f} ({err(v, f.documented):+.1f} % off) {f.kind}", flush=True)
+                  f"docs {f.documented:10.2f} ({err(v, f.documented):+.1f} % off) {f.kind}", flush=True)

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, data_dir_of, out, print_json, table
+from pipelines.cli.examples import epilog
 
 _LABEL = {"iops": "IOPS", "mb_per_s": "MB/s", "latency_mean_ms": "mean ms"}
 
@@ -15,7 +16,7 @@ def _f(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-@app.command("compare-measured")
+@app.command("compare-measured", epilog=epilog("compare-measured"))
 def compare_measured(
     run_id: Annotated[str, typer.Argument(help="Replay run id (tiercast replay), or unambiguous prefix.")],
     capture_id: Annotated[str, typer.Argument(help="Capture id (tiercast captures), or unambiguous prefix.")],

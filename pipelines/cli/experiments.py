@@ -19,14 +19,15 @@ from pipelines.cli.common import (
     out,
     print_json,
 )
+from pipelines.cli.examples import epilog
 
 DEFAULT_REPORT = Path("reports/seeds.html")
 
 
-@app.command()
+@app.command(epilog=epilog("experiments"))
 def experiments(
     only: Annotated[list[str] | None, typer.Option(help="Run only this seed (seed000 ... seed004); repeatable.")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; README *Seed experiments*).")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; docs/models/seed-figures.md).")] = False,
     report: Annotated[Path, typer.Option(help="HTML report to write, in a directory that exists (reports/ is "
                                               "created for the default).")] = DEFAULT_REPORT,
     json_out: JsonOpt = False,

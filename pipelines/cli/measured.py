@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json, table
+from pipelines.cli.examples import epilog
 from pipelines.dataset import is_current
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def print_ingested(path: Path, r: MeasuredIngestResult) -> None:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
-@app.command()
+@app.command(epilog=epilog("measured"))
 def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """List the ingested measured logs (iostat, vxstat, vxdmpadm, fio, IOMeter)."""
     from pipelines.ingest_logs import list_measured

@@ -27,6 +27,7 @@ from pipelines.cli.common import (
     progress_bar,
     table,
 )
+from pipelines.cli.examples import epilog
 from schemas.units import format_bytes
 
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
@@ -66,7 +67,7 @@ def _warn_to_console(scenario) -> None:
                       "modelled, ignored", markup=True, highlight=False)
 
 
-@app.command()
+@app.command(epilog=epilog("replay"))
 def replay(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     scenario: ScenarioOpt,
@@ -117,7 +118,7 @@ def _lines(s: dict) -> list[tuple[str, str]]:
     return [row for m in s["mechanisms"] for row in render(BY_NAME[m].module("outputs").LINES, s)]
 
 
-@app.command()
+@app.command(epilog=epilog("sweep"))
 def sweep(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id: supplies the address/op sequence.")],
     scenario: ScenarioOpt,
@@ -173,7 +174,7 @@ def sweep(
     out.print(f"results {path}")
 
 
-@app.command()
+@app.command(epilog=epilog("scenarios"))
 def scenarios(
     name: Annotated[str | None, typer.Argument(help="A preset or scenario file: list every parameter of it, "
                                                     "resolved, with its unit and source")] = None,

@@ -48,7 +48,7 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
           "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
           "IOPS [s000_peak96, s000_peak192]", minimum=0, maximum=1),
     Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (power: 1.95x; sptf: the "
-          "tagged commands the drive takes)", "estimate", "MODELS.md: deep queues give up to 2-2.5x", minimum=1,
+          "tagged commands the drive takes)", "estimate", "vendor guidance: deep queues give up to 2-2.5x (docs/models/sources.md)", minimum=1,
           maximum=1024),
     Param("capacity_bytes", "size", 0, "B", "drive capacity (FAST VP tiers fill by it; 0: unknown)"),
     Param("read_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random reads per second at depth (0: planning_iops and the "

@@ -11,7 +11,7 @@ contiguous run, and the unit becomes clean ("clean at issue": the pages count as
 the moment the flush is issued; its write completes at most ``flush_queue_depth`` operations
 later). Reads hit on any valid page, clean or dirty.
 
-FLARE (``mode = "flare"``; seed 002, MODELS.md):
+FLARE (``mode = "flare"``; seed 002, docs/models/sources.md#dram-write-cache-flare):
 * two partitions: a read cache (``read_cache_bytes``, filled by read misses) and a write cache
   (the rest); a write to a unit held in the read cache drops that copy and the unit starts
   over in the write cache; flushed pages stay readable in the write cache and are reused first;
