@@ -491,6 +491,9 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None,
                           "give a slice size")
         if pname in [q.name for q in pools]:
             raise w.error(sec, "name", f"pool {pname!r} defined twice")
+        if p.controller >= controller.count:
+            raise w.error(sec, "controller", f"pool {pname!r}: controller {p.controller} of {controller.count} "
+                          "(controllers are numbered from 0; set controller.count)")
         pools.append(p)
 
     vt = w.table("volumes", data.get("volumes", {}))

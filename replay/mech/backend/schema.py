@@ -77,4 +77,6 @@ POOL = Section("pools", (
     Param("span_fraction", "float", None, "", "share of each drive's LBAs the data occupies (default: the "
           "workload's footprint, its volumes' highest addresses over the pool's data capacity; 1 when either is "
           "unknown)", minimum=0, maximum=1, strict_min=True, optional=True),
+    Param("controller", "int", 0, "", "the storage processor that owns the pool and serves its volumes' I/O (0 .. "
+          "controller.count - 1)", "choice", minimum=0),
 ), doc="A pool of RAID groups; its volumes are spread over them in slices.", extra=("name", "raid_groups"))
