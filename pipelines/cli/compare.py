@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from pipelines.cli.common import DataDirOpt, JsonOpt, WideOpt, app, data_dir_of, decision_table, out, print_json
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    WideOpt,
+    app,
+    data_dir_of,
+    decision_table,
+    out,
+    print_json,
+)
 from pipelines.cli.examples import epilog
 
 _LABEL = {"iops": "IOPS", "mb_per_s": "MB/s", "latency_mean_ms": "ms"}
