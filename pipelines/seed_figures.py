@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -743,11 +743,13 @@ def perturbed(places: list[tuple[str, str, float | int]], factor: float) -> Iter
         clear_caches()
 
 
-def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1) -> list[dict]:
+def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1,
+                       log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[dict]:
     """Every figure's change (%) when one fitted parameter moves by -/+ 10 % (integers: one step),
     for the figures of every seed whose presets set that parameter; ``fragile``: more than
-    :data:`FRAGILE_PCT` either way. Long (each row re-measures a seed's figures): run it with
-    ``python pipelines/seed_figures.py --fitted-sensitivity [SEED ...]``."""
+    :data:`FRAGILE_PCT` either way; ``log`` gets each row as a markdown line. Long (each row
+    re-measures a seed's figures): ``tiercast experiments --sensitivity`` (the seed report's table)
+    or ``python pipelines/seed_figures.py --fitted-sensitivity [SEED ...]``."""
     wanted = set(seeds or SEED_PRESETS)
     figures = [f for f in FIGURES if f.seed in wanted]
     base = {f.key: f.measure() for f in figures}
@@ -767,8 +769,8 @@ def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1) 
                          "model": base[f.key], "minus": moved[2 - factor][0], "minus_pct": lo,
                          "plus": moved[factor][0], "plus_pct": hi,
                          "fragile": max(abs(lo), abs(hi)) > FRAGILE_PCT})
-            print(f"| `{name}` | {f.key} ({f.kind}) | {moved[2 - factor][0]}: {lo:+.1f} % | {moved[factor][0]}: "
-                  f"{hi:+.1f} % |{' FRAGILE' if rows[-1]['fragile'] else ''}", flush=True)
+            log(f"| `{name}` | {f.key} ({f.kind}) | {moved[2 - factor][0]}: {lo:+.1f} % | {moved[factor][0]}: "
+                f"{hi:+.1f} % |{' FRAGILE' if rows[-1]['fragile'] else ''}")
     return rows
 
 
