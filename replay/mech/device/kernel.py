@@ -3,10 +3,10 @@ parallelism, as an SSD, a virtual disk or a LUN behaves. Like the cloud volume i
 cache and the RAID back end (``replay.array.run_device_requests``: its own event loop); the host
 issues requests as for every array (open loop at the trace's times, or closed loop at N outstanding).
 
-**Path of a request.** It spends ``host_us`` in the host's I/O stack (a delay, not a server: many
+**Path of a request.** It spends ``host_us`` (a write ``write_host_us``) in the host's I/O stack (a delay, not a server: many
 I/Os pay it at once), then joins the device's FCFS queue. Its service time is its direction's
 ``latency + size / rate`` (reads and writes differ), divided by the parallel gain
-``g(q) = min(q, N) ** e`` with q the requests in the device when it arrives (itself included):
+``g(q) = min(q, N) ** e`` (``e`` per direction) with q the requests in the device when it arrives (itself included):
 with exponent 1 that is N independent channels sharing the work of the queue; below 1 channels that
 interfere (one controller, one host thread behind a virtual disk). A throughput cap makes the
 service at least ``size / max_mib_per_s``.
@@ -54,12 +54,14 @@ class DeviceParams(NamedTuple):
     """Immutable parameters (from ``[device]``; ``on = 0`` without it), in ns and ns per byte."""
 
     on: int
-    host_ns: int
+    host_ns: int  # reads (and trims, flushes)
+    write_host_ns: int
     read_ns: float
     read_ns_per_byte: float
     write_ns: float
     write_ns_per_byte: float
-    gain_table: np.ndarray  # float64 [queueing.GAIN_TABLE]: g(q)
+    gain_table: np.ndarray  # float64 [queueing.GAIN_TABLE]: g(q) of a read
+    write_gain_table: np.ndarray  # of a write
     cap_ns_per_byte: float  # 0: no throughput cap
     cache_bytes: float  # 0: no write cache
     drain_ns_per_byte: float
@@ -73,13 +75,17 @@ class DeviceState(NamedTuple):
 def params(sc) -> DeviceParams:
     d = sc.device
     if d is None:
-        return DeviceParams(0, 0, 0.0, 0.0, 0.0, 0.0, np.ones(qk.GAIN_TABLE), 0.0, 0.0, 0.0)
+        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, np.ones(qk.GAIN_TABLE), np.ones(qk.GAIN_TABLE), 0.0, 0.0,
+                            0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
     return DeviceParams(
         on=1, host_ns=int(round(d.host_us * 1e3)),
+        write_host_ns=int(round((d.host_us if d.write_host_us is None else d.write_host_us) * 1e3)),
         read_ns=d.read_latency_us * 1e3, read_ns_per_byte=1e9 / (d.read_mib_per_s * MIB),
         write_ns=d.write_latency_us * 1e3, write_ns_per_byte=1e9 / (d.write_mib_per_s * MIB),
         gain_table=np.array(qk.gain_table(d.parallel_exponent, d.parallelism)),
+        write_gain_table=np.array(qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
+                                                else d.write_parallel_exponent, d.parallelism)),
         cap_ns_per_byte=1e9 / (d.max_mib_per_s * MIB) if d.max_mib_per_s else 0.0,
         cache_bytes=float(d.write_cache_bytes), drain_ns_per_byte=1e9 / (drain * MIB))
 
@@ -98,7 +104,7 @@ def counters(sc, p, state) -> dict[str, int]:
 def request(dp, dv, op, size, t):
     """A host request issued at ``t``: returns (done, write-cache wait, queue length met)."""
     c = dv.c[0]
-    ta = t + dp.host_ns
+    ta = t + (dp.write_host_ns if op == OP_WRITE else dp.host_ns)
     if op != OP_READ and op != OP_WRITE:  # trim, flush: no data moves
         return ta, np.int64(0), np.int64(0)
     ring = dv.done
@@ -110,12 +116,12 @@ def request(dp, dv, op, size, t):
         head += 1
     c.head = head
     q = n - head + 1
-    g = dp.gain_table[q if q < qk.GAIN_TABLE else qk.GAIN_TABLE - 1]
+    k = q if q < qk.GAIN_TABLE else qk.GAIN_TABLE - 1
     if op == OP_WRITE:
-        svc = (dp.write_ns + size * dp.write_ns_per_byte) / g
+        svc = (dp.write_ns + size * dp.write_ns_per_byte) / dp.write_gain_table[k]
         c.writes += 1
     else:
-        svc = (dp.read_ns + size * dp.read_ns_per_byte) / g
+        svc = (dp.read_ns + size * dp.read_ns_per_byte) / dp.gain_table[k]
         c.reads += 1
     floor = size * dp.cap_ns_per_byte
     if svc < floor:

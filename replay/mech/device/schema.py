@@ -13,9 +13,12 @@ _NONNEG = {"minimum": 0}
 DEVICE = Section("device", (
     Param("enabled", "bool", True, "", "false: the section is kept but the array has its DRAM cache and drives",
           "choice"),
-    Param("host_us", "float", 0.0, "us", "host I/O stack time per I/O (system call, block layer, interrupt, "
+    Param("host_us", "float", 0.0, "us", "host I/O stack time per I/O, a read's (system call, block layer, interrupt, "
           "wake-up): a delay before the device, not a server (many I/Os pay it at once)", "measured",
           "tiercast calibrate: fio mean latency - iostat device time at queue depth 1", **_NONNEG),
+    Param("write_host_us", "float", None, "us", "host I/O stack time of a write, when it differs from a read's "
+          "(None: host_us)", "measured", "tiercast calibrate: a depth-1 write capture's fio latency - iostat "
+          "device time", optional=True, **_NONNEG),
     Param("read_latency_us", "float", 100.0, "us", "a read's fixed service time at queue depth 1, transfer "
           "excluded", "estimate", "SAS/NVMe SSD data sheets 50-150 us", **_POS),
     Param("read_mib_per_s", "float", 2000.0, "MiB/s", "media rate of one read (its transfer: size / this)",
@@ -30,6 +33,9 @@ DEVICE = Section("device", (
     Param("parallel_exponent", "float", 1.0, "", "with q <= N requests queued the device serves them q ** this "
           "times faster than one (1: N independent channels; below 1: channels that share a controller or host "
           "thread)", "estimate", "1: ideal channels", minimum=0, maximum=1),
+    Param("write_parallel_exponent", "float", None, "", "the exponent of writes when they share the channels "
+          "differently from reads (None: parallel_exponent)", "estimate", "as reads", minimum=0, maximum=1,
+          optional=True),
     Param("max_mib_per_s", "float", 0.0, "MiB/s", "throughput cap of the device (its link or controller; 0: "
           "none)", "estimate", "none known", **_NONNEG),
     Param("write_cache_bytes", "size", 0, "B", "write cache: writes are acknowledged at write_latency_us while "
