@@ -24,7 +24,9 @@ What the captures do not identify keeps the schema's default, and the result say
 
 ``--holdout`` leaves each capture out in turn, calibrates on the rest and predicts it: the per-capture
 and mean absolute error of IOPS and of the mean latency, the model's error on a workload it was not
-fitted to.
+fitted to. A capture that alone identifies a parameter (the only depth-1 write run, say) is predicted
+with that parameter's default, so its error is the default's: ``lost`` names those parameters, and
+the ``covered_*`` means leave such captures out (the error on workloads the rest of the suite spans).
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ class DeviceFit:
     fitted: list[dict] = field(default_factory=list)  # every capture predicted by the fit (in-sample)
     holdout: dict | None = None
     scenario_toml: str = ""
+    calibration_id: str = ""
+    stored: str = ""
 
     def summary(self) -> dict:
         return asdict(self)
@@ -261,7 +265,10 @@ def fit(workloads: list[Workload]) -> DeviceFit:
         else:
             fallback(key, f"no depth-1 {d} capture with iostat device time", 0.0)
         host_ms[d] = p[key] / 1e3
-    # service time and media rate per direction, from queue depth 1
+    # service time and media rate per direction, from queue depth 1: a line over sizes where there
+    # are two or more; with one size, the other direction's rate (a small request: mostly fixed
+    # latency) or its fixed latency (a large one: mostly transfer) is borrowed
+    single = {}
     for d in ("read", "write"):
         pts = [(w.bs_bytes, getattr(w, f"{d}_lat_mean_ms") - host_ms[d], w) for w in qd1 if d in w.dirs]
         lat_k, rate_k = f"{d}_latency_us", f"{d}_mib_per_s"
@@ -281,16 +288,21 @@ def fit(workloads: list[Workload]) -> DeviceFit:
                 src[rate_k] = f"slope of depth-1 {d} latency over request size ({labels})"
                 src[lat_k] = f"intercept of the same line, less the host time ({labels})"
                 continue
-            why = f"depth-1 {d} latency does not grow with size (slope {slope * 1e3 * MIB:.3g} ms/MiB)"
+            single[d] = (min(pts, key=lambda t: t[0]), f"depth-1 {d} latency does not grow with size "
+                                                        f"(slope {slope * 1e3 * MIB:.3g} ms/MiB)")
         else:
-            why = f"one {d} request size at depth 1 ({sizes[0]} B)"
-        b, s, w = min(pts, key=lambda t: t[0])
-        other = "write" if d == "read" else "read"
-        if d == "write" and src.get(f"{other}_mib_per_s", "").startswith("slope"):
-            p[rate_k] = p[f"{other}_mib_per_s"]
-            src[rate_k] = f"the reads' media rate ({why})"
-        else:
-            fallback(rate_k, why)
+            single[d] = (pts[0], f"one {d} request size at depth 1 ({sizes[0]} B)")
+    for d, ((b, s, w), why) in single.items():
+        lat_k, rate_k = f"{d}_latency_us", f"{d}_mib_per_s"
+        o = "write" if d == "read" else "read"
+        lined = src.get(f"{o}_mib_per_s", "").startswith("slope")
+        if lined and b >= SMALL_BYTES and s * 1e3 > p[f"{o}_latency_us"]:
+            fallback(lat_k, f"{why}: the {o}s' fixed latency", p[f"{o}_latency_us"])
+            p[rate_k] = b / MIB / ((s * 1e3 - p[lat_k]) / 1e6)
+            src[rate_k] = f"{w.label} ({w.capture_id}): its latency less the host time and the {o}s' fixed latency"
+            continue
+        fallback(rate_k, f"{why}: the {o}s' media rate" if lined else why,
+                 p[f"{o}_mib_per_s"] if lined else None)
         p[lat_k] = max(1.0, (s - b / (p[rate_k] * MIB) * 1e3) * 1e3)
         src[lat_k] = f"{w.label} ({w.capture_id}): fio {d} latency less the host time and the transfer"
     # write cache: writes faster than reads
@@ -330,10 +342,14 @@ def fit(workloads: list[Workload]) -> DeviceFit:
         p[key] = round(_minimize(loss, 0.0, 1.0), 4)
         src[key] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in runs)
     if "parallel_exponent" not in src and "write_parallel_exponent" in src:
-        p["parallel_exponent"] = p.pop("write_parallel_exponent")
-        src["parallel_exponent"] = src.pop("write_parallel_exponent") + " (no deep read run: reads as writes)"
-    if "parallel_exponent" not in src:
+        fallback("parallel_exponent", "no deep read run of requests <= 64 KiB: the writes' exponent",
+                 p.pop("write_parallel_exponent"))
+        src.pop("write_parallel_exponent")
+    elif "parallel_exponent" not in src:
         fallback("parallel_exponent", "no deep-queue capture of one direction with requests <= 64 KiB")
+    elif "write_parallel_exponent" not in src:
+        missing.append({"parameter": "write_parallel_exponent", "default": None,
+                        "why": "no deep write run of requests <= 64 KiB: writes share the reads' exponent"})
     if small:
         deepest = max(w.iodepth for w in small)
         missing.append({"parameter": "parallelism", "default": p["parallelism"],
@@ -391,9 +407,18 @@ def holdout(workloads: list[Workload]) -> dict:
                      "lat_mean_ms_measured": w.lat_mean_ms, "lat_mean_ms_model": m["lat_mean_ms"],
                      "lat_error_pct": _err(m["lat_mean_ms"], w.lat_mean_ms),
                      "fell_back": [x["parameter"] for x in f.not_identified]})
+    full = {x["parameter"] for x in fit(workloads).not_identified}
+    covered = [r for r in rows if not set(r["fell_back"]) - full]
+    for r in rows:
+        r["lost"] = sorted(set(r["fell_back"]) - full)  # identified only by this capture
     return {"captures": rows,
             "mean_abs_iops_error_pct": float(np.mean([abs(r["iops_error_pct"]) for r in rows])),
-            "mean_abs_lat_error_pct": float(np.mean([abs(r["lat_error_pct"]) for r in rows]))}
+            "mean_abs_lat_error_pct": float(np.mean([abs(r["lat_error_pct"]) for r in rows])),
+            "covered_captures": len(covered),
+            "covered_mean_abs_iops_error_pct": float(np.mean([abs(r["iops_error_pct"]) for r in covered]))
+            if covered else None,
+            "covered_mean_abs_lat_error_pct": float(np.mean([abs(r["lat_error_pct"]) for r in covered]))
+            if covered else None}
 
 
 def calibrate_device(data_dir: str | Path, refs: list[str], *, with_holdout: bool = False,
