@@ -91,10 +91,14 @@ def filesystem_on(dev: str) -> str | None:
     return out.stdout.strip() or ("unknown (blkid: " + out.stderr.strip()[:100] + ")" if out.returncode else None)
 
 
+def is_block_device(p: Path) -> bool:
+    return p.exists() and stat_mod.S_ISBLK(p.stat().st_mode)
+
+
 def resolve_target(target: str | Path, size_bytes: int, i_know: bool) -> tuple[Path, bool, bool]:
     """(file or device to run on, is a block device, created by the suite)."""
     p = Path(target)
-    if p.exists() and stat_mod.S_ISBLK(p.stat().st_mode):
+    if is_block_device(p):
         fs = filesystem_on(str(p))
         if fs and not i_know:
             raise ValueError(f"{p} is a block device holding a file system ({fs}): the suite's writes would destroy "
