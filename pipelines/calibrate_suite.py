@@ -36,19 +36,19 @@ from pipelines.capture import INSTALL_HINT, capture, missing_tools
 
 SUITE_FILE = "tiercast-calibrate.dat"
 #: (name, fio rw, block size, iodepth, rwmixread)
-JOBS = (
+JOBS = (  # reads first, depth 1 next to each other: the two points of the media-rate line, close in time
     ("randread-4k-qd1", "randread", "4k", 1, None),
-    ("randwrite-4k-qd1", "randwrite", "4k", 1, None),
     ("read-128k-qd1", "read", "128k", 1, None),
-    ("write-128k-qd1", "write", "128k", 1, None),
     ("randread-4k-qd32", "randread", "4k", 32, None),
-    ("randwrite-4k-qd32", "randwrite", "4k", 32, None),
     ("read-128k-qd16", "read", "128k", 16, None),
+    ("randwrite-4k-qd1", "randwrite", "4k", 1, None),
+    ("write-128k-qd1", "write", "128k", 1, None),
+    ("randwrite-4k-qd32", "randwrite", "4k", 32, None),
     ("randrw50-4k-qd16", "randrw", "4k", 16, 50),
 )
 DEFAULT_JOB_S = 8
 DEFAULT_SIZE_BYTES = 256 << 20
-MIN_JOB_S = 4  # calibration needs three whole iostat seconds inside fio's run
+MIN_JOB_S = 3  # the host-time split needs two whole iostat intervals inside a depth-1 job
 
 
 @dataclass
@@ -115,11 +115,15 @@ def resolve_target(target: str | Path, size_bytes: int, i_know: bool) -> tuple[P
 
 def run_suite(target: str | Path, data_dir: str | Path, *, job_seconds: int = DEFAULT_JOB_S,
               size_bytes: int = DEFAULT_SIZE_BYTES, i_know: bool = False, keep: bool = False,
-              validate: str = "off", jobs: tuple = JOBS, fio: str = "fio", iostat: str = "iostat",
+              validate: str = "off", jobs: tuple = JOBS, rounds: int = 1, fio: str = "fio", iostat: str = "iostat",
               log=None) -> SuiteResult:
-    """Run the suite's jobs on ``target`` through ``capture``; returns their capture ids."""
+    """Run the suite's jobs on ``target`` through ``capture`` (``rounds`` times over, one job after
+    the other: on a shared machine the load drifts, and each kind of run then samples it twice as
+    often); returns their capture ids."""
+    if not 1 <= rounds <= 10:
+        raise ValueError(f"--rounds must be 1 to 10, got {rounds}")
     if job_seconds < MIN_JOB_S:
-        raise ValueError(f"--job-seconds must be at least {MIN_JOB_S} (calibration needs three whole iostat "
+        raise ValueError(f"--job-seconds must be at least {MIN_JOB_S} (the host-time split needs two whole iostat "
                          f"intervals inside each job), got {job_seconds}")
     if size_bytes < (16 << 20):
         raise ValueError(f"--size must be at least 16 MiB, got {size_bytes} B")
@@ -134,9 +138,10 @@ def run_suite(target: str | Path, data_dir: str | Path, *, job_seconds: int = DE
             raise ValueError(f"{path.parent} has {free / (1 << 20):,.0f} MiB free; the suite's file needs "
                              f"{size_bytes / (1 << 20):,.0f} MiB (--size)")
     say = log or (lambda _m: None)
-    say(f"calibrate-suite: {len(jobs)} fio jobs of {job_seconds} s on {path} ({size_bytes / (1 << 20):,.0f} MiB"
+    n = len(jobs) * rounds
+    say(f"calibrate-suite: {n} fio jobs of {job_seconds} s on {path} ({size_bytes / (1 << 20):,.0f} MiB"
         + (", the block device's first bytes" if is_dev else ", removed afterwards" if created and not keep else "")
-        + f"); about {len(jobs) * (job_seconds + 3)} s")
+        + f"); about {n * (job_seconds + 3)} s")
     t0 = time.monotonic()
     res = SuiteResult(str(target), str(path), size_bytes, is_dev, job_seconds, 0.0, [])
     with tempfile.TemporaryDirectory(prefix="tiercast-suite-") as tmp:
@@ -147,15 +152,15 @@ def run_suite(target: str | Path, data_dir: str | Path, *, job_seconds: int = DE
                                      capture_output=True, text=True)
                 if lay.returncode != 0:
                     raise RuntimeError(f"fio could not lay out {path}: {(lay.stderr or lay.stdout).strip()[:300]}")
-            for name, rw, bs, depth, mix in jobs:
+            for rnd, (name, rw, bs, depth, mix) in ((r, j) for r in range(rounds) for j in jobs):
                 jf = Path(tmp) / f"{name}.fio"
                 jf.write_text(job_text(name, rw, bs, depth, mix, str(path), size_bytes, job_seconds, is_dev))
                 r = capture(jf, data_dir, validate=validate, fio=fio, iostat=iostat)
                 if r.fio_returncode:
                     raise RuntimeError(f"fio job {name} failed (capture {r.capture_id}): {'; '.join(r.warnings)[:300]}")
                 res.captures.append(r.capture_id)
-                res.jobs.append({"job": name, "rw": rw, "bs": bs, "iodepth": depth, "rwmixread": mix,
-                                 "capture_id": r.capture_id})
+                res.jobs.append({"job": name, "round": rnd + 1, "rw": rw, "bs": bs, "iodepth": depth,
+                                 "rwmixread": mix, "capture_id": r.capture_id})
                 res.warnings += [f"{name}: {w}" for w in r.warnings]
                 say(f"  {name}: capture {r.capture_id}")
         finally:

@@ -135,7 +135,7 @@ def workload_of(data_dir: str | Path, ref: str, with_host: bool = True) -> Workl
         from pipelines.calibrate import calibrate as single
 
         try:
-            c = single(data_dir, cap["capture_id"])
+            c = single(data_dir, cap["capture_id"], min_intervals=2)
             w.host_us, w.host_note = c.host_overhead_us, c.host_note
         except (ValueError, LookupError) as e:
             w.host_note = f"no iostat split: {e}"
@@ -255,10 +255,10 @@ def fit(workloads: list[Workload]) -> DeviceFit:
     # host stack time per direction: queue-depth-1 captures of one direction with an iostat split
     host_ms = {}
     for d, key in (("read", "host_us"), ("write", "write_host_us")):
-        hosts = sorted((w for w in qd1 if w.host_us is not None and w.dirs == (d,)), key=lambda w: w.bs_bytes)
-        if hosts:
-            p[key] = hosts[0].host_us
-            src[key] = f"{hosts[0].label} ({hosts[0].capture_id}): {hosts[0].host_note}"
+        hosts = [w for w in qd1 if w.host_us is not None and w.dirs == (d,)]
+        if hosts:  # I/O-weighted over the runs (each one's fio latency - iostat device time)
+            p[key] = sum(w.host_us * w.iops for w in hosts) / sum(w.iops for w in hosts)
+            src[key] = "; ".join(f"{w.label} ({w.capture_id}): {w.host_note}" for w in hosts)
         elif d == "write" and "host_us" in src:
             p[key] = p["host_us"]
             src[key] = "the reads' host_us (no depth-1 write capture with iostat device time)"

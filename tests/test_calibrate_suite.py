@@ -5,7 +5,6 @@ suite's refusals, and (serial) the whole thing live on this machine's disk."""
 from __future__ import annotations
 
 import json
-import math
 import time
 
 import polars as pl
@@ -113,6 +112,20 @@ def test_device_section_errors_name_file_line_and_rule():
         loads(scenario_toml(dict(TRUE, read_mib_per_s=0.0), outstanding=1), "dev.toml")
 
 
+def test_runs_of_a_calibrated_scenario_report_its_holdout_error():
+    from pipelines.replay import replay_frames
+
+    sc = loads(scenario_toml(dict(TRUE, holdout_iops_error_pct=7.5, holdout_latency_error_pct=9.25), outstanding=4),
+               "<t>")
+    n = 1000
+    df = pl.DataFrame({"ts_ns": list(range(n)), "volume": ["d"] * n, "op": pl.Series([0] * n, dtype=pl.UInt8),
+                       "offset": [i << 12 for i in range(n)], "size": [4096] * n})
+    s = replay_frames([df], sc).summary
+    assert s["calibration"] == {"holdout_error_pct": {"iops": 7.5, "latency": 9.25}}
+    assert s["holdout_iops_error_pct"] == 7.5 and s["mechanisms"] == ["host", "device"]
+    assert s["dram_mode"] == "none" and s["warnings"] == []
+
+
 # ---- the fit ---------------------------------------------------------------------------------
 def test_fit_recovers_a_known_device_and_says_what_it_could_not_identify():
     f = fit(_suite())
@@ -169,7 +182,7 @@ def test_suite_refuses_a_block_device_with_a_file_system(monkeypatch, tmp_path):
 
 
 def test_suite_options_are_checked_before_anything_runs(tmp_path):
-    with pytest.raises(ValueError, match="--job-seconds must be at least 4"):
+    with pytest.raises(ValueError, match="--job-seconds must be at least 3"):
         suite.run_suite(tmp_path, tmp_path, job_seconds=2, fio="no-such-fio")
     with pytest.raises(ValueError, match="--size must be at least 16 MiB"):
         suite.run_suite(tmp_path, tmp_path, size_bytes=1 << 20, fio="no-such-fio")
@@ -177,7 +190,7 @@ def test_suite_options_are_checked_before_anything_runs(tmp_path):
         suite.run_suite(tmp_path, tmp_path, fio="no-such-fio")
     from pipelines.cli import app
 
-    r = CliRunner().invoke(app, ["calibrate-suite", "--target", str(tmp_path), "--job-seconds", "1"])
+    r = CliRunner().invoke(app, ["calibrate-suite", "--target", str(tmp_path), "--job-seconds", "2"])
     assert r.exit_code == 2 and "--job-seconds" in r.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -197,13 +210,20 @@ MISSING = missing_tools()
 HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2", "randread", "16k", 2, None),
             ("randrw70-4k-qd4", "randrw", "4k", 4, 70), ("read-64k-qd1", "read", "64k", 1, None))
 IOPS_TOL, LAT_TOL = 0.15, 0.20
+JOB_S = 3
 
 
 @pytest.mark.serial  # device throughput is load sensitive: nothing else may share the disk
 def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir, tmp_path):
-    """calibrate-suite (4 s jobs, 64 MiB), calibrate from its 8 captures with --holdout, then four
-    workloads outside the suite captured and replayed (their own fio traces, closed loop at their
-    iodepth) through the scenario: IOPS within 15 % of fio's, mean latency within 20 %."""
+    """calibrate-suite (3 s jobs, 64 MiB), calibrate from its captures, then four workloads outside
+    the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
+    scenario: IOPS within 15 % of fio's, mean latency within 20 %.
+
+    The other developers' and tests' load on this 2-core VM moves its disk: the same 3 s fio job run
+    back to back varies by up to +-20 % (README). So the suite runs twice, each time followed by the
+    four held-out workloads (ABAB: the load drifts through calibration and held-out runs alike), and
+    each held-out workload's fio figure is the mean of its two runs. The fit sees the suite's
+    captures only."""
     require(not MISSING, f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat (.ci/run does)")
     from pipelines.calibrate_suite import job_text
     from pipelines.capture import capture
@@ -215,44 +235,48 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     from replay.scenario import load
 
     t0 = time.monotonic()
-    r = CliRunner().invoke(app, ["calibrate-suite", "--target", str(blockdir), "--job-seconds", "4", "--size",
-                                 "64MiB", "--data-dir", str(data_dir), "--json"])
-    assert r.exit_code == 0, r.output
-    s = json.loads(r.stdout)
-    caps = s["captures"]
-    assert len(caps) == 8 and s["size_bytes"] == 64 * MIB and not (blockdir / suite.SUITE_FILE).exists()
-    suite_s = time.monotonic() - t0
+    target = blockdir / "held-out.dat"
+    caps, held, suite_s = [], {j[0]: [] for j in HELD_OUT}, 0.0
+    for _ in range(2):
+        t1 = time.monotonic()
+        r = CliRunner().invoke(app, ["calibrate-suite", "--target", str(blockdir), "--job-seconds", str(JOB_S),
+                                     "--size", "64MiB", "--data-dir", str(data_dir), "--json"])
+        assert r.exit_code == 0, r.output
+        s = json.loads(r.stdout)
+        assert [j["job"] for j in s["jobs"]] == [j[0] for j in suite.JOBS] and s["size_bytes"] == 64 * MIB
+        assert not (blockdir / suite.SUITE_FILE).exists()  # the suite removes the file it made
+        caps += s["captures"]
+        suite_s += time.monotonic() - t1
+        for job in HELD_OUT:
+            jf = tmp_path / f"{job[0]}.fio"
+            jf.write_text(job_text(*job, str(target), 64 * MIB, JOB_S, False))
+            c = capture(jf, data_dir, validate="off")
+            assert c.fio_returncode == 0, c.warnings
+            held[job[0]].append(c)
+    target.unlink(missing_ok=True)
+
     scen = tmp_path / "device.toml"
-    r = CliRunner().invoke(app, ["calibrate", *(a for c in caps for a in ("--measured", c)), "--holdout",
+    r = CliRunner().invoke(app, ["calibrate", *(a for c in caps for a in ("--measured", c)),
                                  "--scenario-out", str(scen), "--data-dir", str(data_dir), "--json"])
     assert r.exit_code == 0, r.output
     cal = json.loads(r.stdout)
-    h = cal["holdout"]
-    assert len(h["captures"]) == 8 and all(math.isfinite(x["iops_error_pct"]) for x in h["captures"])
-    text = scen.read_text()
-    assert f"holdout_iops_error_pct = {round(h['mean_abs_iops_error_pct'], 2):.6g}" in text
-    assert "# calibration.holdout_error_pct: IOPS" in text and "# not identified: parallelism" in text
+    assert [w["capture_id"] for w in cal["workloads"]] == caps  # the suite's captures, no held-out one
+    assert "# not identified: parallelism" in scen.read_text()
     sc = load(scen)
-    assert sc.device.holdout_iops_error_pct == pytest.approx(h["mean_abs_iops_error_pct"], abs=0.01)
 
-    target = blockdir / "held-out.dat"
     rows = []
-    for job in HELD_OUT:
-        jf = tmp_path / f"{job[0]}.fio"
-        jf.write_text(job_text(*job, str(target), 64 * MIB, 4, False))
-        c = capture(jf, data_dir, validate="off")
-        assert c.fio_returncode == 0, c.warnings
-        w = workload_of(data_dir, c.capture_id, with_host=False)
-        trace = find_trace(data_dir, next(iter(c.traces.values())))
-        run = replay_frames(read_frames(trace), sc.with_replay(outstanding=w.iodepth), trace.trace_id).summary
-        rows.append((job[0], w.iops, run["iops"], w.lat_mean_ms, run["latency_mean_ms"]))
-        assert run["calibration"]["holdout_error_pct"]["iops"] == sc.device.holdout_iops_error_pct
-    target.unlink(missing_ok=True)
+    for name, runs in held.items():
+        ws = [workload_of(data_dir, c.capture_id, with_host=False) for c in runs]
+        iops = sum(w.iops for w in ws) / len(ws)  # runs of equal length: the mean rate
+        lat = sum(w.lat_mean_ms * w.iops for w in ws) / sum(w.iops for w in ws)  # per I/O
+        trace = find_trace(data_dir, next(iter(runs[0].traces.values())))
+        run = replay_frames(read_frames(trace), sc.with_replay(outstanding=ws[0].iodepth), trace.trace_id).summary
+        rows.append((name, iops, run["iops"], lat, run["latency_mean_ms"], [w.iops for w in ws]))
     table = "\n".join(f"{n:18s} IOPS fio {fi:9,.0f} model {mi:9,.0f} ({100 * (mi / fi - 1):+5.1f} %)  latency "
-                      f"fio {fl * 1e3:7.1f} us model {ml * 1e3:7.1f} us ({100 * (ml / fl - 1):+5.1f} %)"
-                      for n, fi, mi, fl, ml in rows)
-    print(f"\nsuite {suite_s:.0f} s; holdout mean |error| IOPS {h['mean_abs_iops_error_pct']:.1f} %, latency "
-          f"{h['mean_abs_lat_error_pct']:.1f} %\n{table}")
-    for n, fi, mi, fl, ml in rows:
+                      f"fio {fl * 1e3:7.1f} us model {ml * 1e3:7.1f} us ({100 * (ml / fl - 1):+5.1f} %)  runs "
+                      + " / ".join(f"{x:,.0f}" for x in each) for n, fi, mi, fl, ml, each in rows)
+    fitted = {k: v for k, v in cal["params"].items() if not k.startswith("_")}
+    print(f"\n{json.dumps(fitted)}\nsuite {suite_s:.0f} s (two rounds)\n{table}")
+    for n, fi, mi, fl, ml, _ in rows:
         assert abs(mi / fi - 1) <= IOPS_TOL and abs(ml / fl - 1) <= LAT_TOL, f"{n}\n{table}"
     assert time.monotonic() - t0 < 180

@@ -171,13 +171,18 @@ def _calibrate_device(measured: list[str], holdout: bool, name: str | None, scen
 def calibrate_suite(
     target: Annotated[str, typer.Option("--target", help="Directory (a file is created there), file or block "
                                                          "device to run the fio jobs on.")],
-    job_seconds: Annotated[int, typer.Option(help="Seconds per fio job (>= 4: three whole iostat intervals "
-                                                  "inside each).", callback=bounded(4, 3600, integer=True))] = 8,
+    job_seconds: Annotated[int, typer.Option(help="Seconds per fio job (>= 3: two whole iostat intervals "
+                                                  "inside each).", callback=bounded(3, 3600, integer=True))] = 8,
+    rounds: Annotated[int, typer.Option(help="Run the set this many times over (1-10): on a shared machine each "
+                                             "kind of run samples the drifting load more often.",
+                                        callback=bounded(1, 10, integer=True))] = 1,
     size: Annotated[str, typer.Option(help="Size of the file (or of the device's region) the jobs use, e.g. "
                                            "256MiB.")] = "256MiB",
     i_know: Annotated[bool, typer.Option("--i-know", help="Write to a block device that holds a file system "
                                                           "(destroys it).")] = False,
     keep: Annotated[bool, typer.Option(help="Keep the file the suite created.")] = False,
+    only: Annotated[str | None, typer.Option(help="Run only these jobs of the suite (comma-separated names, e.g. "
+                                                  "randread-4k-qd1,read-128k-qd1).")] = None,
     validate: Annotated[str, typer.Option(help="Great Expectations contract of each capture's datasets: auto, "
                                                "full, sample, off.")] = "off",
     data_dir: DataDirOpt = None,
@@ -192,9 +197,17 @@ def calibrate_suite(
         size_bytes = parse_size(size)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="'--size'") from None
+    jobs = JOBS
+    if only is not None:
+        names = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in {j[0] for j in JOBS}]
+        if unknown or not names:
+            raise typer.BadParameter(f"unknown job(s) {', '.join(unknown) or '(none given)'}; the suite's jobs: "
+                                     f"{', '.join(j[0] for j in JOBS)}", param_hint="'--only'")
+        jobs = tuple(j for j in JOBS if j[0] in names)
     log = None if as_json else (lambda m: console.print(m, highlight=False, markup=False))
     r = run_suite(target, data_dir_of(data_dir), job_seconds=job_seconds, size_bytes=size_bytes, i_know=i_know,
-                  keep=keep, validate=validate, jobs=JOBS, log=log)
+                  keep=keep, validate=validate, jobs=jobs, rounds=rounds, log=log)
     if as_json:
         print_json(r.summary())
         return
