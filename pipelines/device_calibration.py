@@ -162,8 +162,9 @@ def scenario_toml(params: dict, name: str = "device", description: str = "", out
         if p.name == "enabled" or params.get(p.name) is None:
             continue
         v = params[p.name]
-        val = (str(int(v)) if p.kind in ("int", "size") else
-               f"{v:.6g}" if "." in f"{v:.6g}" or "e" in f"{v:.6g}" else f"{v:.6g}.0")
+        g = f"{v:.6g}" if p.kind == "float" else ""
+        val = (("true" if v else "false") if p.kind == "bool" else str(int(v)) if p.kind in ("int", "size") else
+               g if "." in g or "e" in g else g + ".0")
         note = params.get("_notes", {}).get(p.name)
         lines.append(f"{p.name} = {val}" + (f"  # {note}" if note else ""))
     lines += ["", "[replay]", 'mode = "closed"', f"outstanding = {int(outstanding)}", ""]

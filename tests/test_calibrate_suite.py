@@ -77,6 +77,10 @@ def test_device_with_ideal_channels_serves_q_at_once():
         m = predict(p, _w("x", "randread", 4096, q, 1.0, p))
         assert m["iops"] == pytest.approx(q / s_ms * 1e3, rel=2e-3)
         assert m["lat_mean_ms"] == pytest.approx(s_ms, rel=2e-3)
+    # a serial transfer: only the fixed latency is shared, S = L / Q + transfer
+    x_ms = 4096 / (1200.0 * MIB) * 1e3
+    m = predict(dict(p, serial_transfer=True), _w("x", "randread", 4096, 8, 1.0, p))
+    assert m["iops"] == pytest.approx(1e3 / (0.040 / 8 + x_ms), rel=5e-3)
     # beyond N the gain stops: Q = 64 on N = 16 runs at 16 / S
     m = predict(dict(p, parallelism=16), _w("x", "randread", 4096, 64, 1.0, p))
     assert m["iops"] == pytest.approx(16 / s_ms * 1e3, rel=5e-3)  # service times rounded to whole ns

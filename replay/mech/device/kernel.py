@@ -62,6 +62,7 @@ class DeviceParams(NamedTuple):
     write_ns_per_byte: float
     gain_table: np.ndarray  # float64 [queueing.GAIN_TABLE]: g(q) of a read
     write_gain_table: np.ndarray  # of a write
+    serial: int  # 1: the transfer is not divided by the gain
     cap_ns_per_byte: float  # 0: no throughput cap
     cache_bytes: float  # 0: no write cache
     drain_ns_per_byte: float
@@ -75,8 +76,8 @@ class DeviceState(NamedTuple):
 def params(sc) -> DeviceParams:
     d = sc.device
     if d is None:
-        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, np.ones(qk.GAIN_TABLE), np.ones(qk.GAIN_TABLE), 0.0, 0.0,
-                            0.0)
+        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, np.ones(qk.GAIN_TABLE), np.ones(qk.GAIN_TABLE), 0,
+                            0.0, 0.0, 0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
     return DeviceParams(
         on=1, host_ns=int(round(d.host_us * 1e3)),
@@ -86,7 +87,7 @@ def params(sc) -> DeviceParams:
         gain_table=np.array(qk.gain_table(d.parallel_exponent, d.parallelism)),
         write_gain_table=np.array(qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
                                                 else d.write_parallel_exponent, d.parallelism)),
-        cap_ns_per_byte=1e9 / (d.max_mib_per_s * MIB) if d.max_mib_per_s else 0.0,
+        serial=int(d.serial_transfer), cap_ns_per_byte=1e9 / (d.max_mib_per_s * MIB) if d.max_mib_per_s else 0.0,
         cache_bytes=float(d.write_cache_bytes), drain_ns_per_byte=1e9 / (drain * MIB))
 
 
@@ -118,11 +119,12 @@ def request(dp, dv, op, size, t):
     q = n - head + 1
     k = q if q < qk.GAIN_TABLE else qk.GAIN_TABLE - 1
     if op == OP_WRITE:
-        svc = (dp.write_ns + size * dp.write_ns_per_byte) / dp.write_gain_table[k]
+        fixed, xfer, g = dp.write_ns, size * dp.write_ns_per_byte, dp.write_gain_table[k]
         c.writes += 1
     else:
-        svc = (dp.read_ns + size * dp.read_ns_per_byte) / dp.gain_table[k]
+        fixed, xfer, g = dp.read_ns, size * dp.read_ns_per_byte, dp.gain_table[k]
         c.reads += 1
+    svc = fixed / g + xfer if dp.serial else (fixed + xfer) / g
     floor = size * dp.cap_ns_per_byte
     if svc < floor:
         svc = floor
