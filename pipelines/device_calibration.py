@@ -9,8 +9,9 @@ Each parameter comes from the captures that identify it (``calibrate --measured 
   (``read_mib_per_s``, ``write_mib_per_s``): the queue-depth-1 runs' fio latency minus the host time,
   against the request size: a line through two or more sizes (a random 4 KiB run and a sequential run
   of 128 KiB or more) gives rate (slope) and fixed latency (intercept); one size keeps the default rate;
-* **queue behaviour** (``parallel_exponent``): the deep-queue runs of small requests, the exponent whose
-  simulated IOPS best match theirs (least squares of the log ratios);
+* **queue behaviour** (``parallel_exponent``, ``write_parallel_exponent``, ``parallelism``): the
+  deep-queue runs of small requests, the exponent whose simulated IOPS best match theirs (least
+  squares of the log ratios); read runs at two depths (QD4 and QD32) also place the knee N;
 * **throughput cap** (``max_mib_per_s``): a deep sequential run whose bandwidth the queue law alone
   overshoots by more than 5 %: the cap that reproduces it;
 * **write cache** (``write_cache_bytes``): when writes are faster than reads (depth-1 service or
@@ -50,6 +51,8 @@ WARMUP_SHARE = 0.1
 CAP_MARGIN = 0.05
 #: a deep-queue run of requests at most this large identifies the queue law
 SMALL_BYTES = 64 << 10
+#: knees (``parallelism``) tried when read runs at two depths place it
+KNEES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
 #: sequential runs at least this large identify the media rate and the cap
 LARGE_BYTES = 128 << 10
 DEFAULTS = {p.name: p.default for p in DEVICE.params}
@@ -329,18 +332,33 @@ def fit(workloads: list[Workload]) -> DeviceFit:
         src["drain_mib_per_s"] = "default: the reads' media rate (no run filled the cache)"
     else:
         fallback("write_cache_bytes", "writes are not faster than reads" if writers else "no write capture", 0)
-    # queue behaviour: deep runs of small requests of one direction (the exponent per direction)
+    # queue behaviour: deep runs of small requests of one direction (the exponent per direction);
+    # read runs at two or more depths also place the knee N, where the gain stops growing
     small = [w for w in deep if w.bs_bytes <= SMALL_BYTES]
+    reads = [w for w in small if w.dirs == ("read",)]
+    depths = sorted({w.iodepth for w in reads})
     for d, key in (("read", "parallel_exponent"), ("write", "write_parallel_exponent")):
         runs = [w for w in small if w.dirs == (d,)]
         if not runs:
             continue
 
-        def loss(e: float, key=key, runs=runs) -> float:
-            q = dict(p, **{key: e})
+        def loss(e: float, key=key, runs=runs, n=None) -> float:
+            q = dict(p, **{key: e}, **({"parallelism": n} if n else {}))
             return sum(math.log(predict(q, w)["iops"] / w.iops) ** 2 for w in runs)
 
-        p[key] = round(_minimize(loss, 0.0, 1.0), 4)
+        if d == "read" and len(depths) >= 2:
+            best = None
+            for n in [k for k in KNEES if k <= depths[-1]]:
+                e = _minimize(lambda x, n=n: loss(x, n=n), 0.0, 1.0, grid=11, iters=10)
+                v = loss(e, n=n)
+                if best is None or v < best[0] - 1e-9:
+                    best = (v, n, e)
+            _, p["parallelism"], p[key] = best
+            p[key] = round(p[key], 4)
+            src["parallelism"] = ("the knee that, with its exponent, best fits the IOPS of "
+                                  + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in reads))
+        else:
+            p[key] = round(_minimize(loss, 0.0, 1.0), 4)
         src[key] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in runs)
     if "parallel_exponent" not in src and "write_parallel_exponent" in src:
         fallback("parallel_exponent", "no deep read run of requests <= 64 KiB: the writes' exponent",
@@ -351,13 +369,10 @@ def fit(workloads: list[Workload]) -> DeviceFit:
     elif "write_parallel_exponent" not in src:
         missing.append({"parameter": "write_parallel_exponent", "default": None,
                         "why": "no deep write run of requests <= 64 KiB: writes share the reads' exponent"})
-    if small:
-        deepest = max(w.iodepth for w in small)
-        missing.append({"parameter": "parallelism", "default": p["parallelism"],
-                        "why": f"the deepest run queued {deepest}: the gain may keep growing beyond it"})
-        src["parallelism"] = f"default (not identified beyond queue depth {deepest})"
-    else:
-        fallback("parallelism", "no deep-queue capture")
+    if "parallelism" not in src:
+        why = (f"read runs at one depth only ({depths[0]}): the knee is not placed" if depths else
+               "no deep-queue read run of requests <= 64 KiB")
+        fallback("parallelism", why)
     # throughput cap: deep sequential runs the queue law overshoots
     big = [w for w in deep if w.bs_bytes >= LARGE_BYTES]
     capped = []
