@@ -269,7 +269,8 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     assert r.exit_code == 0, r.output
     cal = json.loads(r.stdout)
     assert [w["capture_id"] for w in cal["workloads"]] == caps  # the suite's captures, no held-out one
-    assert "# not identified: parallelism" in scen.read_text()
+    text = scen.read_text()
+    assert all(f"# not identified: {m['parameter']} = default" in text for m in cal["not_identified"])
     sc = load(scen)
 
     rows = []
