@@ -45,7 +45,7 @@ from replay.mech.device.schema import DEVICE
 
 MIB = float(1 << 20)
 #: requests simulated per workload when fitting (after WARMUP_SHARE of them)
-FIT_REQUESTS = 20_000
+FIT_REQUESTS = 10_000
 WARMUP_SHARE = 0.1
 #: a deep sequential run whose bandwidth the queue law overshoots by more than this is cap-bound
 CAP_MARGIN = 0.05

@@ -63,7 +63,7 @@ def test_device_at_depth_one_is_host_plus_latency_plus_transfer():
     p = _device()
     for rw, bs, share, host, lat, rate in (("randread", 4096, 1.0, 20.0, 40.0, 1200.0),
                                            ("write", 64 << 10, 0.0, 20.0, 60.0, 900.0)):
-        m = predict(p, _w("x", rw, bs, 1, share, p))
+        m = predict(p, _w("x", rw, bs, 1, share, p), n=40_000)
         expect_ms = (host + lat + bs / (rate * MIB) * 1e6) / 1e3
         assert m["lat_mean_ms"] == pytest.approx(expect_ms, rel=1e-4)
         assert m["iops"] == pytest.approx(1e3 / expect_ms, rel=1e-3)
@@ -75,21 +75,21 @@ def test_device_with_ideal_channels_serves_q_at_once():
     p = _device(host_us=0.0, parallel_exponent=1.0, parallelism=64)
     s_ms = (40.0 + 4096 / (1200.0 * MIB) * 1e6) / 1e3
     for q in (2, 8, 32):
-        m = predict(p, _w("x", "randread", 4096, q, 1.0, p))
+        m = predict(p, _w("x", "randread", 4096, q, 1.0, p), n=40_000)
         assert m["iops"] == pytest.approx(q / s_ms * 1e3, rel=2e-3)
         assert m["lat_mean_ms"] == pytest.approx(s_ms, rel=2e-3)
     # a serial transfer: only the fixed latency is shared, S = L / Q + transfer
     x_ms = 4096 / (1200.0 * MIB) * 1e3
-    m = predict(dict(p, serial_transfer=True), _w("x", "randread", 4096, 8, 1.0, p))
+    m = predict(dict(p, serial_transfer=True), _w("x", "randread", 4096, 8, 1.0, p), n=40_000)
     assert m["iops"] == pytest.approx(1e3 / (0.040 / 8 + x_ms), rel=5e-3)
     # beyond N the gain stops: Q = 64 on N = 16 runs at 16 / S
-    m = predict(dict(p, parallelism=16), _w("x", "randread", 4096, 64, 1.0, p))
+    m = predict(dict(p, parallelism=16), _w("x", "randread", 4096, 64, 1.0, p), n=40_000)
     assert m["iops"] == pytest.approx(16 / s_ms * 1e3, rel=5e-3)  # service times rounded to whole ns
 
 
 def test_device_throughput_cap_and_write_cache():
     p = _device(host_us=0.0, parallel_exponent=1.0, max_mib_per_s=500.0)
-    m = predict(p, _w("x", "read", 1 << 20, 16, 1.0, p))
+    m = predict(p, _w("x", "read", 1 << 20, 16, 1.0, p), n=40_000)
     assert m["iops"] * 1.0 == pytest.approx(500.0, rel=2e-3)  # 1 MiB requests at 500 MiB/s
     # a write cache of 64 MiB draining at 100 MiB/s in front of 4 MiB/ms writes: the first ~64 MiB go
     # at the write speed, then every write waits for the drain
@@ -160,8 +160,14 @@ def test_fit_finds_a_write_cache_when_writes_are_faster():
     assert any(m["parameter"] == "drain_mib_per_s" for m in f.not_identified)
 
 
-def test_holdout_names_the_parameters_a_capture_alone_identifies():
-    h = holdout(_suite())
+@pytest.fixture(scope="module")
+def suite_holdout():
+    ws = _suite()
+    return ws, holdout(ws)
+
+
+def test_holdout_names_the_parameters_a_capture_alone_identifies(suite_holdout):
+    h = suite_holdout[1]
     rows = {r["workload"]: r for r in h["captures"]}
     assert rows["read-128k-qd16"]["lost"] == ["max_mib_per_s"]
     assert rows["randread-4k-qd32"]["lost"] == ["parallelism"]  # QD4 alone places no knee
@@ -172,6 +178,36 @@ def test_holdout_names_the_parameters_a_capture_alone_identifies():
         sum(abs(r["iops_error_pct"]) for r in h["captures"]) / 9)
     with pytest.raises(ValueError, match="at least 2 captures"):
         holdout(_suite()[:1])
+
+
+def test_a_calibration_is_kept_and_loaded_into_the_warehouse(data_dir, suite_holdout):
+    import duckdb
+
+    from pipelines.device_store import list_calibrations, store_calibration
+    from pipelines.load import load
+
+    ws, h = suite_holdout
+    f = fit(ws)
+    f.holdout = h
+    path = store_calibration(data_dir, f)
+    assert path.name == f.calibration_id and f.calibration_id.startswith("cal-")
+    assert sorted(p.name for p in path.iterdir()) == ["calibration.parquet", "holdout.parquet", "manifest.json"]
+    assert [c["calibration_id"] for c in list_calibrations(data_dir)] == [f.calibration_id]
+    store_calibration(data_dir, f)  # the same captures again: replaced, not a second one
+    assert len(list_calibrations(data_dir)) == 1
+    load(data_dir)
+    con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
+    [c] = con.sql("SELECT * FROM device_calibrations").pl().iter_rows(named=True)
+    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == 9
+    assert c["parallel_exponent"] == pytest.approx(f.params["parallel_exponent"])
+    assert c["holdout_mean_abs_iops_error_pct"] == pytest.approx(f.holdout["mean_abs_iops_error_pct"])
+    assert c["not_identified"] == "write_cache_bytes"
+    rows = con.sql("SELECT * FROM device_calibration_holdout ORDER BY capture_id").pl()
+    assert rows.height == 9 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
+        "max_mib_per_s"
+    by = {r["capture_id"]: r for r in f.holdout["captures"]}
+    for r in rows.iter_rows(named=True):
+        assert r["iops_holdout_error_pct"] == pytest.approx(by[r["capture_id"]]["iops_error_pct"])
 
 
 # ---- the suite's refusals --------------------------------------------------------------------
