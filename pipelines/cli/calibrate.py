@@ -184,12 +184,14 @@ def calibrate_suite(
     only: Annotated[str | None, typer.Option(help="Run only these jobs of the suite (comma-separated names, e.g. "
                                                   "randread-4k-qd1,read-128k-qd1).")] = None,
     validate: Annotated[str, typer.Option(help="Great Expectations contract of each capture's datasets: auto, "
-                                               "full, sample, off.")] = "off",
+                                               "full, sample, off.",
+                                          callback=lambda v: one_of(v, ("auto", "full", "sample", "off")))] = "off",
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the calibration suite (random read/write at depth 1 and 32, sequential 128 KiB read/write,
-    a sequential read at depth 16, a 50/50 mix) through `capture`; list the capture ids."""
+    """Run the calibration suite (random reads at depth 1, 4 and 32, random writes at 1 and 32,
+    sequential 128 KiB reads and writes, sequential reads at depth 16, a 50/50 mix) through
+    `capture`; list the capture ids."""
     from pipelines.calibrate_suite import JOBS, run_suite
     from schemas.units import parse_size
 
