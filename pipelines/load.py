@@ -347,6 +347,31 @@ def _comparison_units(root: Path) -> Iterator[Unit]:
         yield Unit(f"model_vs_measured:{d.name}", "model_vs_measured", _stat([*files, d / "manifest.json"]), apply)
 
 
+def _calibration_units(root: Path) -> Iterator[Unit]:
+    """Device calibrations (``pipelines.device_store``): their tables are created from the first
+    file when this warehouse has none yet."""
+    from pipelines.device_store import TABLES, calibrations_root
+
+    top = calibrations_root(root)
+    if not top.is_dir():
+        return
+    for d in sorted(top.iterdir()):
+        files = [d / name for name in TABLES]
+        if d.name.startswith(".") or not all(f.is_file() for f in files):
+            continue
+
+        def apply(con, d=d):
+            for name, table in TABLES.items():
+                if not _table_columns(con, table):
+                    _COLUMNS.pop((id(con), table), None)
+                    con.execute(f"CREATE TABLE {identifier(table)} AS SELECT * FROM read_parquet($1) LIMIT 0",
+                                [str(d / name)])
+                con.execute(f"DELETE FROM {identifier(table)} WHERE calibration_id = $1", [d.name])
+                insert_parquet(con, table, d / name)
+
+        yield Unit(f"device_calibration:{d.name}", "device_calibration", _stat([*files, d / "manifest.json"]), apply)
+
+
 def _remove(con: duckdb.DuckDBPyConnection, key: str) -> None:
     kind, _, ident = key.partition(":")
     deletes = {
@@ -358,6 +383,8 @@ def _remove(con: duckdb.DuckDBPyConnection, key: str) -> None:
             "AND t.table_type = 'BASE TABLE'").fetchall()],
         "skew": [(t, "source_file") for t in SKEW_TABLES],
         "model_vs_measured": [(t, "comparison_id") for t in COMPARISON_FILES.values()],
+        "device_calibration": [("device_calibrations", "calibration_id"),
+                               ("device_calibration_holdout", "calibration_id")],
     }.get(kind, [(kind, "source_file")])
     for table, col in deletes:
         con.execute(f"DELETE FROM {identifier(table)} WHERE {identifier(col)} = $1", [ident])
@@ -442,7 +469,7 @@ def load(data_dir: str | Path, database: Path | None = None, timeout_s: float = 
     report = LoadReport(Path(database or db_path(root)))
     seen_mtime = data_mtime_ns(root)  # before listing: what changes during the load shows as stale
     units = [*_trace_units(root), *_measured_units(root), *_run_units(root), *_file_units(root), *_skew_units(root),
-             *_comparison_units(root)]
+             *_comparison_units(root), *_calibration_units(root)]
     w = _Writer(report.database, root, timeout_s)
     try:
         known = dict(w.transaction(lambda con: con.execute("SELECT unit, fingerprint FROM loaded_units").fetchall()))

@@ -117,7 +117,7 @@ def _sp_utilisation(sc: Scenario, vol: pl.DataFrame, interval_s: float) -> dict[
 
 
 def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, interval_ns: int) -> list[dict]:
-    if rg.height == 0 or "utilization" not in rg.columns:
+    if rg.height == 0 or "utilization" not in rg.columns or sc.device:  # a device's queue is its own: no drives
         return []
     interval_ms = interval_ns / 1e6
     sp = _sp_utilisation(sc, vol, interval_ns / 1e9) if not sc.cloud else {}
@@ -161,7 +161,7 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
 def throttle_trigger(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[dict]:
     """MCx: throttled requests only next to throttled ticks (or cache-full waits), and each tick's
     weakest trigger above the thresholds the kernel applies."""
-    if sc.flash or sc.cloud or sc.dram.mode != "mcx" or "throttle_ticks" not in rg.columns:
+    if sc.flash or sc.cloud or sc.device or sc.dram.mode != "mcx" or "throttle_ticks" not in rg.columns:
         return []
     m = sc.dram.mcx
     ticks = {(r, t) for r, t, k in rg.select("rg", "interval_start_ns", "throttle_ticks").iter_rows() if k}

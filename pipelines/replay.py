@@ -622,7 +622,8 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
         warm = int(n_all * scenario.replay.warmup_pct / 100)
     fp = model.kernel_params.flash
     aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd_cache.slots, model.tiering.on,
-                       int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and not scenario.cloud and scenario.dram.mode == "mcx")
+                       int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and not scenario.cloud and not scenario.device
+                       and scenario.dram.mode == "mcx")
     aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
     done = 0
     if progress and total:
@@ -700,7 +701,7 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "scenario_hash": sc.hash,
         "tiercast_version": package_version(),
         "model_version": array_model_version(),
-        "dram_mode": "none" if sc.flash or sc.cloud else sc.dram.mode,  # all-flash, cloud: no cache
+        "dram_mode": "none" if sc.flash or sc.cloud or sc.device else sc.dram.mode,  # all-flash, cloud, device: no cache
         "mechanisms": model.mechanisms(),
         "mode": sc.replay.mode,
         "outstanding": sc.replay.outstanding if sc.replay.mode == "closed" else None,
@@ -731,8 +732,8 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         "backend_ios_per_request": s["backend_ios"] / n if n else 0.0,
         "backend_iops_per_drive": s["backend_ios"] / sc.n_drives / span_s if span_s > 0 else 0.0,
         "simulated_seconds": sim_s,
-        "dram_cache_bytes": 0 if sc.flash or sc.cloud else sc.dram.cache_bytes,
-        "dram_write_cache_bytes": 0 if sc.flash or sc.cloud else sc.dram.write_cache_bytes,
+        "dram_cache_bytes": 0 if sc.flash or sc.cloud or sc.device else sc.dram.cache_bytes,
+        "dram_write_cache_bytes": 0 if sc.flash or sc.cloud or sc.device else sc.dram.write_cache_bytes,
         "dram_high_watermark_pct": sc.dram.flare.high_watermark_pct if sc.dram.mode == "flare" else None,
         "dram_low_watermark_pct": sc.dram.flare.low_watermark_pct if sc.dram.mode == "flare" else None,
         "ssd_cache_bytes": sc.ssd_cache.usable_bytes(sc.drive_classes) if sc.ssd_cache else 0,
@@ -745,6 +746,10 @@ def _summary(model: ArrayModel, state, aggs: _Aggregates, trace_id: str, rid: st
         out.update(_ssd_summary(c, aggs))
     if aggs.flash is not None:
         out.update(_flash_summary(aggs))
+    if sc.device:  # the calibration's out-of-sample error travels with every run of its scenario
+        out["holdout_iops_error_pct"] = sc.device.holdout_iops_error_pct
+        out["holdout_latency_error_pct"] = sc.device.holdout_latency_error_pct
+        out["calibration"] = {"holdout_error_pct": sc.device.holdout_error_pct}
     return out
 
 

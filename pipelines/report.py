@@ -861,12 +861,13 @@ def _made(make: Callable[[Warehouse, Selection], Chart | list[Chart] | None], wh
 
 #: the run table at the top: columns shown when present
 RUN_COLUMNS = ("scenario", "meets_target", "cost_per_month", "currency", "latency_p95_ms", "latency_p99_ms",
-               "latency_mean_ms", "iops", "mb_per_s", "read_hit_ratio", "write_hit_ratio", "ssd_hit_ratio_last10pct",
+               "latency_mean_ms", "iops", "mb_per_s", "holdout_iops_error_pct", "holdout_latency_error_pct",
+               "read_hit_ratio", "write_hit_ratio", "ssd_hit_ratio_last10pct",
                "flush_mb_per_s", "forced_flush_count", "throttle_delay_sum_ms", "burst_exhausted_s", "dram_cache_bytes",
                "ssd_cache_bytes", "mode", "outstanding", "measured_requests", "trace_id", "run_id", "model_version")
 #: the decision columns: the runs table shows these, the rest folded under it
 DECISION_COLUMNS = ("scenario", "meets_target", "cost_per_month", "currency", "latency_p95_ms", "latency_p99_ms",
-                    "latency_mean_ms", "iops", "mb_per_s")
+                    "latency_mean_ms", "iops", "mb_per_s", "holdout_iops_error_pct", "holdout_latency_error_pct")
 
 
 # --------------------------------------------------------------------------------------------

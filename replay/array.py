@@ -46,6 +46,9 @@ scalar state and counters one structured record, ``ds.c[0].dirty``):
 * :mod:`replay.mech.cloud.kernel`: a cloud block-storage volume (``[cloud]``): token buckets and a
   service-time distribution instead of the storage processor, DRAM cache and back end
   (:func:`run_cloud_requests`).
+* :mod:`replay.mech.device.kernel`: one device measured from the host (``[device]``): a queue in front
+  of N-way parallelism, asymmetric reads and writes, a write cache, a throughput cap
+  (:func:`run_device_requests`).
 
 :func:`run_requests` composes them with a few calls per request: ``host.issue``,
 ``dram_cache.suspended``, ``host.storage_processor``, ``dram_cache.advance`` (background work
@@ -70,6 +73,7 @@ from replay.jit import kernel, step
 from replay.mech import MECHANISMS
 from replay.mech.backend import kernel as be
 from replay.mech.cloud import kernel as cl
+from replay.mech.device import kernel as dev
 from replay.mech.dram_cache import kernel as dc
 from replay.mech.flash import kernel as fl
 from replay.mech.host import kernel as host
@@ -346,6 +350,31 @@ def run_cloud_requests(params, state, req, offset, start, out):
     return req.ts.shape[0]
 
 
+@kernel
+def run_device_requests(params, state, req, start, out):
+    """A measured device's event loop (``[device]``, ``replay.mech.device.kernel``): issue, the host
+    stack's delay, the device's queue; no storage processor, DRAM cache or RAID back end."""
+    hp = params.host
+    bp = params.backend
+    dp = params.device
+    hs = state.host
+    ds = state.dram_cache
+    dv = state.device
+    ev = state.events[0]
+    for i in range(start, req.ts.shape[0]):
+        arr = host.issue(hp, hs, req.ts[i])
+        o = req.op[i]
+        host.count(hs, req.size[i], o)
+        if ev.now < arr:
+            ev.now = arr
+        done, wait, q = dev.request(dp, dv, o, req.size[i], arr)
+        cacheless_outcome(out, i, arr, done, wait, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
+        out.device_queue[i] = q
+        out.device_wait_ns[i] = wait
+        host.complete(hp, hs, arr, done, np.int64(0), wait)
+    return req.ts.shape[0]
+
+
 # --------------------------------------------------------------------------------------------
 # the model object
 # --------------------------------------------------------------------------------------------
@@ -537,13 +566,14 @@ class ArrayModel(Model):
         n = segment.n_requests
         flash_on = bool(self.kernel_params.flash.on)
         cloud_on = bool(self.kernel_params.cloud.on)
+        device_on = bool(self.kernel_params.device.on)
         names = self.outcome_names()
         rows = self._spare("out", (len(names), n))  # one contiguous row per outcome column
         have = dict(zip(names, rows, strict=True))
         out = Outcome(**{f: have.get(f, _NO_COLUMN) for f in Outcome._fields})
         if n:
             self._ensure_volumes(state, int(segment.volume.max()) + 1)
-            if flash_on or cloud_on:  # no cache units: the flash and cloud paths read requests only
+            if flash_on or cloud_on or device_on:  # no cache units: these paths read requests only
                 unit = pbit = unit_no = np.zeros(0, dtype=np.int64)
                 pstart = np.zeros(n + 1, dtype=np.int64)
             else:
@@ -561,6 +591,8 @@ class ArrayModel(Model):
             elif cloud_on:
                 i = run_cloud_requests(self.kernel_params, state.kernel_state(), req,
                                        np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
+            elif device_on:
+                i = run_device_requests(self.kernel_params, state.kernel_state(), req, 0, out)
             while i < n:
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
                 if state.tiering.c[0]["rank_due"]:

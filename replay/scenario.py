@@ -263,6 +263,8 @@ class Scenario:
         """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
         if self.cloud:  # a cloud volume: no DRAM cache or RAID groups of its own
             return [f"{self.replay.mode}_loop", SECTIONS["cloud"].feature(self.cloud)]
+        if self.device:  # a measured device: no DRAM cache or RAID groups of its own
+            return [f"{self.replay.mode}_loop", SECTIONS["device"].feature(self.device)]
         f = [f"dram:{self.dram.mode}"]
         f += sorted({f"raid{rg.level}" for rg in self.raid_groups})
         if any(self.drive_classes[rg.drive_class].kind == "ssd" for rg in self.raid_groups):

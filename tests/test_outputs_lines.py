@@ -3,6 +3,8 @@ and rendered by ``replay.outputs.render``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pipelines.replay import replay_frames
@@ -11,8 +13,9 @@ from replay.outputs import Line, render
 from replay.scenario import load
 from traces import synth
 
-#: presets that, between them, run every mechanism
-PRESETS = ("vnx5400", "vnx5400-fastcache", "vnx5400-fastvp", "vnx5500-snapshots", "violin6232", "aws-gp2")
+#: presets that, between them, run every mechanism (a measured device is no preset: a calibrated scenario file)
+PRESETS = ("vnx5400", "vnx5400-fastcache", "vnx5400-fastvp", "vnx5500-snapshots", "violin6232", "aws-gp2",
+           str(Path(__file__).with_name("fixtures") / "device_vda.toml"))
 
 
 def test_render_formats_converts_and_renders_none():

@@ -14,7 +14,7 @@ import importlib
 
 #: command -> the module of pipelines.cli that defines it
 COMMANDS = {
-    "calibrate": "calibrate", "capture": "capture", "captures": "capture", "compare": "whatif",
+    "calibrate": "calibrate", "calibrate-suite": "calibrate", "capture": "capture", "captures": "capture", "compare": "whatif",
     "compare-measured": "compare", "demo": "demo", "experiments": "experiments", "ingest": "ingest",
     "load": "warehouse", "measured": "measured", "mrc": "simulate", "replay": "replay", "report": "report",
     "scenarios": "replay", "simulate": "simulate", "size": "whatif", "skew": "analytics",

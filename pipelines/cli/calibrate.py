@@ -22,7 +22,9 @@ from pipelines.cli.common import (
     console,
     data_dir_of,
     one_of,
+    out,
     print_json,
+    table,
     write_text,
 )
 from pipelines.cli.examples import epilog
@@ -34,8 +36,10 @@ def _ms(v: float | None) -> str:
 
 @app.command(epilog=epilog("calibrate"))
 def calibrate(
-    measured: Annotated[str, typer.Option("--measured", help="Capture id (its iostat dataset) or measured "
-                                                             "iostat dataset id (or unambiguous prefix).")],
+    measured: Annotated[list[str], typer.Option("--measured", help="Capture id (its iostat dataset) or measured "
+                                                                   "iostat dataset id (or unambiguous prefix); "
+                                                                   "repeat it to fit a [device] from several "
+                                                                   "captures (calibrate-suite's).")],
     device: Annotated[str | None, typer.Option(help="Device as iostat names it (default: the capture's "
                                                     "device).")] = None,
     name: Annotated[str | None, typer.Option(help="Drive-class name (default: the device name).")] = None,
@@ -59,12 +63,21 @@ def calibrate(
                                                                 "here.")] = None,
     scenario_out: Annotated[Path | None, typer.Option(help="Write a complete single-device scenario here "
                                                            "(for tiercast replay --scenario).")] = None,
+    holdout: Annotated[bool, typer.Option("--holdout", help="Several captures: leave each out, fit on the rest, "
+                                                            "predict it; the errors go into the scenario.")] = False,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Derive a drive class (service time at low queue depth, max IOPS, read/write asymmetry,
-    queue gain) from measured iostat rows; print it as a scenario fragment."""
+    queue gain) from measured iostat rows; print it as a scenario fragment. With several
+    --measured captures: a [device] (service per direction, queue law, media rate, cap, write
+    cache), with --holdout its out-of-sample error."""
     from pipelines.calibrate import calibrate as run_calibrate
+
+    if len(measured) > 1 or holdout:
+        _calibrate_device(measured, holdout, name, scenario_out, out_file, data_dir, as_json)
+        return
+    measured = measured[0]
 
     if rpm is not None and kind != "hdd":
         raise typer.BadParameter("only with --kind hdd (an ssd has no spindle)", param_hint="'--rpm'")
@@ -98,3 +111,111 @@ def calibrate(
         if p:
             console.print(f"{what} written to {p}", highlight=False, markup=False)
     sys.stdout.write(c.fragment_toml)  # raw: a console would wrap long comment lines and break the TOML
+
+
+def _calibrate_device(measured: list[str], holdout: bool, name: str | None, scenario_out: Path | None,
+                      out_file: Path | None, data_dir, as_json: bool) -> None:
+    """``calibrate --measured A --measured B ...``: a [device] scenario from several captures."""
+    from pipelines.device_calibration import calibrate_device
+    from pipelines.device_store import store_calibration
+
+    if out_file:
+        raise typer.BadParameter("a [device] is a whole scenario: use --scenario-out (--out writes a drive "
+                                 "class, from one capture)", param_hint="'--out'")
+    if holdout and len(measured) < 2:
+        raise typer.BadParameter("--holdout needs at least 2 --measured captures", param_hint="'--holdout'")
+    if scenario_out:
+        check_out_option(scenario_out, "--scenario-out")
+    dd = data_dir_of(data_dir)
+    f = calibrate_device(dd, measured, with_holdout=holdout, name=name or "device")
+    f.stored = str(store_calibration(dd, f))
+    if scenario_out:
+        write_text(scenario_out, f.scenario_toml, "--scenario-out")
+    if as_json:
+        print_json(f.summary())
+        return
+    p = f.params
+    out.print(f"[device] from {len(f.workloads)} captures: host {p['host_us']:.1f} us (writes "
+                  f"{p.get('write_host_us', p['host_us']):.1f}), read {p['read_latency_us']:.1f} us + "
+                  f"{p['read_mib_per_s']:,.0f} MiB/s, write {p['write_latency_us']:.1f} us + "
+                  f"{p['write_mib_per_s']:,.0f} MiB/s, gain min(q, {p['parallelism']}) ** "
+                  f"{p['parallel_exponent']:.3f}" + (f" (writes {p['write_parallel_exponent']:.3f})"
+                                                       if p.get("write_parallel_exponent") is not None else "")
+                  + (f", cap {p['max_mib_per_s']:,.0f} MiB/s" if p.get("max_mib_per_s") else "")
+                  + (f", write cache >= {p['write_cache_bytes'] / (1 << 20):,.0f} MiB"
+                     if p.get("write_cache_bytes") else ""), highlight=False, markup=False)
+    for m in f.not_identified:
+        out.print(f"not identified: {m['parameter']} = default {m['default']} ({m['why']})", highlight=False,
+                  markup=False)
+    if f.holdout:
+        h = f.holdout
+        t = table("left out", "capture", "IOPS fio", "IOPS model", "error %", "latency fio ms", "model ms",
+                  "error %", "lost")
+        for r in h["captures"]:
+            t.add_row(r["workload"], r["capture_id"], f"{r['iops_measured']:,.0f}", f"{r['iops_model']:,.0f}",
+                      f"{r['iops_error_pct']:+.1f}", f"{r['lat_mean_ms_measured']:.4f}",
+                      f"{r['lat_mean_ms_model']:.4f}", f"{r['lat_error_pct']:+.1f}", ",".join(r["lost"]) or "-")
+        out.print(t)
+        cov = (f"; over the {h['covered_captures']} captures the others span: IOPS "
+               f"{h['covered_mean_abs_iops_error_pct']:.1f} %, latency {h['covered_mean_abs_lat_error_pct']:.1f} %"
+               if h["covered_captures"] else "")
+        out.print(f"calibration.holdout_error_pct: IOPS {h['mean_abs_iops_error_pct']:.1f} %, mean latency "
+                      f"{h['mean_abs_lat_error_pct']:.1f} % (mean absolute){cov}", highlight=False, markup=False)
+    out.print(f"kept in {f.stored}", highlight=False, markup=False)
+    if scenario_out:
+        out.print(f"scenario written to {scenario_out}", highlight=False, markup=False)
+    else:
+        sys.stdout.write(f.scenario_toml)
+
+
+@app.command("calibrate-suite", epilog=epilog("calibrate-suite"))
+def calibrate_suite(
+    target: Annotated[str, typer.Option("--target", help="Directory (a file is created there), file or block "
+                                                         "device to run the fio jobs on.")],
+    job_seconds: Annotated[int, typer.Option(help="Seconds per fio job (>= 3: two whole iostat intervals "
+                                                  "inside each).", callback=bounded(3, 3600, integer=True))] = 8,
+    rounds: Annotated[int, typer.Option(help="Run the set this many times over (1-10): on a shared machine each "
+                                             "kind of run samples the drifting load more often.",
+                                        callback=bounded(1, 10, integer=True))] = 1,
+    size: Annotated[str, typer.Option(help="Size of the file (or of the device's region) the jobs use, e.g. "
+                                           "256MiB.")] = "256MiB",
+    i_know: Annotated[bool, typer.Option("--i-know", help="Write to a block device that holds a file system "
+                                                          "(destroys it).")] = False,
+    keep: Annotated[bool, typer.Option(help="Keep the file the suite created.")] = False,
+    only: Annotated[str | None, typer.Option(help="Run only these jobs of the suite (comma-separated names, e.g. "
+                                                  "randread-4k-qd1,read-128k-qd1).")] = None,
+    validate: Annotated[str, typer.Option(help="Great Expectations contract of each capture's datasets: auto, "
+                                               "full, sample, off.",
+                                          callback=lambda v: one_of(v, ("auto", "full", "sample", "off")))] = "off",
+    data_dir: DataDirOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the calibration suite (random reads at depth 1, 4 and 32, random writes at 1 and 32,
+    sequential 128 KiB reads and writes, sequential reads at depth 16, a 50/50 mix) through
+    `capture`; list the capture ids."""
+    from pipelines.calibrate_suite import JOBS, run_suite
+    from schemas.units import parse_size
+
+    try:
+        size_bytes = parse_size(size)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="'--size'") from None
+    jobs = JOBS
+    if only is not None:
+        names = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in {j[0] for j in JOBS}]
+        if unknown or not names:
+            raise typer.BadParameter(f"unknown job(s) {', '.join(unknown) or '(none given)'}; the suite's jobs: "
+                                     f"{', '.join(j[0] for j in JOBS)}", param_hint="'--only'")
+        jobs = tuple(j for j in JOBS if j[0] in names)
+    log = None if as_json else (lambda m: console.print(m, highlight=False, markup=False))
+    r = run_suite(target, data_dir_of(data_dir), job_seconds=job_seconds, size_bytes=size_bytes, i_know=i_know,
+                  keep=keep, validate=validate, jobs=jobs, rounds=rounds, log=log)
+    if as_json:
+        print_json(r.summary())
+        return
+    console.print(f"{len(r.captures)} captures in {r.seconds:.0f} s, {r.size_bytes / (1 << 20):,.0f} MiB of "
+                  f"{r.file}; next: tiercast calibrate " + " ".join(f"--measured {c}" for c in r.captures)
+                  + " --holdout --scenario-out device.toml", highlight=False, markup=False)
+    for w in r.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)

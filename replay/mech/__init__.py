@@ -66,7 +66,7 @@ class Mechanism:
 
 #: In composition order: the host issues, the DRAM cache serves, the back end stores, the SSD
 #: cache sits between them, FAST VP places slices, snapshots see writes, flash replaces the rest, and
-#: so does a cloud volume.
+#: so do a cloud volume and a measured device.
 MECHANISMS = (
     Mechanism("host", always=True),
     Mechanism("dram_cache", always=True),
@@ -76,6 +76,7 @@ MECHANISMS = (
     Mechanism("snapshots"),
     Mechanism("flash", replaces=("dram_cache", "backend")),
     Mechanism("cloud", ("types",), replaces=("dram_cache", "backend")),
+    Mechanism("device", replaces=("dram_cache", "backend")),
 )
 BY_NAME = {m.name: m for m in MECHANISMS}
 
