@@ -92,6 +92,9 @@ from traces.source import prefetch as prefetch_items
 #: record logs kept in time order for what reads them in order (stall spans, the tier moves); the
 #: others are only summed per interval (any order gives the same sums)
 SORTED_LOGS = ("forced_flush", "relocation")
+#: per-interval sums of requests and flushes in compiled code (``replay.groupby``); False: Polars
+#: group-bys on frames of them (the reference the tests compare with)
+COMPILED_SUMS = True
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 
@@ -334,7 +337,7 @@ class _Aggregates:
         # when its keys do not pack) by Polars
         compiled = set()
         fl = records.get("flush")
-        if fl is not None and len(fl["ts_ns"]):
+        if fl is not None and len(fl["ts_ns"]) and COMPILED_SUMS:
             compiled = self._grouped_flushes(fl)
         logs = {kind: pl.DataFrame(cols) for kind, cols in records.items() if len(cols["ts_ns"])}
         logs = {kind: df.sort("ts_ns") if kind in SORTED_LOGS or self.mech else df for kind, df in logs.items()}
@@ -387,44 +390,34 @@ class _Aggregates:
 
     def _grouped(self, segment: Segment, out: dict[str, np.ndarray]) -> bool:
         """The request, latency-histogram and fine SSD tables of one segment by compiled group sums
-        (``replay.groupby``), the same rows as the Polars group-by of ``add``; False (nothing added)
-        when the keys do not pack into one int64."""
+        (``replay.groupby.request_tables``: one pass, hash tables), the same rows as the Polars
+        group-by of ``add``; False (nothing added) when it does not apply."""
         self._done_grouped = False
         arr, done = out["arrival_ns"], out["done_ns"]
-        if arr.size == 0:
+        if arr.size == 0 or not COMPILED_SUMS:
             return False
         n = self.req.interval_ns
-        lat = done - arr
-        bucket = groupby.lat_buckets(lat, _LOG_BASE)
-        vol, rg = segment.volume, out["rg"]
-        win = arr // n
-        packed = groupby.pack_keys([win, vol, rg, bucket])
-        if packed is None:
-            return False
-        key, layout = packed
-        ids = groupby.group_ids(key)
-        hist_keys, hist_n, _, _ = groupby.group_reduce(key, (), (), ids)
-        w, v, g, b = groupby.unpack_keys(hist_keys, layout)
-        hist = {"interval_start_ns": w * n, "volume": v.astype(vol.dtype), "rg": g.astype(rg.dtype),
-                "lat_bucket": b.astype(np.int32), "n": hist_n}
-        self.hist.add_part(pl.DataFrame(hist))
-        # the request table: the same keys less the bucket (the histogram's groups grouped again)
-        req_ids = groupby.coarser_ids(ids, layout[3][1])
-        op = segment.op
-        cols = {"reads": (op == OP_READ), "writes": (op == OP_WRITE), "read_pages": out["read_pages"],
-                "read_hit_pages": out["read_hit_pages"], "write_pages": out["write_pages"],
-                "write_hit_pages": out["write_hit_pages"], "bytes": segment.size_bytes, "latency_sum_ns": lat,
-                "stall_sum_ns": out["stall_ns"], "stalled_requests": out["stall_ns"] > 0,
-                "throttle_sum_ns": out["throttle_ns"], "throttled_requests": out["throttle_ns"] > 0,
-                "backend_read_ios": out["backend_ios"], "backend_read_busy_ns": out["backend_busy_ns"],
-                "dirty_sum": out["dirty_pages"], "rg_dirty_sum": out["rg_dirty_pages"]}
-        maxes = {"latency_max_ns": lat, "dirty_max": out["dirty_pages"], "rg_dirty_max": out["rg_dirty_pages"]}
         ssd = self.ssd_fine is not None
-        if ssd:
-            cols.update((c, out[c]) for c in _SSD_REQ_SUMS)
-            maxes["ssd_dirty_max"] = out["ssd_dirty_slots"]
-        self.req.add_part(_compiled_part(self.req, req_ids[0], (req_ids[1], layout[:3]), [vol.dtype, rg.dtype],
-                                         cols, maxes))
+        if list(self.req.sums) != [*groupby.REQUEST_SUMS, *(groupby.SSD_SUMS if ssd else ())] or list(
+                self.req.maxes) != [*groupby.REQUEST_MAXES, *(["ssd_dirty_max"] if ssd else [])]:
+            raise AssertionError("replay: the compiled request sums differ from the Polars ones")
+        none = np.zeros(0, dtype=np.int64)
+        cols = tuple(out[c] if c in out else none for c in groupby.REQUEST_COLUMNS)
+        if not ssd:
+            cols = cols[:10] + (none,) * 5
+        if not all(c.dtype == np.int64 and c.flags.c_contiguous and c.flags.writeable for c in cols):
+            return False
+        vol, rg = segment.volume, out["rg"]
+        hk, hc, rk, rs, rm = groupby.request_tables(
+            arr, done, np.ascontiguousarray(segment.op), np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
+            np.ascontiguousarray(vol), rg, cols, ssd, n, _LOG_BASE, OP_READ, OP_WRITE)
+        self.hist.add_part(pl.DataFrame({
+            "interval_start_ns": hk[:, 0] * n, "volume": hk[:, 1].astype(vol.dtype), "rg": hk[:, 2].astype(rg.dtype),
+            "lat_bucket": hk[:, 3].astype(np.int32), "n": hc}))
+        part = {"interval_start_ns": rk[:, 0] * n, "volume": rk[:, 1].astype(vol.dtype), "rg": rk[:, 2].astype(rg.dtype)}
+        part.update((c, rs[:, i]) for i, c in enumerate(self.req.sums))
+        part.update((c, rm[:, i]) for i, c in enumerate(self.req.maxes))
+        self.req.add_part(pl.DataFrame(part))
         if ssd:
             fine = self.ssd_fine.interval_ns
             self.ssd_fine.add_part(_compiled_part(self.ssd_fine, arr // fine, None, [],

@@ -120,6 +120,7 @@ def timestamp_stats(ts, has_last, last_ts, last_run, gcd0):
     best = 0
     run = 0
     prev = 0
+    last_d = 0  # a step equal to the last one leaves the gcd as it is: skip the division
     for r in range(ts.shape[0]):
         t = ts[r]
         if r == 0:
@@ -129,8 +130,9 @@ def timestamp_stats(ts, has_last, last_ts, last_run, gcd0):
             run = last_run + 1 if has_last and t == last_ts else 1
         else:
             d = t - prev
-            if d > 0:
+            if d > 0 and d != last_d:
                 g = _gcd(g, d)
+                last_d = d
             if d != 0:
                 best = max(best, run)
                 run = 1
@@ -214,3 +216,160 @@ def coarser_ids(ids: tuple[np.ndarray, np.ndarray], shift: int) -> tuple[np.ndar
     gid, gkeys = ids
     sub, subkeys = group_ids(gkeys >> shift)
     return sub[gid], subkeys
+
+
+# --------------------------------------------------------------------------------------------
+# the array replay's request tables in one pass (no packed keys, no temporary columns)
+# --------------------------------------------------------------------------------------------
+#: the request table's sums, in the order of the columns :func:`request_tables` returns (``n``:
+#: the row count; the rest from ``cols`` or derived); with an SSD cache the four SSD sums follow
+REQUEST_SUMS = ("requests", "reads", "writes", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
+                "bytes", "latency_sum_ns", "stall_sum_ns", "stalled_requests", "throttle_sum_ns",
+                "throttled_requests", "backend_read_ios", "backend_read_busy_ns", "dirty_sum", "rg_dirty_sum")
+SSD_SUMS = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses")
+REQUEST_MAXES = ("latency_max_ns", "dirty_max", "rg_dirty_max")
+#: the outcome columns :func:`request_tables` reads, in the order of its ``cols`` tuple
+REQUEST_COLUMNS = ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages", "stall_ns", "throttle_ns",
+                   "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages", "ssd_read_hits",
+                   "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
+
+
+@njit
+def _hash(k0, k1, k2, k3, shift):
+    h = (np.uint64(k0) * _GOLDEN) ^ np.uint64(k1)
+    h = (h * _GOLDEN) ^ np.uint64(k2)
+    h = (h * _GOLDEN) ^ np.uint64(k3)
+    h *= _GOLDEN
+    return np.int64(h >> np.uint64(shift))
+
+
+@njit
+def _find(tab, keys, k0, k1, k2, k3, bits):
+    """The group of key (k0, k1, k2[, k3]) in the table (``keys`` has 3 or 4 columns), or
+    ``-1 - slot`` of the empty slot where it goes."""
+    mask = tab.shape[0] - 1
+    s = _hash(k0, k1, k2, k3, 64 - bits)
+    four = keys.shape[1] == 4
+    while True:
+        g = tab[s]
+        if g < 0:
+            return -1 - s
+        if keys[g, 0] == k0 and keys[g, 1] == k1 and keys[g, 2] == k2 and (not four or keys[g, 3] == k3):
+            return g
+        s = (s + 1) & mask
+
+
+@njit
+def _rehash(keys, ng, bits):
+    tab = np.full(np.int64(1) << bits, -1, dtype=np.int64)
+    four = keys.shape[1] == 4
+    for q in range(ng):
+        f = _find(tab, keys, keys[q, 0], keys[q, 1], keys[q, 2], keys[q, 3] if four else 0, bits)
+        tab[-1 - f] = q
+    return tab
+
+
+@njit
+def _grown(a, rows, fill):
+    out = np.full((rows, a.shape[1]), fill, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit
+def request_tables(arr, done, op, size, vol, rg, cols, ssd, interval_ns, log_base, op_read, op_write):
+    """One pass over a segment's requests: the latency histogram per (interval, volume, RAID group,
+    bucket) and the request sums and maxima per (interval, volume, RAID group) (``REQUEST_SUMS``
+    [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]), each in a hash table that grows.
+    Returns (histogram keys [g, 4], counts, request keys [g, 3], sums [g, s], maxima [g, m])."""
+    n = arr.shape[0]
+    ns = 21 if ssd else 17
+    nm = 4 if ssd else 3
+    low = np.iinfo(np.int64).min
+    hbits = 12
+    hb = np.full(np.int64(1) << hbits, -1, dtype=np.int64)
+    hk = np.empty((1 << (hbits - 1), 4), dtype=np.int64)
+    hc = np.zeros(1 << (hbits - 1), dtype=np.int64)
+    hn = 0
+    rbits = 8
+    rb = np.full(np.int64(1) << rbits, -1, dtype=np.int64)
+    rk = np.empty((1 << (rbits - 1), 3), dtype=np.int64)
+    rs = np.zeros((1 << (rbits - 1), ns), dtype=np.int64)
+    rm = np.full((1 << (rbits - 1), nm), low, dtype=np.int64)
+    rn = 0
+    lw = lv = lg = -1
+    q = -1
+    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], \
+        cols[8], cols[9]
+    for r in range(n):
+        a = arr[r]
+        lat = done[r] - a
+        w = a // interval_ns
+        v = np.int64(vol[r])
+        g = rg[r]
+        b = np.int64(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
+        if 2 * (hn + 1) > hb.shape[0]:
+            hbits += 1
+            hk = _grown(hk, 1 << (hbits - 1), 0)
+            big = np.zeros(1 << (hbits - 1), dtype=np.int64)
+            big[:hn] = hc[:hn]
+            hc = big
+            hb = _rehash(hk, hn, hbits)
+        f = _find(hb, hk, w, v, g, b, hbits)
+        if f < 0:
+            hb[-1 - f] = hn
+            hk[hn, 0] = w
+            hk[hn, 1] = v
+            hk[hn, 2] = g
+            hk[hn, 3] = b
+            f = hn
+            hn += 1
+        hc[f] += 1
+        if w != lw or v != lv or g != lg:
+            if 2 * (rn + 1) > rb.shape[0]:
+                rbits += 1
+                rk = _grown(rk, 1 << (rbits - 1), 0)
+                rs = _grown(rs, 1 << (rbits - 1), 0)
+                rm = _grown(rm, 1 << (rbits - 1), low)
+                rb = _rehash(rk, rn, rbits)
+            q = _find(rb, rk, w, v, g, 0, rbits)
+            if q < 0:
+                rb[-1 - q] = rn
+                rk[rn, 0] = w
+                rk[rn, 1] = v
+                rk[rn, 2] = g
+                q = rn
+                rn += 1
+            lw, lv, lg = w, v, g
+        o = op[r]
+        rs[q, 0] += 1
+        rs[q, 1] += o == op_read
+        rs[q, 2] += o == op_write
+        rs[q, 3] += c0[r]
+        rs[q, 4] += c1[r]
+        rs[q, 5] += c2[r]
+        rs[q, 6] += c3[r]
+        rs[q, 7] += size[r]
+        rs[q, 8] += lat
+        st = c4[r]
+        rs[q, 9] += st
+        rs[q, 10] += st > 0
+        th = c5[r]
+        rs[q, 11] += th
+        rs[q, 12] += th > 0
+        rs[q, 13] += c6[r]
+        rs[q, 14] += c7[r]
+        d = c8[r]
+        gd = c9[r]
+        rs[q, 15] += d
+        rs[q, 16] += gd
+        rm[q, 0] = max(rm[q, 0], lat)
+        rm[q, 1] = max(rm[q, 1], d)
+        rm[q, 2] = max(rm[q, 2], gd)
+        if ssd:
+            rs[q, 17] += cols[10][r]
+            rs[q, 18] += cols[11][r]
+            rs[q, 19] += cols[12][r]
+            rs[q, 20] += cols[13][r]
+            rm[q, 3] = max(rm[q, 3], cols[14][r])
+    return hk[:hn].copy(), hc[:hn].copy(), rk[:rn].copy(), rs[:rn].copy(), rm[:rn].copy()

@@ -65,15 +65,15 @@ def test_timestamp_stats_equal_the_numpy_reference(cut):
 
 @pytest.mark.parametrize("preset", ["vnx5400-fastcache", "vnx2-mcx", "vnx1-flare"])
 def test_replay_tables_equal_the_polars_path(preset, monkeypatch):
-    """Every table and summary of a two-volume replay equal those of the Polars group-by (keys
-    made unpackable, so every segment takes it), at 20,000-request segments."""
+    """Every table and summary of a two-volume replay equal those of the Polars group-by
+    (``COMPILED_SUMS`` off), at 20,000-request segments."""
     parts = [synth.generate(synth.pattern("database", requests=30_000, region_bytes=2 << 30, seed=s, volume=f"v{s}"))
              for s in (1, 2)]
     df = pl.concat(parts).sort("ts_ns")
     frames = [df.slice(i, 20_000) for i in range(0, df.height, 20_000)]
     sc = load(preset, ["replay.mode=closed", "replay.outstanding=32", "replay.interval=1s"])
     fast = rp.replay_frames(frames, sc, total=df.height)
-    monkeypatch.setattr(groupby, "pack_keys", lambda fields: None)
+    monkeypatch.setattr(rp, "COMPILED_SUMS", False)
     slow = rp.replay_frames(frames, sc, total=df.height)
     assert fast.volume_intervals.height > 2
     assert fast.volume_intervals.equals(slow.volume_intervals)
