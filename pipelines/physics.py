@@ -117,6 +117,9 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
     else:
         nominal = {g.name: nominal_service_ms(sc, g.drive_class) for g in sc.raid_groups}
     bad = []
+    utils: dict[tuple, list[float]] = {}  # (group, interval) -> its utilisations (one lookup, not a filter per row)
+    for g, t, u in rg.select("rg", "interval_start_ns", "utilization").iter_rows():
+        utils.setdefault((g, t), []).append(u or 0.0)
     for r in rg.sort("rg", "interval_start_ns").iter_rows(named=True):
         name, t, n = r["rg"], r["interval_start_ns"], r["requests"] or 0
         if name not in nominal or n < MIN_REQUESTS or r["latency_mean_ms"] is None:
@@ -129,8 +132,7 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
             latency -= (r.get("throttle_delay_sum_ms") or 0.0) / n
         if latency <= LATENCY_FACTOR * service:
             continue
-        prev = rg.filter((pl.col("rg") == name) & (pl.col("interval_start_ns") == t - interval_ns))
-        util = max([r["utilization"] or 0.0, *(prev["utilization"].fill_null(0).to_list()),
+        util = max([r["utilization"] or 0.0, *utils.get((name, t - interval_ns), ()),
                     sp.get(t, 0.0), sp.get(t - interval_ns, 0.0)])
         if util < UTILISATION_MAX:
             bad.append((t, name, latency, service, util))

@@ -298,6 +298,7 @@ class _Aggregates:
         self.ts_at_one_instant_max = 0  # the most requests sharing one timestamp
         self._ts_last: tuple[int, int] | None = None  # the last timestamp and its requests so far
         self._done_grouped = False  # this segment's request tables summed by replay.groupby
+        self._seg = None  # ... and those tables (sums, maxima, latency buckets and counts)
 
     def _fit(self, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         """Auto interval: grow it (merging what was summed) before a segment runs past
@@ -361,6 +362,9 @@ class _Aggregates:
         skip = max(0, self.warmup_requests - segment.first_request)
         if skip >= segment.n_requests:
             return
+        if skip == 0 and self._seg is not None:
+            self._sum_grouped(out)
+            return
         lat = out["done_ns"][skip:] - out["arrival_ns"][skip:]
         s = self.sums
         s["requests"] += lat.size
@@ -388,11 +392,39 @@ class _Aggregates:
             self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
         self.lat_hist += np.bincount(b, minlength=self.lat_hist.size)
 
+    def _sum_grouped(self, out: dict[str, np.ndarray]) -> None:
+        """The run summary's sums of a segment wholly after the warm-up, from its request table and
+        latency histogram (the same integers as the per-request sums of ``add``)."""
+        rs, rm, b, counts = self._seg
+        s = self.sums
+        tot = rs.sum(axis=0)
+        col = {c: int(tot[i]) for i, c in enumerate(groupby.REQUEST_SUMS)}
+        s["requests"] += col["requests"]
+        s["bytes"] += col["bytes"]
+        s["latency_sum_ns"] += col["latency_sum_ns"]
+        s["latency_max_ns"] = max(s["latency_max_ns"], int(rm[:, 0].max()))
+        if s["first_ns"] is None:
+            s["first_ns"] = int(out["arrival_ns"][0])
+        s["last_ns"] = max(s["last_ns"], int(out["done_ns"].max()))
+        for k in ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages", "stall_sum_ns", "stalled_requests",
+                  "throttle_sum_ns", "throttled_requests"):
+            s[k] += col[k]
+        s["backend_ios"] += col["backend_read_ios"]
+        if self._pending_write_ios:  # flushes seen before the warm-up ended: count those after it
+            for ts, ios in self._pending_write_ios:
+                s["backend_ios"] += int(ios[ts >= s["first_ns"]].sum())
+            self._pending_write_ios = []
+        top = int(b.max()) + 1
+        if top > self.lat_hist.size:
+            self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
+        np.add.at(self.lat_hist, b, counts)
+
     def _grouped(self, segment: Segment, out: dict[str, np.ndarray]) -> bool:
         """The request, latency-histogram and fine SSD tables of one segment by compiled group sums
         (``replay.groupby.request_tables``: one pass, hash tables), the same rows as the Polars
         group-by of ``add``; False (nothing added) when it does not apply."""
         self._done_grouped = False
+        self._seg = None
         arr, done = out["arrival_ns"], out["done_ns"]
         if arr.size == 0 or not COMPILED_SUMS:
             return False
@@ -408,12 +440,17 @@ class _Aggregates:
         if not all(c.dtype == np.int64 and c.flags.c_contiguous and c.flags.writeable for c in cols):
             return False
         vol, rg = segment.volume, out["rg"]
-        hk, hc, rk, rs, rm = groupby.request_tables(
+        if int(rg.max()) - int(rg.min()) > 1 << 16:
+            return False
+        rk, rs, rm, group, bucket = groupby.request_tables(
             arr, done, np.ascontiguousarray(segment.op), np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
-            np.ascontiguousarray(vol), rg, cols, ssd, n, _LOG_BASE, OP_READ, OP_WRITE)
+            np.ascontiguousarray(vol), rg, int(rg.min()), int(rg.max()), cols, ssd, n, _LOG_BASE, OP_READ, OP_WRITE)
+        gi, b, counts = groupby.latency_hist(group, bucket, rk.shape[0])
+        self._seg = (rs, rm, b, counts)
+        hk = rk[gi]
         self.hist.add_part(pl.DataFrame({
             "interval_start_ns": hk[:, 0] * n, "volume": hk[:, 1].astype(vol.dtype), "rg": hk[:, 2].astype(rg.dtype),
-            "lat_bucket": hk[:, 3].astype(np.int32), "n": hc}))
+            "lat_bucket": b.astype(np.int32), "n": counts}))
         part = {"interval_start_ns": rk[:, 0] * n, "volume": rk[:, 1].astype(vol.dtype), "rg": rk[:, 2].astype(rg.dtype)}
         part.update((c, rs[:, i]) for i, c in enumerate(self.req.sums))
         part.update((c, rm[:, i]) for i, c in enumerate(self.req.maxes))

@@ -277,28 +277,28 @@ def _grown(a, rows, fill):
 
 
 @njit
-def request_tables(arr, done, op, size, vol, rg, cols, ssd, interval_ns, log_base, op_read, op_write):
-    """One pass over a segment's requests: the latency histogram per (interval, volume, RAID group,
-    bucket) and the request sums and maxima per (interval, volume, RAID group) (``REQUEST_SUMS``
-    [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]), each in a hash table that grows.
-    Returns (histogram keys [g, 4], counts, request keys [g, 3], sums [g, s], maxima [g, m])."""
+def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, interval_ns, log_base, op_read, op_write):
+    """One pass over a segment's requests: the request sums and maxima per (interval, volume, RAID
+    group) (``REQUEST_SUMS`` [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]) in a hash
+    table that grows, and per request its group and latency bucket (for :func:`latency_hist`).
+    ``rg_lo``, ``rg_hi``: the RAID groups' range, for a direct map from the group to its row while
+    the interval and volume stay the same (the group changes from request to request).
+    Returns (request keys [g, 3], sums [g, s], maxima [g, m], group per request, bucket per request)."""
     n = arr.shape[0]
     ns = 21 if ssd else 17
     nm = 4 if ssd else 3
     low = np.iinfo(np.int64).min
-    hbits = 12
-    hb = np.full(np.int64(1) << hbits, -1, dtype=np.int64)
-    hk = np.empty((1 << (hbits - 1), 4), dtype=np.int64)
-    hc = np.zeros(1 << (hbits - 1), dtype=np.int64)
-    hn = 0
     rbits = 8
     rb = np.full(np.int64(1) << rbits, -1, dtype=np.int64)
     rk = np.empty((1 << (rbits - 1), 3), dtype=np.int64)
     rs = np.zeros((1 << (rbits - 1), ns), dtype=np.int64)
     rm = np.full((1 << (rbits - 1), nm), low, dtype=np.int64)
     rn = 0
-    lw = lv = lg = -1
+    lw = lv = -1
     q = -1
+    near = np.full(rg_hi - rg_lo + 1, -1, dtype=np.int64)  # RAID group -> row, this interval and volume
+    group = np.empty(n, dtype=np.int32)
+    bucket = np.empty(n, dtype=np.int32)
     c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], \
         cols[8], cols[9]
     for r in range(n):
@@ -307,25 +307,12 @@ def request_tables(arr, done, op, size, vol, rg, cols, ssd, interval_ns, log_bas
         w = a // interval_ns
         v = np.int64(vol[r])
         g = rg[r]
-        b = np.int64(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
-        if 2 * (hn + 1) > hb.shape[0]:
-            hbits += 1
-            hk = _grown(hk, 1 << (hbits - 1), 0)
-            big = np.zeros(1 << (hbits - 1), dtype=np.int64)
-            big[:hn] = hc[:hn]
-            hc = big
-            hb = _rehash(hk, hn, hbits)
-        f = _find(hb, hk, w, v, g, b, hbits)
-        if f < 0:
-            hb[-1 - f] = hn
-            hk[hn, 0] = w
-            hk[hn, 1] = v
-            hk[hn, 2] = g
-            hk[hn, 3] = b
-            f = hn
-            hn += 1
-        hc[f] += 1
-        if w != lw or v != lv or g != lg:
+        bucket[r] = np.int32(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
+        if w != lw or v != lv:
+            near[:] = -1
+            lw, lv = w, v
+        q = near[g - rg_lo]
+        if q < 0:
             if 2 * (rn + 1) > rb.shape[0]:
                 rbits += 1
                 rk = _grown(rk, 1 << (rbits - 1), 0)
@@ -340,7 +327,8 @@ def request_tables(arr, done, op, size, vol, rg, cols, ssd, interval_ns, log_bas
                 rk[rn, 2] = g
                 q = rn
                 rn += 1
-            lw, lv, lg = w, v, g
+            near[g - rg_lo] = q
+        group[r] = q
         o = op[r]
         rs[q, 0] += 1
         rs[q, 1] += o == op_read
@@ -372,4 +360,30 @@ def request_tables(arr, done, op, size, vol, rg, cols, ssd, interval_ns, log_bas
             rs[q, 19] += cols[12][r]
             rs[q, 20] += cols[13][r]
             rm[q, 3] = max(rm[q, 3], cols[14][r])
-    return hk[:hn].copy(), hc[:hn].copy(), rk[:rn].copy(), rs[:rn].copy(), rm[:rn].copy()
+    return rk[:rn].copy(), rs[:rn].copy(), rm[:rn].copy(), group, bucket
+
+
+@njit
+def _dense_counts(group, bucket, n_groups, b0, nb):
+    out = np.zeros((n_groups, nb), dtype=np.int64)
+    for r in range(group.shape[0]):
+        out[group[r], bucket[r] - b0] += 1
+    return out
+
+
+#: :func:`latency_hist` counts in a dense (group x bucket) matrix up to this many cells (8 B each)
+DENSE_CELLS_MAX = 1 << 22
+
+
+def latency_hist(group: np.ndarray, bucket: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Requests per (request group, latency bucket): (group, bucket, count) of each non-empty pair.
+    A dense matrix when it is small (requests come in time order, so the groups being counted at
+    any moment, one interval's, sit together in it: cache-friendly), else a hash table."""
+    b0, b1 = int(bucket.min()), int(bucket.max())
+    nb = b1 - b0 + 1
+    if n_groups * nb <= DENSE_CELLS_MAX:
+        m = _dense_counts(group, bucket, n_groups, b0, nb)
+        gi, bi = np.nonzero(m)
+        return gi, bi + b0, m[gi, bi]
+    keys, counts, _, _ = group_reduce(group.astype(np.int64) * nb + (bucket - b0), (), ())
+    return keys // nb, keys % nb + b0, counts

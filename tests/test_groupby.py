@@ -82,3 +82,16 @@ def test_replay_tables_equal_the_polars_path(preset, monkeypatch):
     for k in fast.tables:
         assert fast.tables[k].equals(slow.tables[k]), k
     assert fast.summary == slow.summary
+
+
+def test_latency_hist_dense_and_hashed_agree(monkeypatch):
+    rng = np.random.default_rng(9)
+    group = rng.integers(0, 50, 100_000).astype(np.int32)
+    bucket = rng.integers(1200, 1900, 100_000).astype(np.int32)
+    dense = groupby.latency_hist(group, bucket, 50)
+    monkeypatch.setattr(groupby, "DENSE_CELLS_MAX", 0)
+    hashed = groupby.latency_hist(group, bucket, 50)
+    as_set = [set(zip(*(a.tolist() for a in x), strict=True)) for x in (dense, hashed)]
+    assert as_set[0] == as_set[1] and sum(dense[2]) == 100_000
+    want = pl.DataFrame({"g": group, "b": bucket}).group_by("g", "b").len()
+    assert len(as_set[0]) == want.height
