@@ -215,13 +215,13 @@ def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
 
 def run_experiments(data_dir: Path, only: list[str] | None = None, quick: bool = False,
                     report: Path | None = Path("reports/seeds.html"),
-                    log: Callable[[str], None] = lambda _: None) -> Results:
+                    log: Callable[[str], None] = lambda _: None, workers: int = 2) -> Results:
     """Run the seeds' programs into ``data_dir``, write the figure and finding rows, load the
-    warehouse and write ``report`` (unless None)."""
+    warehouse and write ``report`` (unless None); ``workers`` seeds at a time."""
     from pipelines.load import load
 
     seeds = selected(only)
-    res = measure(seeds, Runs(Path(data_dir), quick), log)
+    res = measure(seeds, Runs(Path(data_dir), quick), log, workers)
     res.files = write_results(data_dir, res, quick)
     load(data_dir)
     if report is not None:

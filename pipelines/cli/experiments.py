@@ -9,6 +9,7 @@ import typer
 
 from pipelines.cli.common import (
     DataDirOpt,
+    JobsOpt,
     JsonOpt,
     WideOpt,
     app,
@@ -29,6 +30,7 @@ def experiments(
     quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; README *Seed experiments*).")] = False,
     report: Annotated[Path, typer.Option(help="HTML report to write, in a directory that exists (reports/ is "
                                               "created for the default).")] = DEFAULT_REPORT,
+    jobs: JobsOpt = None,
     json_out: JsonOpt = False,
     wide: WideOpt = False,
     data_dir: DataDirOpt = None,
@@ -40,18 +42,23 @@ def experiments(
 
     seeds = selected(only)  # an unknown seed is refused before any work
     check_out_option(report, "--report", DEFAULT_REPORT)
-    res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print)
+    from pipelines.workers import default_jobs
+
+    res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print,
+              workers=jobs or default_jobs())
     if json_out:
         print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts())
         return
     show(res, wide)
 
 
-def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None):
-    """The experiments, logging progress (``log``) when given; also the demo's first step."""
+def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None, workers: int = 2):
+    """The experiments, logging progress (``log``) when given; also the demo's first step. ``workers``
+    seeds at a time (threads: the kernels release the GIL)."""
     from pipelines.experiments import run_experiments
 
-    return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None))
+    return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None),
+                           workers=workers)
 
 
 def show(res, wide: bool = False) -> None:
