@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 export GX_ANALYTICS_ENABLED := false
 export POLARS_SKIP_CPU_CHECK := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv demo test lint bench clean lock
+.PHONY: venv demo test lint bench clean lock docs docs-serve
 
 venv: $(STAMP)
 
@@ -36,8 +37,18 @@ lint: $(STAMP)
 TEST_WORKERS ?= 3
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(MAKE) --no-print-directory docs
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
 	$(PY) -m pytest -q -p no:xdist -m serial
+
+# The docs site (mkdocs.yml): built into site/ with --strict, so a broken link or anchor fails. The
+# generated parts (CLI reference, model parameters, seed figures) are made during the build by
+# pipelines/docgen.py, from the code; nothing generated is committed.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+docs-serve: $(STAMP)
+	$(VENV)/bin/mkdocs serve
 
 bench: $(STAMP)
 	$(PY) benchmarks/ingest.py
@@ -45,4 +56,4 @@ bench: $(STAMP)
 
 # compiled code lives in the venv (.venv/var/tiercast/numba-cache); .numba-cache is where it was before
 clean:
-	rm -rf $(VENV) .numba-cache tiercast-data tiercast.duckdb reports .pytest_cache
+	rm -rf $(VENV) .numba-cache tiercast-data tiercast.duckdb reports .pytest_cache site

@@ -18,7 +18,7 @@ I/Os: every request gets a full timing: SP queue, cache, flushers, drive queues)
 
 libCacheSim: ``LRU`` with the scenario's cache size (4 GiB of 8 KiB pages) on an oracleGeneral
 file of the same page ids (written beforehand, not timed), driven through its C reader and
-``process_trace`` at the default ``hashpower`` (24), as PITFALLS.md prescribes; its rate is in
+``process_trace`` at the default ``hashpower`` (24), as docs/architecture/pitfalls.md#libcachesim prescribes; its rate is in
 page accesses per second (a request here is one page: 8 KiB aligned). Best of ``--repeat``.
 
     .venv/bin/python benchmarks/array.py                  # 10 M requests
@@ -174,7 +174,7 @@ def libcachesim_lru(oracle: Path, capacity_pages: int, n: int, readers: list) ->
     cache = lcs.LRU(capacity_pages)  # default hashpower=24
     miss_ratio, _ = cache.process_trace(reader)
     dt = time.perf_counter() - t
-    readers.append(reader)  # PITFALLS: keep readers alive until the end (double free otherwise)
+    readers.append(reader)  # docs/architecture/pitfalls.md#libcachesim: keep readers alive until the end (double free otherwise)
     return dt, 1 - miss_ratio
 
 

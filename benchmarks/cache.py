@@ -98,7 +98,7 @@ def libcachesim_run(lcs, policy: str, capacity_pages: int, oracle: Path, n: int,
     cache = getattr(lcs, LCS[policy])(capacity_pages)  # default hashpower=24
     miss_ratio, _ = cache.process_trace(reader)
     dt = time.perf_counter() - t
-    readers.append(reader)  # PITFALLS: keep readers alive until the end (double free otherwise)
+    readers.append(reader)  # docs/architecture/pitfalls.md#libcachesim: keep readers alive until the end (double free otherwise)
     return int(round((1 - miss_ratio) * n)), dt
 
 

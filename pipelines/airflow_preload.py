@@ -1,5 +1,5 @@
 """The data stack imported once into the Airflow processes that fork task processes, so a task
-does not pay for it (measured: the largest part of a task's fixed cost, see README *Airflow*).
+does not pay for it (measured: the largest part of a task's fixed cost, see docs/operations/airflow.md).
 
 Airflow 3's LocalExecutor forks its workers from the scheduler, and each task process is forked
 from a worker (``airflow.sdk.execution_time.supervisor``); a Celery worker forks its task

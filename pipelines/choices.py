@@ -1,6 +1,6 @@
 """Option values that ``tiercast`` lists in its help text before any command runs, in a module
 that imports nothing: ``tiercast --help`` must not load numba, Polars or DuckDB to name them
-(README "CLI behaviour", start-up time).
+(docs/reference/cli-behaviour.md, start-up time).
 
 ``CALIBRATE_BASES`` and ``CALIBRATE_WINDOWS`` are defined here and used by
 ``pipelines.calibrate``. The others name what heavier modules define (the cache kernels, the

@@ -103,7 +103,7 @@ def demo(data_dir: Path, reports: Path = Path("reports"), log: Callable[[str], N
     return res, whatif_demo(Path(data_dir), reports, log)
 
 
-#: what the demo's numbers are, in three lines (the README's *Seed figures* says it at length)
+#: what the demo's numbers are, in three lines (docs/models/seed-figures.md says it at length)
 EXPLAIN = (
     "seeds: five published articles that measured real arrays (seed 000-004); the demo replays each one's test program "
     "as a synthetic workload through the matching preset.",

@@ -132,6 +132,8 @@ class Results:
     runs: Runs
     files: list[Path]
     report: Path | None = None
+    #: ``--sensitivity``: each figure's move at -/+ 10 % of each fitted parameter (``SENSITIVITY_SCHEMA``)
+    sensitivity: pl.DataFrame | None = None
 
 
 def selected(only: list[str] | None) -> tuple[str, ...]:
@@ -192,6 +194,19 @@ FIGURE_SCHEMA = {"seed": pl.String, "figure": pl.String, "label": pl.String, "pu
                  "model": pl.Float64, "error_pct": pl.Float64, "tolerance_pct": pl.Float64, "kind": pl.String,
                  "ok": pl.Boolean}
 FINDING_SCHEMA = {"seed": pl.String, "finding": pl.String, "ok": pl.Boolean}
+SENSITIVITY_SCHEMA = {"parameter": pl.String, "fitted_to": pl.String, "figure": pl.String, "kind": pl.String,
+                      "model": pl.Float64, "minus": pl.String, "minus_pct": pl.Float64, "plus": pl.String,
+                      "plus_pct": pl.Float64, "robust": pl.Boolean}
+
+
+def sensitivity(seeds: tuple[str, ...], quick: bool, log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
+    """:func:`pipelines.seed_figures.fitted_sensitivity` of ``seeds``, measured in memory (the
+    perturbed runs are no results to keep); ``robust``: no move beyond ``FRAGILE_PCT``."""
+    log(f"sensitivity: each fitted parameter -/+ 10 %, the figures of seeds {', '.join(seeds)} re-measured")
+    with using(Runs(None, quick)):
+        rows = sf.fitted_sensitivity(seeds, log=lambda line: log("  " + line))
+    return pl.DataFrame([{**{k: r[k] for k in SENSITIVITY_SCHEMA if k in r}, "fitted_to": ", ".join(r["fitted_to"]),
+                          "robust": not r["fragile"]} for r in rows], schema=SENSITIVITY_SCHEMA)
 
 
 def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
@@ -215,13 +230,17 @@ def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
 
 def run_experiments(data_dir: Path, only: list[str] | None = None, quick: bool = False,
                     report: Path | None = Path("reports/seeds.html"),
-                    log: Callable[[str], None] = lambda _: None, workers: int = 2) -> Results:
+                    log: Callable[[str], None] = lambda _: None, with_sensitivity: bool = False,
+                    workers: int = 2) -> Results:
     """Run the seeds' programs into ``data_dir``, write the figure and finding rows, load the
-    warehouse and write ``report`` (unless None); ``workers`` seeds at a time."""
+    warehouse and write ``report`` (unless None); ``with_sensitivity``: and the sensitivity table;
+    ``workers`` seeds at a time."""
     from pipelines.load import load
 
     seeds = selected(only)
     res = measure(seeds, Runs(Path(data_dir), quick), log, workers)
+    if with_sensitivity:
+        res.sensitivity = sensitivity(seeds, quick, log)
     res.files = write_results(data_dir, res, quick)
     load(data_dir)
     if report is not None:
@@ -238,7 +257,7 @@ def write_seed_report(data_dir: Path, out: Path, res: Results, quick: bool) -> P
     run_ids = sorted({r.run_id for r in res.runs.ran if r.run_id})
     sweep_ids = sorted({r.sweep_id for r in res.runs.ran if r.sweep_id})
     return report.write_report(data_dir, out, title, run_ids=run_ids, sweep_ids=sweep_ids, figures=res.figures,
-                               findings=res.findings, intro=intro)
+                               findings=res.findings, intro=intro, sensitivity=res.sensitivity)
 
 
 def table_rows(res: Results) -> list[tuple[str, ...]]:

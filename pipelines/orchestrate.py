@@ -50,7 +50,7 @@ MAX_BATCH = 500
 #: this (``replay.toml`` ``task_requests``; 0: one task per pair). A task costs Airflow ~0.3-0.5 s
 #: to start and report on its own (fork, three execution-API calls, XCom) and two run at once on
 #: two cores; measured (benchmarks/orchestration.py, 4 traces x 3 scenarios, parallelism 2), one
-#: task per 1 M-request pair made the run 1.53-1.59x the direct calls (README, Orchestration overhead)
+#: task per 1 M-request pair made the run 1.53-1.59x the direct calls (docs/operations/airflow.md, Orchestration overhead)
 DEFAULT_TASK_REQUESTS = 4_000_000
 #: names in the landing folder that are never data (temporary copies, markers, hidden files)
 SKIP_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".filepart", DONE_SUFFIX)

@@ -15,15 +15,24 @@ The checks:
 
 ``latency_vs_utilisation``
     Per RAID group and interval: a mean response time (forced-flush stalls aside, they are
-    array-wide and checked below) above ``LATENCY_FACTOR`` x the group's service time while neither
-    the group's drives nor the storage processor were ``UTILISATION_MAX`` busy (in that interval
-    or the one before: work is counted where it was issued). Queueing needs a busy server.
+    array-wide and checked below) above ``LATENCY_FACTOR`` x the group's service time needs a
+    server that was busy for at least the mean wait: the work booked on the group's drives (all of
+    them together: no single drive did more) or on the storage processor, in that interval and
+    the ones before it that the wait reaches back into (work is counted where it was issued), must
+    add up to the wait. A burst shorter than the interval can queue on drives that are idle the
+    rest of it (the CloudPhysics trace: 80 ms waits behind eighty 64 KiB reads, 15 % busy over
+    the second), so the interval's mean utilisation alone proves nothing.
 ``throttle_trigger`` / ``stall_trigger`` / ``gc_trigger``
     MCx: a throttled write only in or right after an interval with a throttled adaptation tick (or
     while it waited for room in a pool 100 % dirty), and every throttled tick above its trigger
     (seed 002: pages past the pre-cleaning age, flush window full, drain time over
     ``throttle_drain_ms``). FLARE: a stalled request only while a forced flush is in progress.
     All-flash: a write waits for GC only when free space is exhausted.
+``throttle_vs_utilisation``
+    MCx: writes a throttled group held back for at least an interval on average must find its
+    drives busy (``UTILISATION_MAX``) over the time they waited: throttling is for a group that
+    flushes at its maximum rate, and a held-back write that sees idle drives is a delay nothing
+    served (a shorter hold cannot be judged at the interval's resolution).
 ``latency_vs_utilisation`` on a cloud volume
     The service time is the volume type's p99 and a request's wait for tokens is left out (it is
     queueing at a limit that is busy by definition).
@@ -55,8 +64,9 @@ from replay.scenario import Scenario
 
 MODEL_ERROR = "model_error"
 CAVEAT = "caveat"
-#: latency_vs_utilisation: "a mean latency above 10x the service time at utilisation below 50 %"
+#: latency_vs_utilisation: a mean latency above 10x the service time is judged
 LATENCY_FACTOR = 10.0
+#: throttle_vs_utilisation: a group holding writes back has drives at least this busy
 UTILISATION_MAX = 0.5
 #: ... judged only on intervals with at least this many requests of the group
 MIN_REQUESTS = 10
@@ -109,18 +119,18 @@ def _sp_utilisation(sc: Scenario, vol: pl.DataFrame, interval_s: float) -> dict[
 def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, interval_ns: int) -> list[dict]:
     if rg.height == 0 or "utilization" not in rg.columns:
         return []
-    sec = interval_ns / 1e9
-    sp = _sp_utilisation(sc, vol, sec) if not sc.cloud else {}
+    interval_ms = interval_ns / 1e6
+    sp = _sp_utilisation(sc, vol, interval_ns / 1e9) if not sc.cloud else {}
     if sc.cloud:  # a cloud volume: its service time's p99; waiting for tokens is queueing at a busy limit
         c = sc.cloud
         nominal = {g.name: max(c.read_latency_p99_ms, c.write_latency_p99_ms) for g in sc.raid_groups}
     else:
         nominal = {g.name: nominal_service_ms(sc, g.drive_class) for g in sc.raid_groups}
+    width = {g.name: g.width for g in sc.raid_groups}
+    busy_ms = {(r, t): (u or 0.0) * width.get(r, 1) * interval_ms
+               for r, t, u in rg.select("rg", "interval_start_ns", "utilization").iter_rows()}
     bad = []
-    utils: dict[tuple, list[float]] = {}  # (group, interval) -> its utilisations (one lookup, not a filter per row)
-    for g, t, u in rg.select("rg", "interval_start_ns", "utilization").iter_rows():
-        utils.setdefault((g, t), []).append(u or 0.0)
-    for r in rg.sort("rg", "interval_start_ns").iter_rows(named=True):
+    for r in rg.iter_rows(named=True):
         name, t, n = r["rg"], r["interval_start_ns"], r["requests"] or 0
         if name not in nominal or n < MIN_REQUESTS or r["latency_mean_ms"] is None:
             continue
@@ -132,18 +142,20 @@ def latency_vs_utilisation(sc: Scenario, rg: pl.DataFrame, vol: pl.DataFrame, in
             latency -= (r.get("throttle_delay_sum_ms") or 0.0) / n
         if latency <= LATENCY_FACTOR * service:
             continue
-        util = max([r["utilization"] or 0.0, *utils.get((name, t - interval_ns), ()),
-                    sp.get(t, 0.0), sp.get(t - interval_ns, 0.0)])
-        if util < UTILISATION_MAX:
-            bad.append((t, name, latency, service, util))
+        wait = latency - service
+        back = [t - k * interval_ns for k in range(math.ceil(wait / interval_ms) + 1)]
+        drives = sum(busy_ms.get((name, b), 0.0) for b in back)
+        processor = sum(sp.get(b, 0.0) for b in back) * interval_ms
+        if max(drives, processor) < wait:
+            bad.append((t, name, latency, service, max(drives, processor)))
     if not bad:
         return []
-    t, name, latency, service, util = max(bad, key=lambda b: b[2])
+    t, name, latency, service, busy = max(bad, key=lambda b: b[2])
     return [finding("latency_vs_utilisation", MODEL_ERROR,
                     f"{len(bad)} interval(s) with a mean response time over {LATENCY_FACTOR:g}x the service time "
-                    f"while drives and storage processor were under {UTILISATION_MAX:.0%} busy; worst: RAID group "
+                    f"and a wait longer than all the work its drives and storage processor had; worst: RAID group "
                     f"{name} at {t / 1e9:,.1f} s, {latency:,.1f} ms against {service:.2f} ms service, "
-                    f"{util:.0%} busy")]
+                    f"{busy:,.1f} ms of work")]
 
 
 def throttle_trigger(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[dict]:
@@ -175,6 +187,31 @@ def throttle_trigger(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[d
                            f"past the pre-cleaning age, flush window full {w['throttle_window_full_min_ms']:.0f} of "
                            f"{m.adapt_interval_ms:g} ms, drain {w['throttle_drain_min_ms']:.0f} ms"))
     return out
+
+
+def throttle_vs_utilisation(sc: Scenario, rg: pl.DataFrame, interval_ns: int) -> list[dict]:
+    """MCx: the drives of a group that holds writes back are busy while they wait."""
+    if sc.flash or sc.cloud or sc.dram.mode != "mcx" or "throttle_delay_sum_ms" not in rg.columns:
+        return []
+    util = {(r, t): u or 0.0 for r, t, u in rg.select("rg", "interval_start_ns", "utilization").iter_rows()}
+    bad = []
+    held = rg.filter(pl.col("throttled_requests") > 0).select("rg", "interval_start_ns", "throttled_requests",
+                                                               "throttle_delay_sum_ms")
+    for r, t, n, delay_ms in held.iter_rows():
+        mean_ns = (delay_ms or 0.0) / n * 1e6
+        if mean_ns < interval_ns:
+            continue
+        spans = math.ceil(mean_ns / interval_ns)
+        busy = sum(util.get((r, t + k * interval_ns), 0.0) for k in range(spans + 1)) / (spans + 1)
+        if busy < UTILISATION_MAX:
+            bad.append((r, t, mean_ns / 1e6, busy))
+    if not bad:
+        return []
+    r, t, mean_ms, busy = max(bad, key=lambda b: b[2])
+    return [finding("throttle_vs_utilisation", MODEL_ERROR,
+                    f"{len(bad)} interval(s) whose throttled writes were held back while the RAID group's drives "
+                    f"were under {UTILISATION_MAX:.0%} busy; worst: {r} at {t / 1e9:,.1f} s, writes held "
+                    f"{mean_ms:,.0f} ms on average, drives {busy:.0%} busy over that time")]
 
 
 def stall_trigger(rg: pl.DataFrame, interval_ns: int, stall_spans: Sequence[tuple[int, int]]) -> list[dict]:
@@ -288,6 +325,7 @@ def check(sc: Scenario, summary: dict, vol: pl.DataFrame, rg: pl.DataFrame, inte
     """Every check on one finished run; the findings in the order of the module docstring
     (``cloud``: a cloud volume's ``cloud_intervals`` table)."""
     return [*latency_vs_utilisation(sc, rg, vol, interval_ns), *throttle_trigger(sc, rg, interval_ns),
+            *throttle_vs_utilisation(sc, rg, interval_ns),
             *stall_trigger(rg, interval_ns, stall_spans), *gc_trigger(vol), *token_buckets(sc, cloud, interval_ns),
             *littles_law(summary),
             *mass_balance(summary), *coarse_timestamps(summary), *fast_vp_window(sc, summary)]

@@ -999,6 +999,18 @@ function fit(){charts.forEach(function(d){Plotly.Plots.resize(d);});}
 window.addEventListener('beforeprint',fit);window.addEventListener('afterprint',fit);})();"""
 
 
+def _sensitivity_section(sens: pl.DataFrame | None, out_dir: Path) -> str:
+    """The seed figures' sensitivity to their fitted parameters (``tiercast experiments --sensitivity``)."""
+    if sens is None:
+        return ""
+    fragile = sens.filter(~pl.col("robust")).height
+    return ('<section id="sensitivity"><h2>Sensitivity to the fitted parameters</h2><p class="caption">'
+            f'Each fitted parameter moved by -/+ 10 % (an integer by one step) in every preset that sets it, the '
+            f'figures of the seeds those presets serve measured again: {sens.height} figure x parameter pairs, '
+            f'{fragile} fragile (a move over 30 %, highlighted).</p>'
+            + _table(sens, "seed_sensitivity", out_dir, floats=1, bad="robust") + "</section>")
+
+
 def _intro_tables(figures: pl.DataFrame | None, findings: pl.DataFrame | None, out_dir: Path) -> str:
     parts = []
     if figures is not None:
@@ -1144,14 +1156,16 @@ def build_charts(data_dir: Path, trace_id: str | None = None, run_ids: list[str]
 def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, trace_id: str | None = None,
                  run_ids: list[str] | None = None, sweep_ids: list[str] | None = None,
                  figures: pl.DataFrame | None = None, findings: pl.DataFrame | None = None,
-                 intro: str | None = None, summary: dict | None = None, meets: dict[str, bool] | None = None) -> Path:
+                 intro: str | None = None, summary: dict | None = None, meets: dict[str, bool] | None = None,
+                 sensitivity: pl.DataFrame | None = None) -> Path:
     """Write ``out`` (HTML) and ``<out stem>_tables/*.csv``; returns the HTML path. Without
     ``run_ids``: the newest run of every trace and scenario in the warehouse (of ``trace_id``
     only when given); ``figures`` (seed, figure, published, model, error_pct, tolerance_pct,
     kind, ok) and ``findings`` (seed, finding, ok) open the page, misses highlighted. ``summary``
     (``pipelines.summary``: question, recommendation, runner_up, assumptions) opens it above all
     (default: :func:`runs_summary` of the selected runs); ``meets``: run id -> met the targets
-    (a column of the runs table)."""
+    (a column of the runs table); ``sensitivity`` (``pipelines.experiments.SENSITIVITY_SCHEMA``):
+    the figures' moves at -/+ 10 % of each fitted parameter, fragile ones highlighted."""
     from plotly.offline import get_plotlyjs
 
     data_dir, out = Path(data_dir), Path(out)
@@ -1167,7 +1181,7 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
         try:
             if summary is None and figures is None:
                 summary = runs_summary(sel)
-            sections = [_summary_section(summary), _intro_tables(figures, findings, tables),
+            sections = [_summary_section(summary), _intro_tables(figures, findings, tables), _sensitivity_section(sensitivity, tables),
                         _runs_section(wh, sel, tables, meets),
                         _checks_section(sel, tables), _traces_section(wh, sel, tables),
                         *(_section(c, tables) for c in charts)]

@@ -5,13 +5,13 @@ parameter was fitted to it (its tag names the figure: ``replay.provenance.fitted
 Shared by tests/test_array_seeds.py (calibration), tests/test_seed_validation.py (validation and
 the regression pins), ``tiercast experiments``
 (pipelines/experiments.py, which runs the same code into a data directory:
-pipelines/seed_runs.py) and the README's seed-figures table.
+pipelines/seed_runs.py) and the seed-figures table of docs/models/seed-figures.md.
 
-Run it to print the measurements (~30 s), the README table, or the sensitivity tables behind the
+Run it to print the measurements (~30 s), the seed-figures table, or the sensitivity tables behind the
 misses (~3 min):
 
-    .venv/bin/python pipelines/seed_figures.py            # model vs published vs README, per figure
-    .venv/bin/python pipelines/seed_figures.py --readme   # the README table
+    .venv/bin/python pipelines/seed_figures.py            # model vs published vs the docs, per figure
+    .venv/bin/python pipelines/seed_figures.py --readme   # the seed-figures table (docs/models/seed-figures.md)
     .venv/bin/python pipelines/seed_figures.py --sensitivity
     .venv/bin/python pipelines/seed_figures.py --fitted-sensitivity [002 003 ...]  # each fitted parameter -/+ 10 %
     .venv/bin/python pipelines/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,7 +298,14 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
     name, df = workload(pat, requests=requests or current().size(full, QUICK[f"seed003_qcache_{kind}"]),
                         region_bytes=region_gib * GIB, seed=5)
     interval_s = interval_s or current().size(10, QUICK[f"seed003_qcache_{kind}_interval_s"])
-    run = _ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128), interval_s)
+    return _warm_up_and_plateau(_ssd_run(name, df, sc.with_replay(mode="closed", outstanding=128), interval_s),
+                                interval_s)
+
+
+def _warm_up_and_plateau(run: dict, interval_s: int) -> dict:
+    """``warmup_s``: when the SSD cache first holds 90 % of what it ends with; ``plateau_iops``:
+    the mean of the intervals after it holds all of it (quick mode: the best interval after the
+    warm-up, the demo's runs end while the last blocks populate)."""
     fill = run["fill_t"]
     k = next(i for i, f in enumerate(fill) if f >= 0.9 * fill[-1])
     run["warmup_s"] = run["t_s"][k] + interval_s
@@ -312,6 +319,39 @@ def seed003_qcache(kind: str, sc_name: str = "", ssds: int = 8, region_gib: int 
         raise AssertionError(f"the run ends {len(after)} interval(s) after the SSD cache is full: no plateau to "
                              "average (give more requests)")
     return run
+
+
+def dual_controller(preset: str) -> Scenario:
+    """Seed 003's dual-controller configuration of an ``xs5224d`` preset: a second 16-drive RAID 5
+    pool owned by controller 1 (volumes ``c1-*``), each controller with its own 16 GB (so twice
+    the data cache), the same 8 SSDs shared."""
+    text = (PRESET_DIR / f"{preset}.toml").read_text()
+    text = text.replace("[controller]\n", "[controller]\ncount = 2\n", 1)
+    text, n = re.subn(r'(?m)^cache_bytes = "8GiB"', 'cache_bytes = "16GiB"', text)
+    rg = text[text.index("[[raid_groups]]"):text.index("[[pools]]")]
+    text = text.replace('default_pool = "pool1"', 'default_pool = "pool1"\nmap = [{ pattern = "c1-*", pool = "pool2" }]')
+    if n != 1 or 'name = "rg0"' not in rg or "c1-*" not in text:
+        raise ValueError(f"{preset}: not the single-controller layout dual_controller() expects")
+    text += ("\n" + rg.replace('name = "rg0"', 'name = "rg1"') + '\n[[pools]]\nname = "pool2"\nraid_groups = ["rg1"]\n'
+             "span_fraction = 0.012\ncontroller = 1\n")
+    return loads(text, f"{preset} (dual controller)")
+
+
+#: seed 003's dual-controller tests: 4 x 45 GB volumes, two per pool and controller
+SEED003_DUAL_VOLUME = 45 * GIB
+
+
+@cached(maxsize=2)
+def seed003_dual_qcache(requests: int | None = None) -> dict:
+    """Seed 003 test case 4: 4 KB random reads at QD 128 (1 worker, as on one controller) over the
+    four 45 GB volumes of the dual-controller setup, QCache read cache (``xs5224d-qcache-read``),
+    10 s intervals; ``warmup_s`` and ``plateau_iops`` as :func:`seed003_qcache`. 45 M requests
+    reach the plateau (the working set is twice the single test's); quick mode runs them too."""
+    name, df = workload("randread-4k", requests=requests or 45_000_000, region_bytes=4 * SEED003_DUAL_VOLUME, seed=5)
+    k = pl.col("offset") // SEED003_DUAL_VOLUME
+    df = df.with_columns(volume=pl.format("c{}-{}", k // 2, k % 2), offset=pl.col("offset") % SEED003_DUAL_VOLUME)
+    sc = dual_controller("xs5224d-qcache-read").with_replay(mode="closed", outstanding=128)
+    return _warm_up_and_plateau(_ssd_run(f"{name}-dual", df, sc, 10), 10)
 
 
 # -- seed 001 ------------------------------------------------------------------------------------
@@ -412,17 +452,17 @@ def seed004(snapshots: str, passes: int = 3) -> dict:
 @dataclass(frozen=True)
 class Figure:
     """One quantitative seed figure: what was published, what the model gives (the value the
-    README states; the regression pins check the model still gives it), and its kind (derived)."""
+    docs state; the regression pins check the model still gives it), and its kind (derived)."""
 
     key: str
     label: str
     published: float
     published_text: str
-    documented: float  # the model's value as the README states it
+    documented: float  # the model's value as the docs state it
     why: str  # calibration: the parameter fitted to it; validation: the cause of a miss, if any
     test: str
     fmt: str = "{:,.0f}"
-    #: how far the model may be from ``published`` (%): MODELS.md's 15 % bar for array models, or
+    #: how far the model may be from ``published`` (%): the 15 % bar for array models (docs/models/sources.md#how-good-must-a-storage-model-be), or
     #: the published range where the article gives one
     tolerance_pct: float = 15.0
     #: why the model gives this figure by construction (then its kind is ``identity``)
@@ -469,6 +509,8 @@ MEASURE = {
     "s003_qc_read_iops": lambda: seed003_qcache("read")["plateau_iops"],
     "s003_qc_write_iops": lambda: seed003_qcache("write")["plateau_iops"],
     "s003_qc_write_warmup": lambda: seed003_qcache("write")["warmup_s"] / 60,
+    "s003_dual_read_iops": lambda: seed003_dual_qcache()["plateau_iops"],
+    "s003_dual_read_warmup": lambda: seed003_dual_qcache()["warmup_s"] / 60,
     "s001_write_iops": lambda: seed001_point("randwrite", 4096, 8, 32)["iops"],
     "s001_read_iops": lambda: seed001_point("randread", 4096, 64, 32)["iops"],
     "s001_write_lat1": lambda: seed001_point("randwrite", 4096, 1)["latency_mean_ms"],
@@ -493,11 +535,11 @@ FIGURES = [
     Figure("s000_planning", "seed 000: host IOPS where each of the 15 drives does its planning 150 IOPS (15 GB file)",
            PLANNING_000, "1,130 (2250 / 1.99)", 1279.6, "`dirty_target_pct` 5 was fitted to it (10 gives +17 %, outside the 15 % bar)", CAL + "test_seed000_planning_iops"),
     Figure("s000_peak96", "seed 000: IOPS at 96 outstanding (\"1.5-2 times\" the planning IOPS at peak)",
-           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 1983, "`reorder_efficiency` 0.35 (the share of the ideal SPTF gain the drives realise) was fitted to it (and MCx's `throttle_room_pct` 30 bounds the dirty "
+           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 2008, "`reorder_efficiency` 0.35 (the share of the ideal SPTF gain the drives realise) was fitted to it (and MCx's `throttle_room_pct` 30 bounds the dirty "
            "pages that coalesce: 50 gives 2,475)", CAL + "test_seed000_deep_queues_peak",
            tolerance_pct=100 * 0.25 / 1.75),
     Figure("s000_peak192", "seed 000: IOPS at 192 outstanding (same rule)",
-           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 1984, "`reorder_efficiency` 0.35 was fitted to it (and MCx's `throttle_room_pct` 30, as above)",
+           1.75 * PLANNING_000, "1,696-2,261 (mid 1,979)", 2011, "`reorder_efficiency` 0.35 was fitted to it (and MCx's `throttle_room_pct` 30, as above)",
            CAL + "test_seed000_deep_queues_peak",
            tolerance_pct=100 * 0.25 / 1.75),
     Figure("s000_2gb", "seed 000: 2 GB file (cache-resident), 192 outstanding: 20-25 % above the VNXe3200's 23,800",
@@ -507,14 +549,14 @@ FIGURES = [
            "only size that gives it (0.5-1.7 from 8 GiB to 1 TiB)", CAL + "test_seed002_mcx_over_flare",
            "{:.2f}"),
     Figure("s000_rt24", "seed 000: response time at 24 outstanding (15 GB file)",
-           14.0, "~14 ms", 12.1, "miss: by Little's law it is 24 / IOPS at 24, and the model's pool is saturated from 12 outstanding on "
+           14.0, "~14 ms", 12.0, "miss: by Little's law it is 24 / IOPS at 24, and the model's pool is saturated from 12 outstanding on "
            "(flat at the fitted peak), so it is 24 / that peak; the article's curve was still rising at 24",
            REG + "test_regression_model_still_gives_the_readme_value[s000_rt24]", "{:.1f} ms",
-           identity="by Little's law it is 24 / the IOPS at 24 outstanding, and the model's IOPS are flat from 12 to 192 outstanding (1,981 to 1,984): 24 / the fitted peak"),
+           identity="by Little's law it is 24 / the IOPS at 24 outstanding, and the model's IOPS are flat from 12 to 192 outstanding (2,002 to 2,011): 24 / the fitted peak"),
     Figure("s002_flare", "seed 002: FLARE sustained IOPS (1 TiB test file assumed)", 513.0, "513", 195, "miss: the drives saturate at ~3.9 back-end I/Os per write (RAID 5 read-modify-write, little "
            "coalescing over 1 TiB); a ~25 GiB file would give 513 (sensitivity table)",
            VAL + "test_validation_figure_within_15_percent[s002_flare]"),
-    Figure("s002_mcx", "seed 002: MCx sustained IOPS (1 TiB test file assumed)", 900.0, "900", 305, "miss: 4.2 back-end I/Os per write at any file size, because the MCx dirty share (fitted on seed 000) "
+    Figure("s002_mcx", "seed 002: MCx sustained IOPS (1 TiB test file assumed)", 900.0, "900", 304, "miss: 4.2 back-end I/Os per write at any file size, because the MCx dirty share (fitted on seed 000) "
            "keeps too few dirty pages to coalesce; 900 needs <= 2 back-end I/Os per write",
            VAL + "test_validation_figure_within_15_percent[s002_mcx]"),
     Figure("s003_read", "seed 003: 16 NL-SAS RAID 5 (QCache off), 4 KB random read, QD 128", 4512.0, "4,512", 4199,
@@ -542,6 +584,16 @@ FIGURES = [
            7.7, "near miss: populations run at the copy bandwidth fitted to the read warm-up (200 MiB/s, "
            "nothing fitted to this figure); the write warm-up adds the forced flushes of the 6 GiB write cache",
            VAL + "test_validation_figure_within_15_percent[s003_qc_write_warmup]", "{:.1f} min"),
+    Figure("s003_dual_read_iops", "seed 003: dual controller, QCache read cache, warm, 4 KB random read IOPS "
+           "(4 x 45 GB volumes, a pool per controller, the same 8 SSDs)", 461_037.0, "461,037", 219_155,
+           "miss: the model's 8 SSDs cap it at their fitted 28,000 each; the article's dual result with the "
+           "same 8 SSDs (57,600 each) shows the single-controller plateau the SSD was fitted to "
+           "[s003_qc_read_iops] was the controller's limit, not the SSDs'",
+           VAL + "test_validation_figure_within_15_percent[s003_dual_read_iops]"),
+    Figure("s003_dual_read_warmup", "seed 003: dual controller, QCache read cache warm-up", 13.5, "~13.5 min", 14.0,
+           "no parameter fitted to it: the copy bandwidth fitted to the single-controller warm-up, shared by both "
+           "controllers' populations of twice the working set",
+           VAL + "test_validation_figure_within_15_percent[s003_dual_read_warmup]", "{:.1f} min"),
     Figure("s001_write_iops", "seed 001: Violin 6232, 4 KB random write, async QD 32 (8 jobs assumed)", 307_000.0,
            "307,000", 303_405, "`write_iops` 307,000 was fitted to it",
            CAL001 + "test_seed001_published_maxima_and_latencies"),
@@ -604,7 +656,7 @@ def readme_table() -> str:
 
 
 def sensitivity() -> None:
-    """The tables behind the README's misses: what the model gives when one assumption moves."""
+    """The tables behind the known misses (docs/models/seed-figures.md): what the model gives when one assumption moves."""
     print("seed 002: sustained IOPS vs the assumed test-file size (span_fraction = file / 1.2 TB LUN)")
     print("| test file | FLARE | MCx | MCx / FLARE | MCx, dirty_target_pct 40 |")
     print("|---|---:|---:|---:|---:|")
@@ -691,11 +743,13 @@ def perturbed(places: list[tuple[str, str, float | int]], factor: float) -> Iter
         clear_caches()
 
 
-def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1) -> list[dict]:
+def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1,
+                       log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[dict]:
     """Every figure's change (%) when one fitted parameter moves by -/+ 10 % (integers: one step),
     for the figures of every seed whose presets set that parameter; ``fragile``: more than
-    :data:`FRAGILE_PCT` either way. Long (each row re-measures a seed's figures): run it with
-    ``python pipelines/seed_figures.py --fitted-sensitivity [SEED ...]``."""
+    :data:`FRAGILE_PCT` either way; ``log`` gets each row as a markdown line. Long (each row
+    re-measures a seed's figures): ``tiercast experiments --sensitivity`` (the seed report's table)
+    or ``python pipelines/seed_figures.py --fitted-sensitivity [SEED ...]``."""
     wanted = set(seeds or SEED_PRESETS)
     figures = [f for f in FIGURES if f.seed in wanted]
     base = {f.key: f.measure() for f in figures}
@@ -715,8 +769,8 @@ def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1) 
                          "model": base[f.key], "minus": moved[2 - factor][0], "minus_pct": lo,
                          "plus": moved[factor][0], "plus_pct": hi,
                          "fragile": max(abs(lo), abs(hi)) > FRAGILE_PCT})
-            print(f"| `{name}` | {f.key} ({f.kind}) | {moved[2 - factor][0]}: {lo:+.1f} % | {moved[factor][0]}: "
-                  f"{hi:+.1f} % |{' FRAGILE' if rows[-1]['fragile'] else ''}", flush=True)
+            log(f"| `{name}` | {f.key} ({f.kind}) | {moved[2 - factor][0]}: {lo:+.1f} % | {moved[factor][0]}: "
+                f"{hi:+.1f} % |{' FRAGILE' if rows[-1]['fragile'] else ''}")
     return rows
 
 
@@ -764,4 +818,4 @@ if __name__ == "__main__":
     else:
         for f, v in table():
             print(f"{f.key:14s} published {f.published:10.2f} model {v:10.2f} ({err(v, f.published):+.1f} %) "
-                  f"README {f.documented:10.2f} ({err(v, f.documented):+.1f} % off) {f.kind}", flush=True)
+                  f"docs {f.documented:10.2f} ({err(v, f.documented):+.1f} % off) {f.kind}", flush=True)

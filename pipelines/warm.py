@@ -3,7 +3,7 @@ cache, once, so that the first replay, simulation or curve of a new install or w
 nothing (~37 s on a quiet machine, minutes under load).
 
 numba compiles a function at its first call, one specialization per combination of argument
-types (a read-only array is another type than a writable one: PITFALLS.md), and ``replay.jit``
+types (a read-only array is another type than a writable one: docs/architecture/pitfalls.md#numba), and ``replay.jit``
 caches each on disk in :func:`replay.jit.cache_dir`. Which types reach a kernel, and which
 kernels run at all, depends on the data and the path it takes: a trace's first pass builds its
 segments from Parquet (volume ids made by numpy for a one-volume frame, read-only from Polars for

@@ -209,7 +209,7 @@ def run_requests(params, state, req, shift, start, out, tmp):
         stall = t - arr
         thr = np.int64(0)
         o = req.op[i]
-        tc = host.storage_processor(hp, hs, t, req.size[i], o)
+        tc = host.storage_processor(hp, hs, t, req.size[i], o, ds.vols[req.vol[i]].pool)
         # 4. background work due by now
         if tc >= ev.next_ev:
             dc.catch_up(dp, ds, bp, bs, sp, ss, ev, logs.flush, logs.throttle, logs.ssd_promotion, utab, shift, tc, 0)
@@ -305,7 +305,7 @@ def run_flash_requests(params, state, req, start, out):
     for i in range(start, req.ts.shape[0]):
         arr = host.issue(hp, hs, req.ts[i])
         o = req.op[i]
-        tc = host.storage_processor(hp, hs, arr, req.size[i], o)
+        tc = host.storage_processor(hp, hs, arr, req.size[i], o, ds.vols[req.vol[i]].pool)
         if ev.now < tc:
             ev.now = tc
         gc0 = fc.gc_moved

@@ -3,7 +3,7 @@
 Kernels keep their state in plain arrays indexed by dense id, so every page key (an int64
 packing volume id and page number, see ``replay.pages``) must become 0, 1, 2, ... in the order
 it first appears in the trace. ``polars rank("dense")`` does it in sorted order and costs
-~1.5 s per 10 M keys (PITFALLS.md); a hash join on a growing dictionary costs as much. This is
+~1.5 s per 10 M keys (docs/architecture/pitfalls.md#polars); a hash join on a growing dictionary costs as much. This is
 an open-addressing table (linear probing, Fibonacci hashing) held in two numpy arrays and filled
 by a numba loop: one probe sequence per key, no Python objects. The table doubles when it would
 pass half full, so it serves traces of any size, segment after segment.

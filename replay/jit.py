@@ -1,7 +1,7 @@
 """The numba decorators of every compiled function in ``replay/``: ``njit`` and ``kernel``.
 
 **On-disk cache keyed on every kernel module.** numba caches a compiled function under a key made
-of its *own* source file only (numba 0.68: a SHA-256 of that file's bytes; PITFALLS.md). The array
+of its *own* source file only (numba 0.68: a SHA-256 of that file's bytes; docs/architecture/pitfalls.md#numba). The array
 kernel (``replay.array``) calls functions of ``host``, ``dram_cache``, ``events``, ``queueing``,
 ``backend`` and ``ids`` and compiles their constants in, so a fix in one of those left the
 caller's stale machine code in use. Touching the caller's file at import (what ``replay.array`` did) no longer helps since numba

@@ -7,8 +7,7 @@ records at random places of tables larger than the CPU caches (cache units, SSD 
 slots, their LRU neighbours), and each of those loads depends on the previous one, so the CPU
 cannot overlap them. The addresses of later requests are known in advance (the chunk's page
 list), and so are those of the next unit a RAID group's flusher will write: prefetching them a
-few requests early lets their loads overlap the current request's work (measured: see README,
-"Speed" of the array models). numba has no prefetch; this emits LLVM's ``llvm.prefetch`` (read,
+few requests early lets their loads overlap the current request's work (measured: docs/design/array-kernel-speed.md). numba has no prefetch; this emits LLVM's ``llvm.prefetch`` (read,
 high locality, data cache), which compiles to one ``prefetcht0`` instruction. An index out of
 range is the caller's error (no bounds check; a prefetch of a bad address does not fault).
 """

@@ -4,7 +4,7 @@ volume placement) plus replay options, validated on load, with a stable hash.
 A scenario file is read with :func:`load` (a preset name from ``replay/scenarios/`` or a path).
 Every key is checked: an unknown key, a wrong type, a negative size or a watermark low >= high is
 a ``ValueError`` naming the file, the line (when it can be found) and the problem. Defaults are
-the published numbers of ``shared/reference/MODELS.md`` (source in a comment next to each) or,
+the published numbers of docs/models/sources.md (source in a comment next to each) or,
 marked *est*, our estimates; every one of them is a parameter.
 
 The optional sections are the mechanisms' (``SECTIONS``, from the registry ``replay.mech``): each
@@ -104,7 +104,7 @@ class DriveClass(DRIVE_CLASS.base("DriveClass", before=(("name", str),))):
 
     @property
     def half_rotation_ms(self) -> float:
-        """2.0 / 3.0 / 4.17 ms at 15k / 10k / 7.2k rpm (MODELS.md)."""
+        """2.0 / 3.0 / 4.17 ms at 15k / 10k / 7.2k rpm (docs/models/sources.md#back-end-raid-groups-and-drives)."""
         return 30_000.0 / self.rpm if self.kind == "hdd" else 0.0
 
     @property
@@ -491,6 +491,9 @@ def parse(data: dict, source: str = "<scenario>", text: str | None = None,
                           "give a slice size")
         if pname in [q.name for q in pools]:
             raise w.error(sec, "name", f"pool {pname!r} defined twice")
+        if p.controller >= controller.count:
+            raise w.error(sec, "controller", f"pool {pname!r}: controller {p.controller} of {controller.count} "
+                          "(controllers are numbered from 0; set controller.count)")
         pools.append(p)
 
     vt = w.table("volumes", data.get("volumes", {}))

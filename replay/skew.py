@@ -1,4 +1,4 @@
-"""Workload skew for FAST VP-style tiering (MODELS.md "FAST VP tiering", seed 000).
+"""Workload skew for FAST VP-style tiering (seed 000; docs/models/sources.md#fast-vp-tiering).
 
 Each volume's address range is cut into slices of ``slice_bytes`` (256 MiB on VNX2, 1 GiB on
 VNX1). A request counts for the slice of its **first byte** (``offset // slice_bytes``), once,
@@ -37,8 +37,8 @@ from schemas.trace import OPS
 IO_SHARES_PCT = (80, 90, 95)
 #: at most this many curve points; beyond it the curve is sampled evenly (first, last and skew point kept)
 MAX_CURVE_POINTS = 10_000
-#: skew points with io_share at or below this are "no skew", tiering cannot help (MODELS.md: a 50 %
-#: skew); 0.55, not 0.5: counting noise alone lifts a uniform trace's skew point a few points above 50 %
+#: skew points with io_share at or below this are "no skew", tiering cannot help (a 50 %
+#: skew: docs/models/sources.md#fast-vp-tiering); 0.55, not 0.5: counting noise alone lifts a uniform trace's skew point a few points above 50 %
 NO_SKEW_IO_SHARE = 0.55
 _COUNTED = pl.col("op").cast(pl.String).is_in([OPS[0], OPS[1]])  # read, write (any op dtype)
 #: reads and writes are the first two codes of the op Enum: a comparison on the physical codes

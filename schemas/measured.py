@@ -1,8 +1,8 @@
 """Canonical tables of measured performance logs (iostat, vxstat, vxdmpadm, fio, IOMeter).
 
 Every table is declared once here as ``column -> (Polars dtype, unit or meaning)``; the Polars
-schema, the Arrow schema written to Parquet (with the unit as field metadata) and the README
-table are derived from it. Units are in the column names: ``*_per_s`` per second, ``*_kb``
+schema and the Arrow schema written to Parquet (with the unit as field metadata) are derived
+from it (docs/guide/measured.md lists the tables). Units are in the column names: ``*_per_s`` per second, ``*_kb``
 kibibytes (sysstat and Veritas "kB" are 1024 bytes), ``*_ms`` / ``*_ns`` time, ``*_pct``
 percent. A column a log does not carry stays null; nothing is derived from other columns
 except where the name says so (e.g. vxstat's ``r_per_s`` = reads / interval_s).

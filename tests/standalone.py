@@ -3,7 +3,7 @@ and benchmarks/orchestration.py:
 
 - :class:`Standalone`: ``airflow standalone`` (scheduler, DAG processor, triggerer, API server)
   with the LocalExecutor; stopped with SIGINT to its process group (the only signal on which it
-  stops its children, PITFALLS.md), then SIGTERM / SIGKILL if it lingers;
+  stops its children, docs/architecture/pitfalls.md#airflow), then SIGTERM / SIGKILL if it lingers;
 - :class:`CeleryCluster`: a Redis server (the broker), scheduler, DAG processor and API server
   with the CeleryExecutor, and ``workers`` Celery workers (``airflow standalone`` would force the
   LocalExecutor); each process stopped with SIGTERM, then SIGKILL.

@@ -322,3 +322,33 @@ def test_placement_beyond_int16_is_refused():
     with pytest.raises(ValueError, match=r"^scenario 'wm': 32,768 flush units in one stripe; the array model "
                                          r"handles at most 32,767$"):
         ArrayModel(loads(big, "big.toml"))
+
+
+def test_two_controllers_each_serve_the_pools_they_own():
+    """Cache hits are storage-processor bound: 1 / (overhead + bytes / bandwidth) per controller.
+    Seed 003's dual setup (a pool per controller) serves two volumes' hits twice as fast as one
+    controller owning both pools; pools on a controller that does not exist are refused."""
+    from dataclasses import replace as dc_replace
+
+    from pipelines.replay import replay_frames
+    from pipelines.seed_figures import dual_controller
+    from replay.scenario import PRESET_DIR
+
+    dual = dual_controller("xs5224d")
+    dual = dc_replace(dual, controller=dc_replace(dual.controller, overhead_us=10.0))
+    single = dc_replace(dual, controller=dc_replace(dual.controller, count=1),
+                        pools=tuple(dc_replace(p, controller=0) for p in dual.pools))
+    n = 200_000
+    df = pl.DataFrame({"ts_ns": np.arange(n, dtype=np.int64), "volume": ["c0-0", "c1-0"] * (n // 2), "op": ["read"] * n,
+                       "offset": (np.arange(n, dtype=np.int64) // 2 % 256) * 4096, "size": [4096] * n})
+    per_io_s = 10e-6 + 4096 / 6000e6
+    iops = {}
+    for name, sc in (("single", single), ("dual", dual)):
+        res = replay_frames([df], sc.with_replay(mode="closed", outstanding=64, warmup_pct=10), total=n)
+        assert res.summary["read_hit_ratio"] > 0.99
+        iops[name] = res.summary["iops"]
+    assert iops["single"] == pytest.approx(1 / per_io_s, rel=0.03)
+    assert iops["dual"] == pytest.approx(2 / per_io_s, rel=0.03)
+    text = (PRESET_DIR / "xs5224d.toml").read_text().replace("span_fraction = 0.012", "span_fraction = 0.012\ncontroller = 1")
+    with pytest.raises(ValueError, match=r"line 64: \[\[pools\]\] #1 controller: pool 'pool1': controller 1 of 1"):
+        loads(text)

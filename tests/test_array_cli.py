@@ -133,8 +133,12 @@ def test_scenarios_lists_the_presets():
     by = {r["name"]: r for r in rows}
     assert {"vnx5400", "vnx1-flare", "vnx2-mcx", "xs5224d"} <= set(by)
     assert by["vnx5400"]["drives"] == {"sas10k": 15} and by["vnx1-flare"]["dram_mode"] == "flare"
-    text = _run("scenarios").stdout
-    assert "vnx2-mcx" in text and "RAID 5 x5" in text
+    text = _run("scenarios").stdout  # 80 columns: name, mode, cache, description; --wide the RAID groups
+    assert "vnx2-mcx" in text and "RAID 5 x5" not in text and max(len(ln) for ln in text.splitlines()) <= 80
+    assert "RAID 5 x5" in _run("scenarios", "--wide").stdout
+    params = _run("scenarios", "vnx2-mcx").stdout
+    assert "overhead_us" in params and "seed-fit" in params and max(len(ln) for ln in params.splitlines()) <= 80
+    assert "s000_2gb" in _run("scenarios", "vnx2-mcx", "--wide").stdout  # the reference names the fitted figure
 
 
 def _one_line(output: str) -> str:

@@ -1,7 +1,7 @@
 """Calibration: the seed figures that parameters of the presets were FITTED to. Each test asserts
 that its fit still holds (a model change that breaks it must refit, or say why not); none of
 them is evidence that the model is right. The figures no parameter was fitted to are checked in
-tests/test_seed_validation.py; pipelines/seed_figures.py measures both and holds the README table.
+tests/test_seed_validation.py; pipelines/seed_figures.py measures both and holds the seed-figures table (docs/models/seed-figures.md).
 
 Seed 000: 15 SAS 10k drives (planning 150 IOPS each) in three RAID 5 4+1 groups, IOMeter's
 database pattern (8 KB, 67 % read, 100 % random) over a 15 GB test file, ~4 GB of SP cache:
@@ -39,8 +39,8 @@ pytestmark = pytest.mark.calibration
 
 def test_seed000_planning_iops():
     """fit: ``dirty_target_pct`` 5 (MCx dirty share; 10 gives +17 %). The host IOPS where each
-    drive does 150 back-end IOPS is within 15 % of 2250 / (0.67 + 4 x 0.33). 15 %: MODELS.md's
-    bar for array models (Uysal et al.: 15 % average error); the fit sits at +12 %."""
+    drive does 150 back-end IOPS is within 15 % of 2250 / (0.67 + 4 x 0.33). 15 %: the
+    bar for array models (docs/models/sources.md#how-good-must-a-storage-model-be) (Uysal et al.: 15 % average error); the fit sits at +12 %."""
     curve = seed000_curve()
     x = seed000_planning_iops(curve)
     assert abs(x / PLANNING_000 - 1) <= 0.15, (x, {n: (r["backend_iops_per_drive"], r["iops"]) for n, r in curve.items()})
@@ -83,7 +83,7 @@ def test_seed000_2gb_runs_from_cache():
 
 def test_seed002_mcx_over_flare():
     """Calibration by assumption: the article does not give its test-file size, and over 8 GiB to
-    1 TiB the model's ratio runs from 0.5 to 1.7 (README sensitivity table); the full-LUN file
+    1 TiB the model's ratio runs from 0.5 to 1.7 (the sensitivity table of docs/models/seed-figures.md); the full-LUN file
     assumed (1 TiB) is what makes it 1.70. Tolerance 15 % (as above). Both regimes must be the
     ones the article describes: FLARE lives in forced-flush cycles, MCx throttles and never
     force-flushes."""

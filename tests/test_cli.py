@@ -1,4 +1,4 @@
-"""How the ``tiercast`` command behaves for people and scripts (README "CLI behaviour"): every
+"""How the ``tiercast`` command behaves for people and scripts (docs/reference/cli-behaviour.md): every
 error is one line and an exit code (0 ok, 1 internal error, 2 user error, 130/143 interrupted),
 ``--debug`` adds the traceback, ``--json`` stays JSON on error, ``sql`` never writes, output
 files are replaced atomically and only when they are regular files, help text keeps its

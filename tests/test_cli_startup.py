@@ -1,8 +1,8 @@
-"""``tiercast`` starts fast (README "CLI behaviour", start-up time): importing the CLI and building
+"""``tiercast`` starts fast (docs/reference/cli-behaviour.md, start-up time): importing the CLI and building
 its help loads no engine (numba, Polars, DuckDB, Great Expectations, pyarrow, numpy), ``tiercast
 --help`` not even rich or pydantic, ``tiercast traces`` and ``tiercast sql`` only what they use.
 Checked on ``sys.modules`` in a fresh interpreter, never with timings (machines are noisy; the
-README and benchmarks give the times). Also pinned here: what the fast paths stand in for (the
+docs and benchmarks give the times). Also pinned here: what the fast paths stand in for (the
 option names in ``pipelines.choices``, the command -> module table, pydantic-free coercion, the
 SQL result fetch without Arrow) behaves exactly like what it replaces.
 """

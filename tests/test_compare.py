@@ -246,7 +246,15 @@ def test_cli_compare_measured(pair, data_dir):
     text = " ".join(t.stdout.split())  # the console wraps long lines
     assert "trace starts 2026-01-01T00:00:00.750+00:00 (fio timestamp_ms - job_runtime)" in text
     assert "whole seconds + 0.250 s" in text and "vs fio: IOPS model 2,500.0000 fio 2,000.0000 (25.0 %)" in text
-    assert "│ sdz │ IOPS │ 3 │ 18.3 │ -1.7 │ -13.8 │" in text
+    assert "sdz IOPS 3 18.3 -1.7 -13.8" in text
+    prose = ("run ", "trace starts", "* not scored", "vs fio", "note:", "comparison ")
+    tables = [ln for ln in t.stdout.splitlines() if not ln.startswith(prose)]
+    assert len(tables) >= 8 and max(map(len, tables)) <= 80  # an 80-column terminal: IOPS and latency, no MB/s
+    head = next(ln for ln in tables if ln.startswith("interval end"))
+    assert "IOPS model" in head and "ms err %" in head and "MB/s" not in head
+    w = CliRunner().invoke(app, ["compare-measured", RUN_ID, CAPTURE_ID, "--data-dir", str(data_dir), "--wide"])
+    head = next(ln for ln in w.stdout.splitlines() if ln.startswith("interval end"))
+    assert "MB/s model" in head and "cover" in head
 
 
 def test_calibrate_from_capture_separates_host_time(pair, data_dir):

@@ -49,7 +49,7 @@ def bisect_victim_valid_fraction(r: float) -> float:
 
 # -- write amplification --------------------------------------------------------------------------
 def test_write_amplification_at_spare_factor_0_3_is_2_36():
-    assert fl.write_amplification(0.3) == pytest.approx(2.36, abs=0.005)  # MODELS.md
+    assert fl.write_amplification(0.3) == pytest.approx(2.36, abs=0.005)  # docs/models/sources.md#all-flash-array-violin-6232
     assert fl.write_amplification(0.3) == pytest.approx(2.364234, abs=1e-6)
 
 

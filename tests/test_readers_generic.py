@@ -16,7 +16,7 @@ from traces.errors import TraceFormatError
 from traces.generic import GenericReader
 
 FIX = Path(__file__).parent / "fixtures"
-README = Path(__file__).parent.parent / "README.md"
+INGEST_PAGE = Path(__file__).parent.parent / "docs" / "guide" / "ingest.md"
 
 
 def mapping(tmp_path: Path, text: str, name: str = "m.toml") -> str:
@@ -32,7 +32,7 @@ def ingest(path, data_dir, spec: str, **opts):
     return r, t, t.scan().collect().sort("src_line")
 
 
-def test_readme_example_mapping(data_dir):
+def test_the_documented_example_mapping(data_dir):
     r, t, rows = ingest(FIX / "generic_example.csv", data_dir, str(FIX / "generic_example.toml"))
     assert (r.format, r.rows_read, r.rows_accepted, r.rows_rejected) == ("generic", 4, 3, 1)
     assert r.lines_skipped == {"header": 1, "comment": 1}
@@ -53,10 +53,10 @@ def test_readme_example_mapping(data_dir):
     assert t.manifest["volumes"]["lun7"]["capacity_bytes"] == 64 << 30
 
 
-def test_readme_ships_the_example_mapping():
-    text = README.read_text()
+def test_the_ingest_page_ships_the_example_mapping():
+    text = INGEST_PAGE.read_text()
     block = re.search(r"```toml\n(# A storage array's per-I/O export.*?)```", text, re.S)
-    assert block, "README has no toml example"
+    assert block, "docs/guide/ingest.md has no toml example"
     assert block.group(1) == (FIX / "generic_example.toml").read_text()
 
 

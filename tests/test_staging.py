@@ -95,7 +95,7 @@ def test_sigkill_mid_ingest_then_rerun_cleans_up_and_matches_a_clean_run(tmp_pat
 
 
 def test_streaming_reads_blocks_and_writes_bounded_parts(tmp_path, monkeypatch):
-    """The README's streaming guarantee at a small scale: 64 KiB blocks, a volume's buffer is
+    """The streaming guarantee of docs/guide/ingest.md at a small scale: 64 KiB blocks, a volume's buffer is
     written out once it holds FLUSH_ROWS_PER_VOLUME rows, so a part holds at most that many plus
     one block's rows, and the result equals a one-block ingest."""
     import polars as pl

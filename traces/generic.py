@@ -3,7 +3,7 @@
 Selected with ``--format generic -o mapping=spec.toml`` (never auto-detected). The mapping
 names the columns (by header name or 1-based position), their units and the op values;
 everything is validated when the mapping is loaded, so a typo fails before any data is read.
-Example (the README has the full reference)::
+Example (docs/guide/ingest.md, "The generic reader", has the full reference)::
 
     [file]
     type = "csv"            # csv or parquet (default: parquet when the file starts with PAR1)
@@ -212,7 +212,7 @@ class GenericReader(DelimitedReader):
 
     def __init__(self, mapping: str | None = None, **kw):
         if mapping is None:
-            raise ValueError("generic: -o mapping=spec.toml is required (see README, 'generic' format)")
+            raise ValueError("generic: -o mapping=spec.toml is required (see docs/guide/ingest.md, 'The generic reader')")
         super().__init__(**kw, mapping=str(mapping))
         self.map = Mapping(mapping)
         self.capacities = {**self.map.capacities, **self.capacities}

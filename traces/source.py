@@ -85,7 +85,7 @@ def decompressed_chunks(raw: io.BufferedIOBase, compression: str, path: Path) ->
     frame or xz/bzip2 stream ends.
 
     Why not ``gzip.GzipFile`` / ``zstandard.stream_reader``: zstandard's reader returns EOF on a
-    cut frame without an error (PITFALLS.md), so a truncated file would ingest as a shorter
+    cut frame without an error (docs/architecture/pitfalls.md#compressed-input), so a truncated file would ingest as a shorter
     complete one. Driving the decompressors directly gives every format the same check and the
     byte offsets for the message. Concatenated members/frames/streams are read one after another.
     """

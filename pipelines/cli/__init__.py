@@ -1,7 +1,7 @@
 """The ``tiercast`` command. Each command group lives in its own module and registers on ``app``
 when imported; :data:`COMMANDS` says which module defines each command (keep it sorted).
 
-Start-up is kept short (README "CLI behaviour"): importing this package is cheap, :func:`main`
+Start-up is kept short (docs/reference/cli-behaviour.md): importing this package is cheap, :func:`main`
 imports only the module of the command it runs (``tiercast --help`` imports them all, to list
 them), and command modules import Polars, numba, DuckDB and the pipeline steps inside the
 commands, not at their top (``tests/test_cli_startup.py``). ``pipelines.cli.app`` (tests) has

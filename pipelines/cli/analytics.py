@@ -9,6 +9,7 @@ import typer
 
 from pipelines.catalog import find_trace
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, checked, data_dir_of, out, print_json, progress_bar
+from pipelines.cli.examples import epilog
 from schemas.units import format_bytes, parse_duration_ns, parse_size
 
 _size = checked(parse_size, lambda n: n > 0, "must be a positive size such as 256MiB")
@@ -35,7 +36,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-@app.command()
+@app.command(epilog=epilog("skew"))
 def skew(
     trace_id: TraceArg,
     slice_size: Annotated[str, typer.Option("--slice", help="Slice size (FAST VP: 256MiB on VNX2, 1GiB on VNX1).",
@@ -68,7 +69,7 @@ def skew(
         out.print(f"{_pct(p['capacity_share']):>9}  {_pct(p['io_share']):>7}")
 
 
-@app.command()
+@app.command(epilog=epilog("snapshots"))
 def snapshots(
     trace_id: TraceArg,
     every: Annotated[str, typer.Option(help="A snapshot every this long from the trace start, e.g. 1h.",

@@ -25,13 +25,14 @@ from pipelines.cli.common import (
     print_json,
     write_text,
 )
+from pipelines.cli.examples import epilog
 
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f} ms"
 
 
-@app.command()
+@app.command(epilog=epilog("calibrate"))
 def calibrate(
     measured: Annotated[str, typer.Option("--measured", help="Capture id (its iostat dataset) or measured "
                                                              "iostat dataset id (or unambiguous prefix).")],

@@ -20,10 +20,11 @@ from pipelines.cli.common import (
     print_json,
     table,
 )
+from pipelines.cli.examples import epilog
 from pipelines.dataset import VALIDATE_MODES
 
 
-@app.command()
+@app.command(epilog=epilog("capture"))
 def capture(
     fio_job: Annotated[Path, typer.Option("--fio", help="fio job file to run.")],
     iostat_interval: Annotated[int, typer.Option(
@@ -52,7 +53,7 @@ def capture(
         raise typer.Exit(2)
 
 
-@app.command()
+@app.command(epilog=epilog("captures"))
 def captures(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """List the live captures."""
     from pipelines.capture import list_captures

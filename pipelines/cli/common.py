@@ -1,5 +1,5 @@
 """Shared pieces of the CLI: the Typer app, common options, progress bars, JSON output, and how
-errors end (one line and an exit code; see the README's "CLI behaviour").
+errors end (one line and an exit code; see docs/reference/cli-behaviour.md).
 
 Exit codes: 0 ok, 1 internal error (a bug: the traceback with ``--debug``), 2 an error the user
 can act on (bad option or input, unknown id, unreadable or unwritable file, bad SQL), 130 / 143
@@ -442,7 +442,7 @@ def exclusive(first: str, second: str, why: str) -> UsageError:
 def check_out_option(path: Path, option: str, default: Path | None = None, *, directory: bool = False) -> Path:
     """The file (``directory``: the folder) an output option names, checked before any work: never
     a directory, device or FIFO, and refused when the folder it goes into does not exist (a
-    mistyped path is not created; the README's "Files written for you"). The option's
+    mistyped path is not created; docs/reference/cli-behaviour.md, "Files written for you"). The option's
     ``default`` (tiercast's own ``reports/``) is created when needed."""
     if directory:
         return check_output_dir(path, option, parent_must_exist=path != default)

@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from pipelines.cli.common import DataDirOpt, app, check_out_option, console, data_dir_of, out
+from pipelines.cli.examples import epilog
 
 DEFAULT_REPORTS = Path("reports")
 
 
-@app.command()
+@app.command(epilog=epilog("demo"))
 def demo(
     data_dir: DataDirOpt = None,
     reports: Annotated[Path, typer.Option(help="Directory of the reports to write (created, in a directory that "

@@ -20,17 +20,22 @@ from pipelines.cli.common import (
     out,
     print_json,
 )
+from pipelines.cli.examples import epilog
 
 DEFAULT_REPORT = Path("reports/seeds.html")
 
 
-@app.command()
+@app.command(epilog=epilog("experiments"))
 def experiments(
     only: Annotated[list[str] | None, typer.Option(help="Run only this seed (seed000 ... seed004); repeatable.")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; README *Seed experiments*).")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; docs/models/seed-figures.md).")] = False,
     report: Annotated[Path, typer.Option(help="HTML report to write, in a directory that exists (reports/ is "
                                               "created for the default).")] = DEFAULT_REPORT,
     jobs: JobsOpt = None,
+    with_sensitivity: Annotated[bool, typer.Option("--sensitivity", help="Also move each fitted parameter by -/+ "
+                                                   "10 % and measure the figures again: a table in the report and "
+                                                   "here, fragile figures (a move over 30 %) flagged. Long: every "
+                                                   "parameter re-measures its seeds twice.")] = False,
     json_out: JsonOpt = False,
     wide: WideOpt = False,
     data_dir: DataDirOpt = None,
@@ -45,20 +50,27 @@ def experiments(
     from pipelines.workers import default_jobs
 
     res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print,
-              workers=jobs or default_jobs())
+              with_sensitivity=with_sensitivity, workers=jobs or default_jobs())
+    sens = res.sensitivity.to_dicts() if res.sensitivity is not None else []
     if json_out:
-        print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts())
+        print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts() + sens)
         return
     show(res, wide)
+    if sens:
+        out.print(decision_table([("parameter", True), ("figure", True), ("-10 %", True), ("+10 %", True),
+                                  ("fragile", True), ("change -10 %", False), ("change +10 %", False)],
+                                 [[r["parameter"], r["figure"], f"{r['minus_pct']:+.1f} %", f"{r['plus_pct']:+.1f} %",
+                                   "" if r["robust"] else "FRAGILE", r["minus"], r["plus"]] for r in sens], wide))
 
 
-def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None, workers: int = 2):
+def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None,
+        with_sensitivity: bool = False, workers: int = 2):
     """The experiments, logging progress (``log``) when given; also the demo's first step. ``workers``
     seeds at a time (threads: the kernels release the GIL)."""
     from pipelines.experiments import run_experiments
 
     return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None),
-                           workers=workers)
+                           with_sensitivity=with_sensitivity, workers=workers)
 
 
 def show(res, wide: bool = False) -> None:

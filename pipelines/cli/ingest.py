@@ -21,6 +21,7 @@ from pipelines.cli.common import (
     print_json,
     progress_bar,
 )
+from pipelines.cli.examples import epilog
 from pipelines.dataset import VALIDATE_MODES, is_current
 from schemas.units import format_bytes
 from traces.registry import READERS
@@ -42,14 +43,14 @@ def _order_policies() -> tuple[str, ...]:
     return ORDER_POLICIES
 
 
-@app.command()
+@app.command(epilog=epilog("ingest"))
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Raw trace files (gzip/zstd/xz/bzip2 read transparently).")],
     fmt: Annotated[
         str | None, typer.Option("--format", "-f", help=f"Force a format: {', '.join(READERS)}.")
     ] = None,
     option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="Reader option KEY=VALUE (repeatable).")
+        list[str] | None, typer.Option("--option", "-o", help="Reader option KEY=VALUE (repeatable); --format generic needs -o mapping=FILE (a TOML mapping of the file's columns).")
     ] = None,
     order: Annotated[
         str, typer.Option(help="Timestamps going backwards within a volume: 'sort' (and record it) or 'reject'.",
@@ -114,7 +115,7 @@ def ingest(
         raise typer.Exit(2)
 
 
-@app.command()
+@app.command(epilog=epilog("traces"))
 def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False,
            du: Annotated[bool, typer.Option("--du", help="Also show each trace's size on disk and that of "
                                                           "its page streams (replay-ready pages, rebuilt "
@@ -158,7 +159,7 @@ def traces(data_dir: DataDirOpt = None, as_json: JsonOpt = False,
     out.print(t) if rows else console.print("no traces ingested yet: run `tiercast ingest FILE`")
 
 
-@app.command()
+@app.command(epilog=epilog("validate"))
 def validate(
     trace_ids: Annotated[list[str] | None, typer.Argument(help="Traces to check (ids or prefixes); default: "
                                                                "every trace whose GX run is pending.")] = None,

@@ -5,7 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, data_dir_of, out, print_json, table
+from pipelines.cli.common import (
+    DataDirOpt,
+    JsonOpt,
+    WideOpt,
+    app,
+    console,
+    data_dir_of,
+    decision_table,
+    out,
+    print_json,
+)
+from pipelines.cli.examples import epilog
 from pipelines.dataset import is_current
 
 if TYPE_CHECKING:
@@ -23,8 +34,8 @@ def print_ingested(path: Path, r: MeasuredIngestResult) -> None:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
-@app.command()
-def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
+@app.command(epilog=epilog("measured"))
+def measured(data_dir: DataDirOpt = None, wide: WideOpt = False, as_json: JsonOpt = False) -> None:
     """List the ingested measured logs (iostat, vxstat, vxdmpadm, fio, IOMeter)."""
     from pipelines.ingest_logs import list_measured
 
@@ -52,12 +63,10 @@ def measured(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     if not rows:
         console.print("no measured logs ingested yet: run `tiercast ingest LOGFILE`")
         return
-    t = table("dataset_id", "format", "host", "tables (rows)", "rejected", "intervals", "first", "source")
-    for r in rows:
-        t.add_row(
-            r["dataset_id"], r["format"] + (f" {r['tool_version']}" if r["tool_version"] else ""),
-            ",".join(h for h in r["hosts"] if h) or "-",
-            ", ".join(f"{t} {n:,}" for t, n in r["tables"].items()), f"{r['rows_rejected']:,}",
-            str(r["intervals"] or "-"), str(r["first"] or "-"), Path(r["source_path"]).name,
-        )
-    out.print(t)
+    out.print(decision_table(
+        [("dataset_id", True), ("format", True), ("intervals", True), ("source", True), ("host", False),
+         ("tables (rows)", False), ("rejected", False), ("first", False)],
+        [[r["dataset_id"], r["format"] + (f" {r['tool_version']}" if r["tool_version"] else ""),
+          str(r["intervals"] or "-"), Path(r["source_path"]).name, ",".join(h for h in r["hosts"] if h) or "-",
+          ", ".join(f"{t} {n:,}" for t, n in r["tables"].items()), f"{r['rows_rejected']:,}", str(r["first"] or "-")]
+         for r in rows], wide, wrap=(3, 5)))

@@ -25,8 +25,8 @@ from pipelines.cli.common import (
     print_findings,
     print_json,
     progress_bar,
-    table,
 )
+from pipelines.cli.examples import epilog
 from schemas.units import format_bytes
 
 ScenarioOpt = Annotated[str, typer.Option("--scenario", "-s", help="Preset name (see `tiercast scenarios`) "
@@ -66,7 +66,7 @@ def _warn_to_console(scenario) -> None:
                       "modelled, ignored", markup=True, highlight=False)
 
 
-@app.command()
+@app.command(epilog=epilog("replay"))
 def replay(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     scenario: ScenarioOpt,
@@ -117,7 +117,7 @@ def _lines(s: dict) -> list[tuple[str, str]]:
     return [row for m in s["mechanisms"] for row in render(BY_NAME[m].module("outputs").LINES, s)]
 
 
-@app.command()
+@app.command(epilog=epilog("sweep"))
 def sweep(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id: supplies the address/op sequence.")],
     scenario: ScenarioOpt,
@@ -173,12 +173,13 @@ def sweep(
     out.print(f"results {path}")
 
 
-@app.command()
+@app.command(epilog=epilog("scenarios"))
 def scenarios(
     name: Annotated[str | None, typer.Argument(help="A preset or scenario file: list every parameter of it, "
                                                     "resolved, with its unit and source")] = None,
     overrides: SetOpt = None,
     data_dir: DataDirOpt = None,  # accepted, unused
+    wide: WideOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List the array scenario presets (replay/scenarios/*.toml); --json: all that
@@ -195,26 +196,24 @@ def scenarios(
         if as_json:
             print_json(params)
             return
-        t = table(title=f"{name}: resolved parameters")
-        for c in ("table", "parameter", "value", "unit", "source", "reference"):
-            t.add_column(c)
-        for r in params:
-            t.add_row(r["table"], r["name"], str(r["value"]), r["unit"], r["source"], r["reference"])
-        out.print(t)
+        out.print(f"{name}: resolved parameters")
+        out.print(decision_table([("table", True), ("parameter", True), ("value", True), ("unit", True),
+                                  ("source", True), ("reference", False)],
+                                 [[r["table"], r["name"], str(r["value"]), r["unit"], r["source"], r["reference"]]
+                                  for r in params], wide, wrap=(0, 1, 2)))
+        if not wide:
+            out.print("--wide adds each value's reference (the datasheet, document or seed figure)")
         return
     rows = [load(n).describe() for n in preset_names()]
     if as_json:
         print_json(rows)
         return
-    features = any("features" in r for r in rows)
-    t = table(title="array scenario presets")
-    for c in ("name", "cache", "mode", "RAID groups", *(["features"] if features else []), "replay", "hash",
-              "description"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r["name"], format_bytes(r["cache_bytes"]), r["dram_mode"], "\n".join(r["raid_groups"]),
-                  *([", ".join(map(str, r.get("features") or [])) or "-"] if features else []),
-                  f"{r['mode']} {r['outstanding'] if r['mode'] == 'closed' else ''}".strip(),
-                  r["hash"], r["description"] + (f" (not yet modelled: {', '.join(r['not_yet_modelled'])})"
-                                                 if r["not_yet_modelled"] else ""))
-    out.print(t)
+    out.print("array scenario presets")
+    out.print(decision_table(
+        [("name", True), ("mode", True), ("cache", True), ("description", True), ("RAID groups", False),
+         ("features", False), ("replay", False), ("hash", False)],
+        [[r["name"], r["dram_mode"], format_bytes(r["cache_bytes"]),
+          r["description"] + (f" (not yet modelled: {', '.join(r['not_yet_modelled'])})" if r["not_yet_modelled"] else ""),
+          "\n".join(r["raid_groups"]), ", ".join(map(str, r.get("features") or [])) or "-",
+          f"{r['mode']} {r['outstanding'] if r['mode'] == 'closed' else ''}".strip(), r["hash"]] for r in rows],
+        wide, wrap=(3, 4, 5)))

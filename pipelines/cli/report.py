@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from pipelines.cli.common import DataDirOpt, app, check_out_option, data_dir_of, out
+from pipelines.cli.examples import epilog
 
 DEFAULT_OUT = Path("reports/report.html")
 
 
-@app.command()
+@app.command(epilog=epilog("report"))
 def report(
     out_path: Annotated[Path, typer.Option("--out", help="HTML file to write, in a directory that exists "
                                                          "(reports/ is created for the default).")] = DEFAULT_OUT,

@@ -19,6 +19,7 @@ from pipelines.cli.common import (
     print_json,
     progress_bar,
 )
+from pipelines.cli.examples import epilog
 from schemas.units import format_bytes, parse_duration_ns, parse_size, parse_sizes
 
 
@@ -34,7 +35,7 @@ _sizes = checked(parse_sizes, bool, "expects one or more sizes such as 1GiB,2GiB
 _interval = checked(parse_duration_ns, lambda n: n > 0, "must be a positive duration such as 60s or 5min")
 
 
-@app.command()
+@app.command(epilog=epilog("simulate"))
 def simulate(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     policy: Annotated[str, typer.Option(help=f"Cache policy: {', '.join(CACHE_POLICIES)}.")] = "lru",
@@ -67,7 +68,7 @@ def simulate(
     out.print(f"results        {s['results_dir']}")
 
 
-@app.command()
+@app.command(epilog=epilog("mrc"))
 def mrc(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     page_size: Annotated[str, typer.Option("--page-size", help="Cache page size, 512B..1GiB, power of 2.",

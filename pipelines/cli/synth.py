@@ -20,6 +20,7 @@ from pipelines.cli.common import (
     out,
     print_json,
 )
+from pipelines.cli.examples import epilog
 from schemas.units import format_bytes, parse_size
 
 SECTOR = 512
@@ -49,7 +50,7 @@ def _memory_bytes() -> int | None:
         return None
 
 
-@app.command()
+@app.command(epilog=epilog("synth"))
 def synth(
     out_path: Annotated[Path, typer.Option("--out", help="Output file (.parquet, canonical columns).")],
     pattern: Annotated[str, typer.Option(help=f"Base pattern: {', '.join(SYNTH_PATTERNS)}.")] = "database",

@@ -35,6 +35,7 @@ from pipelines.cli.common import (
     print_json,
 )
 from pipelines.cli.common import _duckdb_message as _one_line
+from pipelines.cli.examples import epilog
 
 #: statement types ``tiercast sql`` runs (names of duckdb.StatementType)
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
@@ -51,7 +52,7 @@ PLAIN_TYPES = frozenset({
 })
 
 
-@app.command("load")
+@app.command("load", epilog=epilog("load"))
 def load_cmd(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """Bring tiercast.duckdb up to date with the data directory: new and changed datasets and
     results loaded (each in one transaction), removed ones dropped, the schema upgraded if older."""
@@ -258,7 +259,7 @@ def print_schema(rows: list[dict]) -> None:
         sys.stdout.write(f"  {r['column']:<32} {r['type']:<14}{unit}\n".rstrip() + "\n")
 
 
-@app.command("sql")
+@app.command("sql", epilog=epilog("sql"))
 def sql_cmd(
     statement: Annotated[str | None, typer.Argument(help="SQL to run (read-only), e.g. \"select * from whatif\"; "
                                                          "several statements separated by ';' are run in order.")] = None,

@@ -4,9 +4,10 @@ compiled code lives, so a new install or worker's first command compiles nothing
 from __future__ import annotations
 
 from pipelines.cli.common import DataDirOpt, JsonOpt, app, console, out, print_json, progress_bar
+from pipelines.cli.examples import epilog
 
 
-@app.command()
+@app.command(epilog=epilog("warm"))
 def warm(data_dir: DataDirOpt = None, as_json: JsonOpt = False) -> None:
     """Compile every kernel the commands use (or load it from the cache) by running tiny replays
     through every preset, every cache policy and the curves in a temporary directory; print where

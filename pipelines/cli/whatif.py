@@ -25,6 +25,7 @@ from pipelines.cli.common import (
     print_json,
     progress_bar,
 )
+from pipelines.cli.examples import epilog
 from pipelines.cli.replay import SetOpt, bounded
 
 OutOpt = Annotated[Path | None, typer.Option("--out", help="HTML report to write (default: reports/<command>-<trace "
@@ -92,7 +93,7 @@ def _cost(r: dict) -> str:
     return f"{r['cost_per_month']:,.2f} {r['currency']}" if r.get("cost_per_month") is not None else "-"
 
 
-@app.command()
+@app.command(epilog=epilog("compare"))
 def compare(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     scenario: Annotated[list[str], typer.Option(
@@ -177,7 +178,7 @@ def compare(
         out.print(f"report {report}")
 
 
-@app.command()
+@app.command(epilog=epilog("size"))
 def size(
     trace_id: Annotated[str, typer.Argument(help="Ingested trace id (or unambiguous prefix).")],
     target: Annotated[list[str], typer.Option(

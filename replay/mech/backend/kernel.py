@@ -8,7 +8,7 @@ group holds the volume whole. In a FAST VP pool (``replay.mech.tiering.kernel``)
 elements over the data drives with rotating parity (RAID 5: left-symmetric, one parity drive
 per stripe; RAID 6: P and Q on consecutive drives; RAID 1/10: mirrored pairs; RAID 0: plain).
 
-Write cost (MODELS.md, seed 000). A small write to RAID 5 is a read-modify-write of the data
+Write cost (seed 000; docs/models/sources.md#back-end-raid-groups-and-drives). A small write to RAID 5 is a read-modify-write of the data
 element and of parity: 2 I/Os on each of 2 drives = 4 back-end I/Os (RAID 6: 3 drives, 6 I/Os;
 RAID 1/10: 2 writes; RAID 0: 1). A write that covers a whole stripe (every data element fully
 dirty) writes data and parity without reading: ``width`` I/Os for ``data_drives`` elements, the

@@ -20,7 +20,7 @@ request's time first (see ``replay.array``). Two refinements for drives:
 * **Queue-depth law.** Command reordering shortens positioning (seek + rotation) when the drive can
   choose among q queued requests: ``gain(q) = min(q, q_max) ** beta`` (``queue_gain_exponent``,
   ``queue_depth_max`` per drive class). With the defaults (beta 0.12, q_max 256) positioning
-  is 1.09x faster at q = 2, 1.28x at q = 8, 1.52x at q = 32 and 1.95x at q = 256 (MODELS.md:
+  is 1.09x faster at q = 2, 1.28x at q = 8, 1.52x at q = 32 and 1.95x at q = 256 (docs/models/sources.md#back-end-raid-groups-and-drives:
   "deep queues give up to 2-2.5x the planning IOPS at rising latency"; together with sorted
   flushing write-heavy loads reach that range). beta is calibrated so that seed 000's pool peaks
   at 1.5-2x its planning IOPS. q is estimated from the drive's backlog of work:

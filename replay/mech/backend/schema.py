@@ -48,7 +48,7 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
           "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
           "IOPS [s000_peak96, s000_peak192]", minimum=0, maximum=1),
     Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (power: 1.95x; sptf: the "
-          "tagged commands the drive takes)", "estimate", "MODELS.md: deep queues give up to 2-2.5x", minimum=1,
+          "tagged commands the drive takes)", "estimate", "vendor guidance: deep queues give up to 2-2.5x (docs/models/sources.md)", minimum=1,
           maximum=1024),
     Param("capacity_bytes", "size", 0, "B", "drive capacity (FAST VP tiers fill by it; 0: unknown)"),
     Param("read_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random reads per second at depth (0: planning_iops and the "
@@ -77,4 +77,6 @@ POOL = Section("pools", (
     Param("span_fraction", "float", None, "", "share of each drive's LBAs the data occupies (default: the "
           "workload's footprint, its volumes' highest addresses over the pool's data capacity; 1 when either is "
           "unknown)", minimum=0, maximum=1, strict_min=True, optional=True),
+    Param("controller", "int", 0, "", "the storage processor that owns the pool and serves its volumes' I/O (0 .. "
+          "controller.count - 1)", "choice", minimum=0),
 ), doc="A pool of RAID groups; its volumes are spread over them in slices.", extra=("name", "raid_groups"))

@@ -11,7 +11,7 @@ contiguous run, and the unit becomes clean ("clean at issue": the pages count as
 the moment the flush is issued; its write completes at most ``flush_queue_depth`` operations
 later). Reads hit on any valid page, clean or dirty.
 
-FLARE (``mode = "flare"``; seed 002, MODELS.md):
+FLARE (``mode = "flare"``; seed 002, docs/models/sources.md#dram-write-cache-flare):
 * two partitions: a read cache (``read_cache_bytes``, filled by read misses) and a write cache
   (the rest); a write to a unit held in the read cache drops that copy and the unit starts
   over in the write cache; flushed pages stay readable in the write cache and are reused first;
@@ -52,7 +52,9 @@ rate"; MCx buffers "short bursts" and "levels off" leaving "ample room in the ca
 * it has pages past A_g;
 * it flushes at its maximum rate: its flush window (``flush_queue_depth`` writes per drive in flight)
   was full at least ``throttle_saturation_pct`` of the last tick; the pages/s flushed in such ticks
-  (averaged over ``rate_window_ms``) are its maximum flush rate F_max;
+  are its maximum flush rate F_max: a higher rate replaces it at once (a maximum cannot be less
+  than a rate just reached: a sequential stream's full stripes drain many times faster than the
+  random writes before it), a lower one pulls it down over ``rate_window_ms``;
 * its dirty pages would take longer than ``throttle_drain_ms`` (2 s) to drain at F_max, and they fill
   its room: ``throttle_room_pct`` of the pool over the active groups (or its dirty share S, if
   coalescing writes make S larger). A burst that fits the room is buffered, not throttled.
@@ -762,7 +764,9 @@ def mcx_adapt(dp, ds, now, t_limit):
         g.sat = sat_ns / tick
         if g.sat >= dp.throttle_saturation_frac and g.flushed_pages > 0:
             peak = g.flushed_pages / dt / g.sat
-            g.rate_max = peak if g.rate_max <= 0.0 else g.rate_max + a * (peak - g.rate_max)
+            # up at once, down smoothed: averaged upwards too, a 150 MB/s sequential burst after random
+            # writes was throttled for seconds at the old rate with the drives a third busy (CloudPhysics)
+            g.rate_max = peak if g.rate_max <= 0.0 or peak > g.rate_max else g.rate_max + a * (peak - g.rate_max)
         g.new_dirty = 0
         g.page_writes = 0
         g.flushed_pages = 0

@@ -114,7 +114,7 @@ def lambert_w0(x: float) -> float:
 
 def write_amplification(spare_factor: float) -> float:
     """Greedy-GC write amplification for uniform random writes with spare factor r = spare /
-    user: ``(1 + r) / ((1 + r) + W0(-(1 + r) e^-(1 + r)))`` (Xiang & Kurkoski 2012; MODELS.md).
+    user: ``(1 + r) / ((1 + r) + W0(-(1 + r) e^-(1 + r)))`` (Xiang & Kurkoski 2012; docs/models/sources.md#all-flash-array-violin-6232).
     W0 (not W-1, whose root -(1 + r) is trivial) is the non-trivial solution."""
     if spare_factor <= 0:
         raise ValueError(f"spare factor must be > 0, got {spare_factor}")

@@ -12,7 +12,7 @@ FLASH = Section("flash", (
     Param("user_capacity_bytes", "size", 17 << 40, "B", "user space", "estimate", "32 TB raw less 4 spare VIMMs of "
           "64, vRAID parity and spare", minimum=1),
     Param("spare_factor", "float", 0.3, "", "spare / user space (greedy-GC write amplification)", "estimate",
-          "Violin does not publish it; MODELS.md's example", maximum=100, **_POS),
+          "Violin does not publish it; the write-amplification example of docs/models/sources.md", maximum=100, **_POS),
     Param("valid_pct", "float", 100.0, "%", "share of the user space holding valid data at the start", "seed",
           "seed 001: LUNs cover the whole user capacity, written before the test", minimum=0, maximum=100),
     Param("gc_mib_per_s", "float", 818.5, "MiB/s", "garbage collection's copy rate", "seed-fit",

@@ -3,7 +3,8 @@
 * **Issue.** Open loop: the trace's ``ts_ns``. Closed loop (``outstanding`` = N): the first N
   requests issue at 0, then each one when the earliest outstanding request completes (a min-heap
   of N completion times, ``HostState.heap``); the trace only supplies the address/op sequence.
-* **Storage processor.** One FCFS server: ``overhead_us`` + bytes / ``bandwidth_mb_per_s``.
+* **Storage processors.** ``controller.count`` FCFS servers, each ``overhead_us`` + bytes /
+  ``bandwidth_mb_per_s`` per request; a request goes through the one owning its volume's pool.
 * **Completion.** Latency, stall and throttle sums, the closed-loop heap.
 
 Parameters (:class:`HostParams`, scalars from the scenario) are separate from the state
@@ -24,7 +25,6 @@ from replay.outputs import record_counters
 from schemas.trace import OP_READ, OP_WRITE
 
 HOST = record([(n, np.int64) for n in (
-    "sp_free",  # the storage processor's next free time
     "heap_n",  # completion times in the closed-loop heap
     "first_arrival", "last_done", "requests", "latency_sum",
     "open_from",  # closed loop: requests beyond those outstanding issue from then (a ramp's step)
@@ -39,10 +39,12 @@ class HostParams(NamedTuple):
     overhead_ns: int  # storage processor overhead per request
     load_factor: float  # open loop: arrivals this many times faster (1.0: the trace's own timing)
     ns_per_byte: float
+    pool_ctrl: np.ndarray  # int32 [n_pools]: the storage processor owning each pool
 
 
 class HostState(NamedTuple):
     heap: np.ndarray  # int64 [max(1, outstanding)]: completion times of outstanding requests
+    sp_free: np.ndarray  # int64 [controller.count]: each storage processor's next free time
     c: np.ndarray  # one HOST record
 
 
@@ -50,14 +52,16 @@ def params(sc) -> HostParams:
     return HostParams(closed=1 if sc.replay.mode == "closed" else 0, outstanding=int(sc.replay.outstanding),
                       load_factor=float(sc.replay.load_factor),
                       overhead_ns=int(sc.controller.overhead_us * 1e3),
-                      ns_per_byte=float(1e9 / (sc.controller.bandwidth_mb_per_s * 1e6)))
+                      ns_per_byte=float(1e9 / (sc.controller.bandwidth_mb_per_s * 1e6)),
+                      pool_ctrl=np.array([p.controller for p in sc.pools], dtype=np.int32))
 
 
 def new_state(sc, p) -> HostState:
     """``p``: every mechanism's parameters (``replay.array.Params``)."""
     c = np.zeros(1, HOST)
     c["first_arrival"] = -1
-    return HostState(heap=np.zeros(max(1, p.host.outstanding), dtype=np.int64), c=c)
+    return HostState(heap=np.zeros(max(1, p.host.outstanding), dtype=np.int64),
+                     sp_free=np.zeros(sc.controller.count, dtype=np.int64), c=c)
 
 
 def counters(sc, p, state) -> dict[str, int]:
@@ -94,13 +98,15 @@ def count(hs, size, op):
 
 
 @step
-def storage_processor(hp, hs, t, size, op):
-    """Pass through the storage processor at t; returns the time it is done. Counts the request."""
+def storage_processor(hp, hs, t, size, op, pool):
+    """Pass through the storage processor owning ``pool`` at t; returns the time it is done.
+    Counts the request."""
     count(hs, size, op)
-    c = hs.c[0]
-    start = c.sp_free if c.sp_free > t else t
+    k = hp.pool_ctrl[pool]
+    free = hs.sp_free[k]
+    start = free if free > t else t
     done = start + hp.overhead_ns + np.int64(size * hp.ns_per_byte)
-    c.sp_free = done
+    hs.sp_free[k] = done
     return done
 
 

@@ -16,7 +16,11 @@ CONTROLLER = Section("controller", (
     Param("overhead_us", "float", 30.0, "us", "SP time per host I/O (one FCFS server): caps cache-hit IOPS",
           "seed-fit", "seed 000: 2 GB file, ~29k IOPS at 192 outstanding [s000_2gb]", minimum=0),
     Param("bandwidth_mb_per_s", "float", 3200.0, "MB/s", "SP / front-end data rate", minimum=0, strict_min=True),
-), doc="The storage processor as one FCFS server: per-I/O CPU cost plus a bandwidth limit.")
+    Param("count", "int", 1, "controllers", "storage processors, each an FCFS server of its own with these costs; a "
+          "pool's volumes go through the one that owns it (pools[].controller): an active-active dual-controller "
+          "array serves twice the cache-hit IOPS when both own pools (seed 003's dual-controller tests)", "choice",
+          minimum=1, maximum=8),
+), doc="The storage processors, each an FCFS server: per-I/O CPU cost plus a bandwidth limit.")
 
 REPLAY = Section("replay", (
     Param("mode", "str", "open", "", "open: each request issues at its timestamp (the trace's own timing); closed: "

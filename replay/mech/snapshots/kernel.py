@@ -1,4 +1,4 @@
-"""Snapshots on a schedule in the array replay (MODELS.md "Snapshots", seed 004): what the write
+"""Snapshots on a schedule in the array replay (seed 004; docs/models/sources.md#snapshots-vnx-pool-snapshots): what the write
 path sees of them.
 
 Snapshot k is taken at ``k x every_s`` of simulated time (snapshot 0 at time zero). A host write

@@ -1,4 +1,4 @@
-"""Pool space held by redirect-on-write snapshots (MODELS.md "Snapshots", seed 004).
+"""Pool space held by redirect-on-write snapshots (seed 004; docs/models/sources.md#snapshots-vnx-pool-snapshots).
 
 Snapshot i is taken at ``i * every`` from the trace start (snapshot 0 at the start) and deleted
 when it is ``keep`` old; interval i is ``[i * every, (i + 1) * every)``. With redirect-on-write a

@@ -1,4 +1,4 @@
-"""EMC FAST Cache's admission policy (seed 000, MODELS.md): a 64 KB chunk is promoted to flash
+"""EMC FAST Cache's admission policy (seed 000, docs/models/sources.md#fast-cache): a 64 KB chunk is promoted to flash
 after ``promote_after_hits`` accesses (reads or writes, default 3, doc) "in a short period".
 The period is not published: ``promote_window_ms`` (0: no window, accesses count for ever). With
 a window the count restarts at the first access after the window since the count began.

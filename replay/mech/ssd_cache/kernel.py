@@ -15,7 +15,7 @@ its dirty sub-block bits). What makes a chunk cached is the
 admission policy (:mod:`replay.mech.ssd_cache.fast_cache`: N accesses, optionally within a window;
 :mod:`replay.mech.ssd_cache.qcache`: populate-on-read / populate-on-write thresholds). Eviction is LRU.
 
-Costs (MODELS.md: "promotions are not free"). A promotion (population) reads the whole chunk
+Costs (promotions are not free: docs/models/ssd_cache.md). A promotion (population) reads the whole chunk
 from the HDD pool in the background (one large read per drive the chunk spans) and then writes
 it to the SSDs; the chunk serves hits once the write completes. Copies start at most at the
 fill bandwidth (``fill_mib_per_s``: one chunk per ``chunk_bytes / fill_mib_per_s``); a miss that

@@ -1,4 +1,4 @@
-"""QSAN QCache 2.0's admission policy (seed 003, MODELS.md): each cache block counts the reads
+"""QSAN QCache 2.0's admission policy (seed 003, docs/models/sources.md#ssd-cache-with-populate-thresholds-qsan-qcache-20): each cache block counts the reads
 and the writes that reach it; a read miss on a block whose read count has reached
 ``populate_on_read`` populates it, and likewise a write with ``populate_on_write``; 0 disables
 either (doc). The I/O-type presets (Database, File System, Web Service) that set block size,

@@ -1,4 +1,4 @@
-"""FAST VP auto-tiering (MODELS.md "FAST VP tiering", seed 000): slices of a pool move between
+"""FAST VP auto-tiering (seed 000; docs/models/sources.md#fast-vp-tiering): slices of a pool move between
 tiers of RAID groups by temperature.
 
 **Layout.** The tiered pool's RAID groups form tiers by drive class (``DriveClass.fast_vp_tier``:
