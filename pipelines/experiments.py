@@ -230,13 +230,15 @@ def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
 
 def run_experiments(data_dir: Path, only: list[str] | None = None, quick: bool = False,
                     report: Path | None = Path("reports/seeds.html"),
-                    log: Callable[[str], None] = lambda _: None, with_sensitivity: bool = False) -> Results:
+                    log: Callable[[str], None] = lambda _: None, with_sensitivity: bool = False,
+                    workers: int = 2) -> Results:
     """Run the seeds' programs into ``data_dir``, write the figure and finding rows, load the
-    warehouse and write ``report`` (unless None); ``with_sensitivity``: and the sensitivity table."""
+    warehouse and write ``report`` (unless None); ``with_sensitivity``: and the sensitivity table;
+    ``workers`` seeds at a time."""
     from pipelines.load import load
 
     seeds = selected(only)
-    res = measure(seeds, Runs(Path(data_dir), quick), log)
+    res = measure(seeds, Runs(Path(data_dir), quick), log, workers)
     if with_sensitivity:
         res.sensitivity = sensitivity(seeds, quick, log)
     res.files = write_results(data_dir, res, quick)

@@ -78,6 +78,7 @@ from pipelines.dataset import package_version
 from pipelines.progress import Progress
 from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
 from pipelines.workers import run_all
+from replay import groupby
 from replay.array import ArrayModel
 from replay.intervals import AUTO_INTERVALS_NS, IntervalAggregator, add_all, auto_interval_ns, outcome_frame
 from replay.mech import MECHANISMS
@@ -88,6 +89,12 @@ from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
 
+#: record logs kept in time order for what reads them in order (stall spans, the tier moves); the
+#: others are only summed per interval (any order gives the same sums)
+SORTED_LOGS = ("forced_flush", "relocation")
+#: per-interval sums of requests and flushes in compiled code (``replay.groupby``); False: Polars
+#: group-bys on frames of them (the reference the tests compare with)
+COMPILED_SUMS = True
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 
@@ -206,6 +213,26 @@ def _percentiles(hist: pl.DataFrame, keys: list[str], qs=(0.5, 0.95, 0.99)) -> p
     return out
 
 
+def _compiled_part(agg: IntervalAggregator, key: np.ndarray, packed, dtypes: list, sums: dict[str, np.ndarray],
+                   maxes: dict[str, np.ndarray]) -> pl.DataFrame:
+    """``agg``'s partial sums by ``replay.groupby``: ``key`` per row (the interval number when
+    ``packed`` is None; else group ids, with ``packed`` = (each group's packed key, its layout):
+    interval number then ``agg.by``, cast to ``dtypes``). Columns and order as ``agg.part``'s."""
+    count = [c for c in agg.sums if c not in sums]
+    if sorted(sums) != sorted(c for c in agg.sums if c not in count) or sorted(maxes) != sorted(agg.maxes) \
+            or len(count) > 1:
+        raise AssertionError("replay: the compiled interval sums differ from the Polars ones")
+    ids = (key, packed[0]) if packed is not None else None
+    gkeys, counts, s, m = groupby.group_reduce(key, tuple(sums.values()), tuple(maxes.values()), ids)
+    fields = groupby.unpack_keys(gkeys, packed[1]) if packed is not None else [gkeys]
+    part = {"interval_start_ns": fields[0] * agg.interval_ns}
+    part.update((k, f.astype(t)) for k, f, t in zip(agg.by, fields[1:], dtypes, strict=True))
+    part.update((c, counts) for c in count)
+    part.update((c, s[i]) for i, c in enumerate(sums))
+    part.update((c, m[i]) for i, c in enumerate(maxes))
+    return pl.DataFrame({k: part[k] for k in ("interval_start_ns", *agg.by, *agg.sums, *agg.maxes)})
+
+
 @dataclass
 class _Aggregates:
     """Everything accumulated while a replay streams: interval sums, histograms, summary sums.
@@ -270,6 +297,8 @@ class _Aggregates:
         self.ts_resolution_ns = 0  # the step every timestamp difference is a multiple of (0: one instant)
         self.ts_at_one_instant_max = 0  # the most requests sharing one timestamp
         self._ts_last: tuple[int, int] | None = None  # the last timestamp and its requests so far
+        self._done_grouped = False  # this segment's request tables summed by replay.groupby
+        self._seg = None  # ... and those tables (sums, maxima, latency buckets and counts)
 
     def _fit(self, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
         """Auto interval: grow it (merging what was summed) before a segment runs past
@@ -296,18 +325,29 @@ class _Aggregates:
         if self.auto:
             self._fit(out, records)
         self._note_timestamps(segment.ts_ns)
-        frame = outcome_frame(segment, out).with_columns(
-            ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
-        frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
+        frame = None
+        grouped = self._grouped(segment, out)
+        if self.flash is not None or self.mech or not grouped:
+            frame = outcome_frame(segment, out).with_columns(
+                ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
+            frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
         if self.flash is not None:
             self._split_at_cliff(segment, out)
         self._count_write_ios(records["flush"])
-        logs = {kind: pl.DataFrame(cols).sort("ts_ns") for kind, cols in records.items() if len(cols["ts_ns"])}
-        work = [(a, frame) for a in (self.req, self.hist, self.ssd_fine, self.flash) if a is not None]
+        # the flush log, the largest, summed in compiled code; the other logs (and the flush log
+        # when its keys do not pack) by Polars
+        compiled = set()
+        fl = records.get("flush")
+        if fl is not None and len(fl["ts_ns"]) and COMPILED_SUMS:
+            compiled = self._grouped_flushes(fl)
+        logs = {kind: pl.DataFrame(cols) for kind, cols in records.items() if len(cols["ts_ns"])}
+        logs = {kind: df.sort("ts_ns") if kind in SORTED_LOGS or self.mech else df for kind, df in logs.items()}
+        work = [(a, frame) for a in (self.req, self.hist, self.ssd_fine, self.flash)
+                if a is not None and frame is not None and not (a is not self.flash and self._done_grouped)]
         for kind, agg in (("flush", self.flush), ("forced_flush", self.stalls), ("throttle", self.throttles),
                           ("cache_full_wait", self.full_waits), ("ssd_promotion", self.promo),
                           ("flush", self.ssd_fine_flush)):
-            if agg is not None and kind in logs:
+            if agg is not None and kind in logs and id(agg) not in compiled:
                 work.append((agg, logs[kind]))
         add_all(work)
         stalls = logs.get("forced_flush")
@@ -321,6 +361,9 @@ class _Aggregates:
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - segment.first_request)
         if skip >= segment.n_requests:
+            return
+        if skip == 0 and self._seg is not None:
+            self._sum_grouped(out)
             return
         lat = out["done_ns"][skip:] - out["arrival_ns"][skip:]
         s = self.sums
@@ -349,9 +392,116 @@ class _Aggregates:
             self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
         self.lat_hist += np.bincount(b, minlength=self.lat_hist.size)
 
+    def _sum_grouped(self, out: dict[str, np.ndarray]) -> None:
+        """The run summary's sums of a segment wholly after the warm-up, from its request table and
+        latency histogram (the same integers as the per-request sums of ``add``)."""
+        rs, rm, b, counts = self._seg
+        s = self.sums
+        tot = rs.sum(axis=0)
+        col = {c: int(tot[i]) for i, c in enumerate(groupby.REQUEST_SUMS)}
+        s["requests"] += col["requests"]
+        s["bytes"] += col["bytes"]
+        s["latency_sum_ns"] += col["latency_sum_ns"]
+        s["latency_max_ns"] = max(s["latency_max_ns"], int(rm[:, 0].max()))
+        if s["first_ns"] is None:
+            s["first_ns"] = int(out["arrival_ns"][0])
+        s["last_ns"] = max(s["last_ns"], int(out["done_ns"].max()))
+        for k in ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages", "stall_sum_ns", "stalled_requests",
+                  "throttle_sum_ns", "throttled_requests"):
+            s[k] += col[k]
+        s["backend_ios"] += col["backend_read_ios"]
+        if self._pending_write_ios:  # flushes seen before the warm-up ended: count those after it
+            for ts, ios in self._pending_write_ios:
+                s["backend_ios"] += int(ios[ts >= s["first_ns"]].sum())
+            self._pending_write_ios = []
+        top = int(b.max()) + 1
+        if top > self.lat_hist.size:
+            self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
+        np.add.at(self.lat_hist, b, counts)
+
+    def _grouped(self, segment: Segment, out: dict[str, np.ndarray]) -> bool:
+        """The request, latency-histogram and fine SSD tables of one segment by compiled group sums
+        (``replay.groupby.request_tables``: one pass, hash tables), the same rows as the Polars
+        group-by of ``add``; False (nothing added) when it does not apply."""
+        self._done_grouped = False
+        self._seg = None
+        arr, done = out["arrival_ns"], out["done_ns"]
+        if arr.size == 0 or not COMPILED_SUMS:
+            return False
+        n = self.req.interval_ns
+        ssd = self.ssd_fine is not None
+        if list(self.req.sums) != [*groupby.REQUEST_SUMS, *(groupby.SSD_SUMS if ssd else ())] or list(
+                self.req.maxes) != [*groupby.REQUEST_MAXES, *(["ssd_dirty_max"] if ssd else [])]:
+            raise AssertionError("replay: the compiled request sums differ from the Polars ones")
+        none = np.zeros(0, dtype=np.int64)
+        cols = tuple(out[c] if c in out else none for c in groupby.REQUEST_COLUMNS)
+        if not ssd:
+            cols = cols[:10] + (none,) * 5
+        if not all(c.dtype == np.int64 and c.flags.c_contiguous and c.flags.writeable for c in cols):
+            return False
+        vol, rg = segment.volume, out["rg"]
+        if int(rg.max()) - int(rg.min()) > 1 << 16:
+            return False
+        rk, rs, rm, group, bucket = groupby.request_tables(
+            arr, done, np.ascontiguousarray(segment.op), np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
+            np.ascontiguousarray(vol), rg, int(rg.min()), int(rg.max()), cols, ssd, n, _LOG_BASE, OP_READ, OP_WRITE)
+        gi, b, counts = groupby.latency_hist(group, bucket, rk.shape[0])
+        self._seg = (rs, rm, b, counts)
+        hk = rk[gi]
+        self.hist.add_part(pl.DataFrame({
+            "interval_start_ns": hk[:, 0] * n, "volume": hk[:, 1].astype(vol.dtype), "rg": hk[:, 2].astype(rg.dtype),
+            "lat_bucket": b.astype(np.int32), "n": counts}))
+        part = {"interval_start_ns": rk[:, 0] * n, "volume": rk[:, 1].astype(vol.dtype), "rg": rk[:, 2].astype(rg.dtype)}
+        part.update((c, rs[:, i]) for i, c in enumerate(self.req.sums))
+        part.update((c, rm[:, i]) for i, c in enumerate(self.req.maxes))
+        self.req.add_part(pl.DataFrame(part))
+        if ssd:
+            fine = self.ssd_fine.interval_ns
+            self.ssd_fine.add_part(_compiled_part(self.ssd_fine, arr // fine, None, [],
+                                                  {c: out[c] for c in _SSD_REQ_SUMS}, {}))
+        self._done_grouped = True
+        return True
+
+    def _grouped_flushes(self, fl: dict[str, np.ndarray]) -> set[int]:
+        """The flush table (and the fine SSD flush sums) of one segment's flush records by
+        ``replay.groupby``; the ids of the aggregators done."""
+        done = set()
+        n = self.flush.interval_ns
+        packed = groupby.pack_keys([fl["ts_ns"] // n, fl["volume"], fl["rg"]])
+        if packed is not None:
+            key, layout = packed
+            gid, gkeys = groupby.group_ids(key)
+            src = {"flush_pages": "pages", "flush_bytes": "bytes", "backend_write_ios": "ios",
+                   "backend_write_busy_ns": "busy_ns", "age_sum_ns": "age_ns", "ssd_flush_hits": "ssd_hits",
+                   "ssd_flush_misses": "ssd_misses"}
+            sums = {c: fl[src[c]] for c in self.flush.sums if c != "flush_ops"}
+            self.flush.add_part(_compiled_part(self.flush, gid, (gkeys, layout),
+                                               [fl["volume"].dtype, fl["rg"].dtype], sums,
+                                               {"rg_dirty_flush_max": fl["rg_dirty_pages"]}))
+            done.add(id(self.flush))
+        if self.ssd_fine_flush is not None:
+            fine = self.ssd_fine_flush.interval_ns
+            self.ssd_fine_flush.add_part(_compiled_part(
+                self.ssd_fine_flush, fl["ts_ns"] // fine, None, [],
+                {"ssd_flush_hits": fl["ssd_hits"], "ssd_flush_misses": fl["ssd_misses"]}, {}))
+            done.add(id(self.ssd_fine_flush))
+        return done
+
     def _note_timestamps(self, ts: np.ndarray) -> None:
         """The trace's clock (in time order): the resolution its timestamps share (the gcd of their
         differences) and the most requests at one instant, across segments."""
+        if ts.size == 0:
+            return
+        has = self._ts_last is not None
+        last_ts, last_run = self._ts_last if has else (0, 0)
+        g, best, run = groupby.timestamp_stats(np.ascontiguousarray(ts, dtype=np.int64), has, last_ts, last_run,
+                                               self.ts_resolution_ns)
+        self.ts_resolution_ns = int(g)
+        self.ts_at_one_instant_max = max(self.ts_at_one_instant_max, int(best))
+        self._ts_last = (int(ts[-1]), int(run))
+
+    def _note_timestamps_numpy(self, ts: np.ndarray) -> None:
+        """:meth:`_note_timestamps` in numpy (the reference the tests compare it with)."""
         if ts.size == 0:
             return
         d = np.diff(ts)

@@ -177,6 +177,11 @@ def _replay(trace: TraceRef, data_dir: Path, sc: Scenario, label: str,
     return _row(label, s, pl.read_parquet(run_paths(data_dir, s["run_id"])["volume_intervals"])), s
 
 
+def _replay_pair(trace: TraceRef, data_dir: Path, sc: Scenario, label: str) -> tuple[dict, dict]:
+    """:func:`_replay` in a worker process (``size --jobs``)."""
+    return _replay(trace, data_dir, sc, label)
+
+
 def _replay_row(trace: TraceRef, data_dir: Path, sc: Scenario, progress: Progress | None = None) -> dict:
     """The comparison row of one scenario (a worker process's task; its progress goes to the parent)."""
     return _replay(trace, data_dir, sc, sc.name, progress)[0]
@@ -426,12 +431,17 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
          targets: Sequence[Target], overrides: Sequence[str] = (), prune: bool = True,
          exhaustive: bool = False, progress: Callable[[str], Progress | None] | None = None,
          curve: Callable[[int, list[int]], tuple[list[float], int]] | None = None,
-         outstanding: int | None = None, growth_pct: float | None = None, headroom: bool = True) -> SizeResult:
+         outstanding: int | None = None, growth_pct: float | None = None, headroom: bool = True,
+         jobs: int = 1) -> SizeResult:
     """The cheapest variant meeting every target (module docstring). ``exhaustive``: replay every
     variant (for checking the search); ``prune=False``: skip no identical twin. ``curve(page_bytes,
     capacities)``: (hit ratios, footprint bytes) (default: the exact LRU curve of the trace,
     ``pipelines.simulate.mrc``). ``headroom``: also the load factor at which the chosen variant stops
-    meeting the targets (``pipelines.headroom``; open loop only), dated at ``growth_pct`` a year."""
+    meeting the targets (``pipelines.headroom``; open loop only), dated at ``growth_pct`` a year.
+    ``jobs`` > 1: the next ``jobs`` variants still to decide are replayed at once in worker processes
+    (``pipelines.workers``) and then judged one by one as with one job, so the result is the same;
+    runs the search then does not need (past the answer, or twins of a failure in the same batch)
+    are made and left in the data directory, unused."""
     if not targets:
         raise ValueError("size needs at least one --target such as p95_ms<=5")
     d = Path(data_dir)
@@ -442,6 +452,7 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
     twins_ok = prune and not exhaustive and all(capacity_free(t.metric) for t in targets)
     failed: list[Variant] = []
     chosen = None
+    ahead: dict[int, tuple[dict, dict]] = {}  # jobs > 1: variant index -> its replay, made in a batch
     for v in vs:
         if chosen is not None and not exhaustive:
             v.skipped = "cheaper variant met the targets"
@@ -453,8 +464,20 @@ def size(trace: TraceRef, data_dir: str | Path, base: str, vary: Sequence[tuple[
             v.notes.append(f"same run as {twin.label}, which failed: both SSD caches hold the trace's whole "
                            f"footprint ({v.footprint_bytes:,} B at {v.ssd_chunk_bytes >> 10} KiB chunks)")
             continue
-        v.row, summary = _replay(trace, d, v.scenario, v.scenario.name,
-                                 _one_of(progress, vs.index(v) + 1, len(vs), "variant", v.label))
+        k = vs.index(v)
+        if jobs > 1 and k not in ahead:
+            batch = [u for u in vs[k:] if not (twins_ok and _twin(u, failed))][:jobs]
+            if len(batch) > 1:
+                cb = _one_of(progress, k + 1, len(vs), "variants", f"{len(batch)} on {jobs} processes")
+                pairs = run_all(_replay_pair, [(trace, d, u.scenario, u.scenario.name) for u in batch], jobs)
+                ahead.update((vs.index(u), p) for u, p in zip(batch, pairs, strict=True))
+                if cb:
+                    cb(1, 1)
+        if k in ahead:
+            v.row, summary = ahead.pop(k)
+        else:
+            v.row, summary = _replay(trace, d, v.scenario, v.scenario.name,
+                                     _one_of(progress, k + 1, len(vs), "variant", v.label))
         metrics = {**summary, **v.row}  # targets may name any summary key
         _check_metrics(targets, metrics)
         v.meets = all(t.met(metrics) for t in targets)

@@ -30,7 +30,7 @@ SCHEMA_MODULES = ("schemas.trace",)  # op codes: compiled into the kernels as co
 #: (``replay.mech`` is a package: every file under it, each mechanism's results too)
 ARRAY_MODEL = ("replay.array", *kernel_modules(), *schema_modules(), "replay.schema", "replay.mech",
                "replay.outputs", "replay.layout", "replay.events", "replay.prefetch", "replay.pages",
-               "replay.ids", "replay.intervals", "replay.model", "replay.scenario", "replay.scenario_file",
+               "replay.ids", "replay.intervals", "replay.groupby", "replay.model", "replay.scenario", "replay.scenario_file",
                "replay.jit", "pipelines.replay", "pipelines.physics", "pipelines.tiering", "replay.prices",
                "pipelines.confidence",
                *SCHEMA_MODULES)

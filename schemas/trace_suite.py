@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import numpy as np
 import polars as pl
 
 from schemas.gx import run_suite, summarize
@@ -167,6 +168,39 @@ def _duplicates(values: list[np.ndarray]) -> int:
     return n - int(np.count_nonzero(seen))
 
 
+class _Lines:
+    """:func:`_duplicates` over arrays added one at a time: a bitmap of the values seen while they stay
+    in [0, 8 x ``n_max``] (``n_max``: the rows expected), else the arrays are kept for ``np.unique``."""
+
+    def __init__(self, n_max: int) -> None:
+        self.limit = 8 * max(n_max, 1)
+        self.seen = np.zeros(0, dtype=bool)
+        self.n = 0
+        self.kept: list[np.ndarray] | None = None
+
+    def add(self, v: np.ndarray) -> None:
+        if not len(v):
+            return
+        self.n += len(v)
+        if self.kept is None and (int(v.min()) < 0 or int(v.max()) > self.limit):
+            self.kept = [np.flatnonzero(self.seen)]  # the values so far, each once
+            self.n_bitmap = int(len(self.kept[0]))
+        if self.kept is not None:
+            self.kept.append(v)
+            return
+        hi = int(v.max())
+        if hi >= self.seen.size:
+            grown = np.zeros(max(hi + 1, 2 * self.seen.size), dtype=bool)
+            grown[: self.seen.size] = self.seen
+            self.seen = grown
+        self.seen[v] = True
+
+    def duplicates(self) -> int:
+        if self.kept is None:
+            return self.n - int(np.count_nonzero(self.seen))
+        return self.n - len(np.unique(np.concatenate(self.kept)))
+
+
 def exact_check(path: Path, capacities: dict[str, int], rows: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                 rules: tuple[Rule, ...] | None = None) -> tuple[dict, dict[str, dict]]:
     """Every rule counted exactly on every row written under ``path``, and the per-volume
@@ -186,23 +220,30 @@ def exact_check(path: Path, capacities: dict[str, int], rows: tuple[pl.DataFrame
     counts = dict.fromkeys(["rows", *(r.key for r in rules)], 0)
     counts.update({k: int(v or 0) for k, v in violations.row(0, named=True).items()})
     counts["rows"] = sum(s["requests"] for s in stats.values())
-    lines = []
+    lines = _Lines(counts["rows"])
     for name, fs in files.items():
         if not fs:
             continue
-        order = pl.scan_parquet(fs, hive_partitioning=False).select("ts_ns", "src_line").collect()
-        ts = order["ts_ns"]
-        backwards = int((ts.diff() < 0).sum())
-        stats[unquote(name.removeprefix("volume="))]["out_of_order"] = (
-            int((ts < ts.cum_max().shift(1)).sum()) if backwards else 0
-        )
-        lines.append(order["src_line"].drop_nulls().to_numpy())
+        backwards = out_of_order = 0
+        last = top = None  # the volume's last timestamp and highest one so far, across its parts
+        for f in fs:  # one part at a time, in write order: memory does not grow with the trace
+            order = pl.read_parquet(f, columns=["ts_ns", "src_line"])
+            ts = order["ts_ns"].to_numpy()
+            if ts.size:
+                d = np.diff(ts)
+                backwards += int((d < 0).sum()) + int(last is not None and ts[0] < last)
+                cm = np.maximum.accumulate(ts)  # below an earlier timestamp: of this part or of the parts before
+                before = cm[:-1] if top is None else np.maximum(cm[:-1], top)
+                out_of_order += int((ts[1:] < before).sum()) + int(top is not None and ts[0] < top)
+                last, top = int(ts[-1]), int(cm[-1]) if top is None else max(top, int(cm[-1]))
+            lines.add(order["src_line"].drop_nulls().to_numpy())
+        stats[unquote(name.removeprefix("volume="))]["out_of_order"] = out_of_order if backwards else 0
         for r in rules:
             if r.column == "ts_step_ns":
                 counts[r.key] += backwards
     for r in rules:
         if r.kind == "unique":
-            counts[r.key] = _duplicates(lines)
+            counts[r.key] = lines.duplicates()
     return counts, stats
 
 

@@ -126,6 +126,14 @@ def test_written_runs_give_the_figures_of_in_memory_runs(quick):
     assert b["sweep_id"] and (a["iops"], a["latency_mean_ms"]) == pytest.approx((b["iops"], b["latency_mean_ms"]), rel=1e-9)
 
 
+def test_seeds_one_at_a_time_give_the_figures_of_two_at_a_time():
+    """``experiments --jobs 1`` (issue 29): seeds measured one after another give the figures and
+    findings of two at a time (the default on two cores), in the same order."""
+    one = measure(("000", "004"), Runs(None, quick=True), workers=1)
+    two = measure(("000", "004"), Runs(None, quick=True), workers=2)
+    assert one.figures.height > 5 and one.figures.equals(two.figures) and one.findings.equals(two.findings)
+
+
 def test_report_shows_every_figure(quick):
     d, res = quick
     page = res.report.read_text()

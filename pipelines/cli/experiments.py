@@ -9,6 +9,7 @@ import typer
 
 from pipelines.cli.common import (
     DataDirOpt,
+    JobsOpt,
     JsonOpt,
     WideOpt,
     app,
@@ -30,6 +31,7 @@ def experiments(
     quick: Annotated[bool, typer.Option("--quick", help="Shorter runs (the demo's; docs/models/seed-figures.md).")] = False,
     report: Annotated[Path, typer.Option(help="HTML report to write, in a directory that exists (reports/ is "
                                               "created for the default).")] = DEFAULT_REPORT,
+    jobs: JobsOpt = None,
     with_sensitivity: Annotated[bool, typer.Option("--sensitivity", help="Also move each fitted parameter by -/+ "
                                                    "10 % and measure the figures again: a table in the report and "
                                                    "here, fragile figures (a move over 30 %) flagged. Long: every "
@@ -45,8 +47,10 @@ def experiments(
 
     seeds = selected(only)  # an unknown seed is refused before any work
     check_out_option(report, "--report", DEFAULT_REPORT)
+    from pipelines.workers import default_jobs
+
     res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print,
-              with_sensitivity=with_sensitivity)
+              with_sensitivity=with_sensitivity, workers=jobs or default_jobs())
     sens = res.sensitivity.to_dicts() if res.sensitivity is not None else []
     if json_out:
         print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts() + sens)
@@ -60,12 +64,13 @@ def experiments(
 
 
 def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None,
-        with_sensitivity: bool = False):
-    """The experiments, logging progress (``log``) when given; also the demo's first step."""
+        with_sensitivity: bool = False, workers: int = 2):
+    """The experiments, logging progress (``log``) when given; also the demo's first step. ``workers``
+    seeds at a time (threads: the kernels release the GIL)."""
     from pipelines.experiments import run_experiments
 
     return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None),
-                           with_sensitivity=with_sensitivity)
+                           with_sensitivity=with_sensitivity, workers=workers)
 
 
 def show(res, wide: bool = False) -> None:

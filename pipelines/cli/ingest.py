@@ -65,6 +65,11 @@ def ingest(
     force: Annotated[
         bool, typer.Option("--force", help="Read the file again even when already ingested; replaces the dataset.")
     ] = False,
+    split_by: Annotated[
+        str | None, typer.Option("--split-by", help="'volume': also one dataset per volume of each trace (its own "
+                                                     "trace id; independent replays a DAG maps over workers).",
+                                 callback=lambda v: v if v is None else one_of(v, ("volume",)))
+    ] = None,
     data_dir: DataDirOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -87,8 +92,14 @@ def ingest(
             failed += 1
             console.print(f"[bold red]error:[/] {e}", highlight=False)
             continue
+        parts = []
+        if split_by and isinstance(r, IngestResult):
+            from pipelines.ingest import split_by_volume
+
+            parts = split_by_volume(r.trace_id, dd, validate, force)
         if as_json:
-            print_json(r.summary())
+            print_json({**r.summary(), **({"split_by": split_by, "parts": [x.summary() for x in parts]}
+                                          if split_by and isinstance(r, IngestResult) else {})})
         elif not isinstance(r, IngestResult):
             print_ingested(p, r)
         else:
@@ -98,6 +109,8 @@ def ingest(
                 f"accepted {r.rows_accepted:,}, rejected {r.rows_rejected:,}, volumes {len(r.volumes)}"
                 + (f", sorted {r.sorted_rows:,} out-of-order rows" if r.sorted_rows else "")
             )
+            for x in parts:
+                out.print(f"  volume {next(iter(x.volumes))}: trace {x.trace_id}, {x.rows_accepted:,} requests")
     if failed:
         raise typer.Exit(2)
 

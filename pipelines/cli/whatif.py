@@ -201,6 +201,7 @@ def size(
         "--growth", metavar="RATE", help="A yearly load growth such as 30%/year: the headroom as the month it runs "
         "out.")] = None,
     outstanding: OutstandingOpt = None,
+    jobs: JobsOpt = None,
     out_path: OutOpt = None,
     no_report: NoReportOpt = False,
     wide: WideOpt = False,
@@ -233,6 +234,8 @@ def size(
         return
     if base is None or not vary:
         raise typer.BadParameter("give --base and --vary (or --cloud aws|azure|gcp)", param_hint="--base")
+    from pipelines.workers import default_jobs
+
     varies = [whatif.parse_vary(v) for v in vary]
     d = data_dir_of(data_dir)
     trace = find_trace(d, trace_id)
@@ -241,7 +244,8 @@ def size(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = whatif.size(trace, d, base, varies, targets, overrides or (), prune=prune, exhaustive=exhaustive,
-                              progress=make, outstanding=outstanding, growth_pct=growth_pct, headroom=headroom)
+                              progress=make, outstanding=outstanding, growth_pct=growth_pct, headroom=headroom,
+                              jobs=jobs or default_jobs())
     finally:
         close()
     run_ids = [v.row["run_id"] for v in res.variants if v.row]

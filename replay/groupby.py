@@ -1,0 +1,389 @@
+"""Per-interval group sums of a replay's per-request outcomes in compiled code (issue 29).
+
+The array replay's request and latency-histogram tables are sums and maxima per (interval,
+volume, RAID group[, latency bucket]). A Polars group-by per segment on a frame of every
+request's outcomes cost a third of an end-to-end replay; here the keys are packed into one
+int64 per request (:func:`pack_keys`) and :func:`group_reduce` sums each column per key in an
+open-addressing hash table, one pass, no frame. Integer sums and maxima: the same rows and values
+as the Polars group-by, in another order (the aggregators sort when they merge).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from replay.jit import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: packed keys use at most this many bits (the sign bit stays clear, -1 marks an empty slot)
+KEY_BITS_MAX = 62
+
+
+@njit
+def _slot(k, mask, shift):
+    return np.int64((np.uint64(k) * _GOLDEN) >> np.uint64(shift)) & mask
+
+
+@njit
+def _table_ids(key, cap_bits):
+    """Group id per row (first-appearance order) and the packed key of each group."""
+    n = key.shape[0]
+    cap = np.int64(1) << cap_bits
+    mask = cap - 1
+    table = np.full(cap, -1, dtype=np.int64)  # slot -> group id
+    gkeys = np.empty(max(16, cap // 2), dtype=np.int64)
+    gid = np.empty(n, dtype=np.int64)
+    ng = 0
+    last_k = -1
+    last_g = -1
+    for r in range(n):
+        k = key[r]
+        if k == last_k:  # runs of one key (one volume, one window) skip the table
+            gid[r] = last_g
+            continue
+        s = _slot(k, mask, 64 - cap_bits)
+        while True:
+            g = table[s]
+            if g < 0:
+                if 2 * (ng + 1) > cap:  # keep the load under 1/2: grow, re-insert the groups
+                    cap_bits += 1
+                    cap = np.int64(1) << cap_bits
+                    mask = cap - 1
+                    table = np.full(cap, -1, dtype=np.int64)
+                    bigger = np.empty(cap // 2, dtype=np.int64)
+                    bigger[:ng] = gkeys[:ng]
+                    gkeys = bigger
+                    for q in range(ng):
+                        t = _slot(gkeys[q], mask, 64 - cap_bits)
+                        while table[t] >= 0:
+                            t = (t + 1) & mask
+                        table[t] = q
+                    s = _slot(k, mask, 64 - cap_bits)
+                    continue
+                table[s] = ng
+                gkeys[ng] = k
+                g = ng
+                ng += 1
+                break
+            if gkeys[g] == k:
+                break
+            s = (s + 1) & mask
+        gid[r] = g
+        last_k = k
+        last_g = g
+    return gid, gkeys[:ng].copy()
+
+
+@njit
+def _reduce(gid, ng, sums, n_sums, maxes, n_maxes):
+    """Row counts, column sums and column maxima per group id (column by column: a tight loop)."""
+    n = gid.shape[0]
+    counts = np.zeros(ng, dtype=np.int64)
+    out_s = np.zeros((n_sums, ng), dtype=np.int64)
+    out_m = np.full((n_maxes, ng), np.iinfo(np.int64).min, dtype=np.int64)
+    for r in range(n):
+        counts[gid[r]] += 1
+    for c in range(n_sums):
+        col = sums[c]
+        acc = out_s[c]
+        for r in range(n):
+            acc[gid[r]] += col[r]
+    for c in range(n_maxes):
+        col = maxes[c]
+        acc = out_m[c]
+        for r in range(n):
+            v = col[r]
+            if v > acc[gid[r]]:
+                acc[gid[r]] = v
+    return counts, out_s, out_m
+
+
+@njit
+def lat_buckets(latency_ns, log_base):
+    """``floor(ln(max(latency, 1)) / log_base)`` per request, as int32 (the Polars expression
+    ``pipelines.replay._lat_bucket``: the same libm ``log``)."""
+    out = np.empty(latency_ns.shape[0], dtype=np.int32)
+    for r in range(latency_ns.shape[0]):
+        v = latency_ns[r]
+        out[r] = np.int32(math.floor(math.log(np.float64(max(v, 1))) / log_base))
+    return out
+
+
+@njit
+def timestamp_stats(ts, has_last, last_ts, last_run, gcd0):
+    """The trace clock of one segment in time order, continuing the previous one's: the gcd of the
+    positive timestamp steps with ``gcd0``, the longest run of one timestamp and the last run's
+    length (``pipelines.replay._Aggregates._note_timestamps``)."""
+    g = gcd0
+    best = 0
+    run = 0
+    prev = 0
+    last_d = 0  # a step equal to the last one leaves the gcd as it is: skip the division
+    for r in range(ts.shape[0]):
+        t = ts[r]
+        if r == 0:
+            if has_last and t > last_ts:
+                d = t - last_ts
+                g = _gcd(g, d)
+            run = last_run + 1 if has_last and t == last_ts else 1
+        else:
+            d = t - prev
+            if d > 0 and d != last_d:
+                g = _gcd(g, d)
+                last_d = d
+            if d != 0:
+                best = max(best, run)
+                run = 1
+            else:
+                run += 1
+        prev = t
+    best = max(best, run)
+    return g, best, run
+
+
+@njit
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def field_bits(lo: int, hi: int) -> int:
+    """Bits holding ``hi - lo`` (a field's span in a packed key)."""
+    return max(1, int(hi - lo).bit_length())
+
+
+def pack_keys(fields: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int]]] | None:
+    """One int64 key per row from integer columns: each field minus its minimum, in its own bits.
+    Returns the keys and each field's (minimum, bits), or None when they need more than
+    ``KEY_BITS_MAX`` bits (the caller groups another way)."""
+    layout = []
+    total = 0
+    for f in fields:
+        lo, hi = int(f.min()), int(f.max())
+        b = field_bits(lo, hi)
+        layout.append((lo, b))
+        total += b
+    if total > KEY_BITS_MAX:
+        return None
+    key = np.zeros(fields[0].shape[0], dtype=np.int64)
+    for f, (lo, b) in zip(fields, layout, strict=True):
+        key <<= b
+        key |= f.astype(np.int64) - lo
+    return key, layout
+
+
+def unpack_keys(keys: np.ndarray, layout: list[tuple[int, int]]) -> list[np.ndarray]:
+    """The fields of packed keys, in :func:`pack_keys`' order."""
+    out = []
+    shift = 0
+    for lo, b in reversed(layout):
+        out.append(((keys >> shift) & ((1 << b) - 1)) + lo)
+        shift += b
+    return out[::-1]
+
+
+def group_ids(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A group id per row (first-appearance order) and each group's key."""
+    return _table_ids(np.ascontiguousarray(key, dtype=np.int64), 10)
+
+
+def group_reduce(key: np.ndarray, sums: tuple[np.ndarray, ...], maxes: tuple[np.ndarray, ...],
+                 ids: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct key (first-appearance order): the key, the row count, each ``sums`` column's
+    sum and each ``maxes`` column's maximum (integer columns, one value per row; sums and maxima
+    as int64, columns of the result in the order given). ``ids``: :func:`group_ids` of ``key``
+    when already known."""
+    gid, gkeys = group_ids(key) if ids is None else ids
+    ng = gkeys.shape[0]
+    if not sums and not maxes:
+        counts = np.bincount(gid, minlength=ng).astype(np.int64)
+        return gkeys, counts, np.zeros((0, ng), np.int64), np.zeros((0, ng), np.int64)
+    as64 = [np.require(a, np.int64, ['C', 'W']) for a in (*sums, *maxes)]  # one type: writable (a tuple of arrays)
+    zero = np.zeros(0, dtype=np.int64)  # a tuple is never empty (numba types an empty one apart)
+    s = tuple(as64[: len(sums)]) or (zero,)
+    m = tuple(as64[len(sums):]) or (zero,)
+    counts, out_s, out_m = _reduce(gid, ng, s, len(sums), m, len(maxes))
+    return gkeys, counts, out_s, out_m
+
+
+def coarser_ids(ids: tuple[np.ndarray, np.ndarray], shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`group_ids` of ``key >> shift`` from those of ``key`` (the groups' keys are grouped,
+    not the rows again)."""
+    gid, gkeys = ids
+    sub, subkeys = group_ids(gkeys >> shift)
+    return sub[gid], subkeys
+
+
+# --------------------------------------------------------------------------------------------
+# the array replay's request tables in one pass (no packed keys, no temporary columns)
+# --------------------------------------------------------------------------------------------
+#: the request table's sums, in the order of the columns :func:`request_tables` returns (``n``:
+#: the row count; the rest from ``cols`` or derived); with an SSD cache the four SSD sums follow
+REQUEST_SUMS = ("requests", "reads", "writes", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
+                "bytes", "latency_sum_ns", "stall_sum_ns", "stalled_requests", "throttle_sum_ns",
+                "throttled_requests", "backend_read_ios", "backend_read_busy_ns", "dirty_sum", "rg_dirty_sum")
+SSD_SUMS = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses")
+REQUEST_MAXES = ("latency_max_ns", "dirty_max", "rg_dirty_max")
+#: the outcome columns :func:`request_tables` reads, in the order of its ``cols`` tuple
+REQUEST_COLUMNS = ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages", "stall_ns", "throttle_ns",
+                   "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages", "ssd_read_hits",
+                   "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
+
+
+@njit
+def _hash(k0, k1, k2, k3, shift):
+    h = (np.uint64(k0) * _GOLDEN) ^ np.uint64(k1)
+    h = (h * _GOLDEN) ^ np.uint64(k2)
+    h = (h * _GOLDEN) ^ np.uint64(k3)
+    h *= _GOLDEN
+    return np.int64(h >> np.uint64(shift))
+
+
+@njit
+def _find(tab, keys, k0, k1, k2, k3, bits):
+    """The group of key (k0, k1, k2[, k3]) in the table (``keys`` has 3 or 4 columns), or
+    ``-1 - slot`` of the empty slot where it goes."""
+    mask = tab.shape[0] - 1
+    s = _hash(k0, k1, k2, k3, 64 - bits)
+    four = keys.shape[1] == 4
+    while True:
+        g = tab[s]
+        if g < 0:
+            return -1 - s
+        if keys[g, 0] == k0 and keys[g, 1] == k1 and keys[g, 2] == k2 and (not four or keys[g, 3] == k3):
+            return g
+        s = (s + 1) & mask
+
+
+@njit
+def _rehash(keys, ng, bits):
+    tab = np.full(np.int64(1) << bits, -1, dtype=np.int64)
+    four = keys.shape[1] == 4
+    for q in range(ng):
+        f = _find(tab, keys, keys[q, 0], keys[q, 1], keys[q, 2], keys[q, 3] if four else 0, bits)
+        tab[-1 - f] = q
+    return tab
+
+
+@njit
+def _grown(a, rows, fill):
+    out = np.full((rows, a.shape[1]), fill, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit
+def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, interval_ns, log_base, op_read, op_write):
+    """One pass over a segment's requests: the request sums and maxima per (interval, volume, RAID
+    group) (``REQUEST_SUMS`` [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]) in a hash
+    table that grows, and per request its group and latency bucket (for :func:`latency_hist`).
+    ``rg_lo``, ``rg_hi``: the RAID groups' range, for a direct map from the group to its row while
+    the interval and volume stay the same (the group changes from request to request).
+    Returns (request keys [g, 3], sums [g, s], maxima [g, m], group per request, bucket per request)."""
+    n = arr.shape[0]
+    ns = 21 if ssd else 17
+    nm = 4 if ssd else 3
+    low = np.iinfo(np.int64).min
+    rbits = 8
+    rb = np.full(np.int64(1) << rbits, -1, dtype=np.int64)
+    rk = np.empty((1 << (rbits - 1), 3), dtype=np.int64)
+    rs = np.zeros((1 << (rbits - 1), ns), dtype=np.int64)
+    rm = np.full((1 << (rbits - 1), nm), low, dtype=np.int64)
+    rn = 0
+    lw = lv = -1
+    q = -1
+    near = np.full(rg_hi - rg_lo + 1, -1, dtype=np.int64)  # RAID group -> row, this interval and volume
+    group = np.empty(n, dtype=np.int32)
+    bucket = np.empty(n, dtype=np.int32)
+    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], \
+        cols[8], cols[9]
+    for r in range(n):
+        a = arr[r]
+        lat = done[r] - a
+        w = a // interval_ns
+        v = np.int64(vol[r])
+        g = rg[r]
+        bucket[r] = np.int32(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
+        if w != lw or v != lv:
+            near[:] = -1
+            lw, lv = w, v
+        q = near[g - rg_lo]
+        if q < 0:
+            if 2 * (rn + 1) > rb.shape[0]:
+                rbits += 1
+                rk = _grown(rk, 1 << (rbits - 1), 0)
+                rs = _grown(rs, 1 << (rbits - 1), 0)
+                rm = _grown(rm, 1 << (rbits - 1), low)
+                rb = _rehash(rk, rn, rbits)
+            q = _find(rb, rk, w, v, g, 0, rbits)
+            if q < 0:
+                rb[-1 - q] = rn
+                rk[rn, 0] = w
+                rk[rn, 1] = v
+                rk[rn, 2] = g
+                q = rn
+                rn += 1
+            near[g - rg_lo] = q
+        group[r] = q
+        o = op[r]
+        rs[q, 0] += 1
+        rs[q, 1] += o == op_read
+        rs[q, 2] += o == op_write
+        rs[q, 3] += c0[r]
+        rs[q, 4] += c1[r]
+        rs[q, 5] += c2[r]
+        rs[q, 6] += c3[r]
+        rs[q, 7] += size[r]
+        rs[q, 8] += lat
+        st = c4[r]
+        rs[q, 9] += st
+        rs[q, 10] += st > 0
+        th = c5[r]
+        rs[q, 11] += th
+        rs[q, 12] += th > 0
+        rs[q, 13] += c6[r]
+        rs[q, 14] += c7[r]
+        d = c8[r]
+        gd = c9[r]
+        rs[q, 15] += d
+        rs[q, 16] += gd
+        rm[q, 0] = max(rm[q, 0], lat)
+        rm[q, 1] = max(rm[q, 1], d)
+        rm[q, 2] = max(rm[q, 2], gd)
+        if ssd:
+            rs[q, 17] += cols[10][r]
+            rs[q, 18] += cols[11][r]
+            rs[q, 19] += cols[12][r]
+            rs[q, 20] += cols[13][r]
+            rm[q, 3] = max(rm[q, 3], cols[14][r])
+    return rk[:rn].copy(), rs[:rn].copy(), rm[:rn].copy(), group, bucket
+
+
+@njit
+def _dense_counts(group, bucket, n_groups, b0, nb):
+    out = np.zeros((n_groups, nb), dtype=np.int64)
+    for r in range(group.shape[0]):
+        out[group[r], bucket[r] - b0] += 1
+    return out
+
+
+#: :func:`latency_hist` counts in a dense (group x bucket) matrix up to this many cells (8 B each)
+DENSE_CELLS_MAX = 1 << 22
+
+
+def latency_hist(group: np.ndarray, bucket: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Requests per (request group, latency bucket): (group, bucket, count) of each non-empty pair.
+    A dense matrix when it is small (requests come in time order, so the groups being counted at
+    any moment, one interval's, sit together in it: cache-friendly), else a hash table."""
+    b0, b1 = int(bucket.min()), int(bucket.max())
+    nb = b1 - b0 + 1
+    if n_groups * nb <= DENSE_CELLS_MAX:
+        m = _dense_counts(group, bucket, n_groups, b0, nb)
+        gi, bi = np.nonzero(m)
+        return gi, bi + b0, m[gi, bi]
+    keys, counts, _, _ = group_reduce(group.astype(np.int64) * nb + (bucket - b0), (), ())
+    return keys // nb, keys % nb + b0, counts

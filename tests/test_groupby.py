@@ -1,0 +1,97 @@
+"""The compiled per-interval sums (``replay.groupby``, issue 29) against the Polars group-by they
+replace: the same groups, sums, maxima, latency buckets, trace clock and whole replay tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipelines import replay as rp
+from replay import groupby
+from replay.scenario import load
+from traces import synth
+
+
+def test_group_reduce_equals_polars_group_by():
+    rng = np.random.default_rng(3)
+    n = 200_000
+    win = np.sort(rng.integers(0, 40, n))
+    vol = rng.integers(0, 700, n).astype(np.int32)  # many groups: the table grows several times
+    rg = rng.integers(-1, 9, n)
+    a, b = rng.integers(0, 1 << 40, n), rng.integers(-5, 5, n)
+    key, layout = groupby.pack_keys([win, vol, rg])
+    keys, counts, sums, maxes = groupby.group_reduce(key, (a, b), (b, a))
+    w, v, g = groupby.unpack_keys(keys, layout)
+    got = pl.DataFrame({"win": w, "vol": v, "rg": g, "n": counts, "sa": sums[0], "sb": sums[1], "mb": maxes[0],
+                        "ma": maxes[1]}).sort("win", "vol", "rg")
+    want = (pl.DataFrame({"win": win, "vol": vol.astype(np.int64), "rg": rg, "a": a, "b": b})
+            .group_by("win", "vol", "rg").agg(n=pl.len().cast(pl.Int64), sa=pl.col("a").sum(), sb=pl.col("b").sum(),
+                                              mb=pl.col("b").max(), ma=pl.col("a").max()).sort("win", "vol", "rg"))
+    assert got.height == want.height > 10_000
+    assert got.equals(want)
+    # coarser groups from the finer ones equal grouping the rows again
+    gid, gk = groupby.coarser_ids(groupby.group_ids(key), layout[2][1])
+    k2, c2, _, _ = groupby.group_reduce(key >> layout[2][1], (), ())
+    assert dict(zip(gk[np.argsort(gk)], np.bincount(gid)[np.argsort(gk)], strict=True)) == dict(
+        zip(k2, c2, strict=True))
+
+
+def test_keys_too_wide_to_pack_are_refused():
+    wide = np.array([0, 1 << 40], dtype=np.int64)
+    assert groupby.pack_keys([wide, wide]) is None
+
+
+def test_latency_buckets_equal_the_polars_expression():
+    rng = np.random.default_rng(5)
+    lat = np.concatenate([np.arange(-3, 5000), rng.integers(0, 10**12, 500_000),
+                          np.round(rp.LAT_BASE ** np.arange(0, 2800)).astype(np.int64)])
+    want = pl.DataFrame({"x": lat}).select(rp._lat_bucket(pl.col("x")))["x"].to_numpy()
+    assert np.array_equal(groupby.lat_buckets(lat, rp._LOG_BASE), want)
+
+
+@pytest.mark.parametrize("cut", [1, 7, 1000])
+def test_timestamp_stats_equal_the_numpy_reference(cut):
+    rng = np.random.default_rng(cut)
+    ts = np.cumsum(rng.choice([0, 0, 0, 4000, 8000, 12000], 20_000)).astype(np.int64)
+    a, b = rp._Aggregates(0, 0), rp._Aggregates(0, 0)
+    for i in range(0, ts.size, cut * 13):
+        a._note_timestamps(ts[i:i + cut * 13])
+        b._note_timestamps_numpy(ts[i:i + cut * 13])
+    assert (a.ts_resolution_ns, a.ts_at_one_instant_max, a._ts_last) == (
+        b.ts_resolution_ns, b.ts_at_one_instant_max, b._ts_last)
+    assert a.ts_resolution_ns == 4000
+
+
+@pytest.mark.parametrize("preset", ["vnx5400-fastcache", "vnx2-mcx", "vnx1-flare"])
+def test_replay_tables_equal_the_polars_path(preset, monkeypatch):
+    """Every table and summary of a two-volume replay equal those of the Polars group-by
+    (``COMPILED_SUMS`` off), at 20,000-request segments."""
+    parts = [synth.generate(synth.pattern("database", requests=30_000, region_bytes=2 << 30, seed=s, volume=f"v{s}"))
+             for s in (1, 2)]
+    df = pl.concat(parts).sort("ts_ns")
+    frames = [df.slice(i, 20_000) for i in range(0, df.height, 20_000)]
+    sc = load(preset, ["replay.mode=closed", "replay.outstanding=32", "replay.interval=1s"])
+    fast = rp.replay_frames(frames, sc, total=df.height)
+    monkeypatch.setattr(rp, "COMPILED_SUMS", False)
+    slow = rp.replay_frames(frames, sc, total=df.height)
+    assert fast.volume_intervals.height > 2
+    assert fast.volume_intervals.equals(slow.volume_intervals)
+    assert fast.rg_intervals.equals(slow.rg_intervals)
+    assert fast.tables.keys() == slow.tables.keys()
+    for k in fast.tables:
+        assert fast.tables[k].equals(slow.tables[k]), k
+    assert fast.summary == slow.summary
+
+
+def test_latency_hist_dense_and_hashed_agree(monkeypatch):
+    rng = np.random.default_rng(9)
+    group = rng.integers(0, 50, 100_000).astype(np.int32)
+    bucket = rng.integers(1200, 1900, 100_000).astype(np.int32)
+    dense = groupby.latency_hist(group, bucket, 50)
+    monkeypatch.setattr(groupby, "DENSE_CELLS_MAX", 0)
+    hashed = groupby.latency_hist(group, bucket, 50)
+    as_set = [set(zip(*(a.tolist() for a in x), strict=True)) for x in (dense, hashed)]
+    assert as_set[0] == as_set[1] and sum(dense[2]) == 100_000
+    want = pl.DataFrame({"g": group, "b": bucket}).group_by("g", "b").len()
+    assert len(as_set[0]) == want.height
