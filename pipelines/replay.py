@@ -213,26 +213,6 @@ def _percentiles(hist: pl.DataFrame, keys: list[str], qs=(0.5, 0.95, 0.99)) -> p
     return out
 
 
-def _compiled_part(agg: IntervalAggregator, key: np.ndarray, packed, dtypes: list, sums: dict[str, np.ndarray],
-                   maxes: dict[str, np.ndarray]) -> pl.DataFrame:
-    """``agg``'s partial sums by ``replay.groupby``: ``key`` per row (the interval number when
-    ``packed`` is None; else group ids, with ``packed`` = (each group's packed key, its layout):
-    interval number then ``agg.by``, cast to ``dtypes``). Columns and order as ``agg.part``'s."""
-    count = [c for c in agg.sums if c not in sums]
-    if sorted(sums) != sorted(c for c in agg.sums if c not in count) or sorted(maxes) != sorted(agg.maxes) \
-            or len(count) > 1:
-        raise AssertionError("replay: the compiled interval sums differ from the Polars ones")
-    ids = (key, packed[0]) if packed is not None else None
-    gkeys, counts, s, m = groupby.group_reduce(key, tuple(sums.values()), tuple(maxes.values()), ids)
-    fields = groupby.unpack_keys(gkeys, packed[1]) if packed is not None else [gkeys]
-    part = {"interval_start_ns": fields[0] * agg.interval_ns}
-    part.update((k, f.astype(t)) for k, f, t in zip(agg.by, fields[1:], dtypes, strict=True))
-    part.update((c, counts) for c in count)
-    part.update((c, s[i]) for i, c in enumerate(sums))
-    part.update((c, m[i]) for i, c in enumerate(maxes))
-    return pl.DataFrame({k: part[k] for k in ("interval_start_ns", *agg.by, *agg.sums, *agg.maxes)})
-
-
 @dataclass
 class _Aggregates:
     """Everything accumulated while a replay streams: interval sums, histograms, summary sums.
@@ -327,7 +307,7 @@ class _Aggregates:
         self._note_timestamps(segment.ts_ns)
         frame = None
         grouped = self._grouped(segment, out)
-        if self.flash is not None or self.mech or not grouped:
+        if self.flash is not None or not grouped:
             frame = outcome_frame(segment, out).with_columns(
                 ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
             frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
@@ -356,8 +336,10 @@ class _Aggregates:
                                     strict=True)
         if self.moves is not None and "relocation" in logs:
             self.moves.add(logs["relocation"])
-        for results in self.mech.values():
-            results.add(frame, logs)
+        if self.mech:
+            requests = {**out, "ts_ns": out["arrival_ns"], "op": segment.op, "size_bytes": segment.size_bytes}
+            for results in self.mech.values():
+                results.add(requests, logs)
         # run summary over the requests after the warm-up
         skip = max(0, self.warmup_requests - segment.first_request)
         if skip >= segment.n_requests:
@@ -457,8 +439,7 @@ class _Aggregates:
         self.req.add_part(pl.DataFrame(part))
         if ssd:
             fine = self.ssd_fine.interval_ns
-            self.ssd_fine.add_part(_compiled_part(self.ssd_fine, arr // fine, None, [],
-                                                  {c: out[c] for c in _SSD_REQ_SUMS}, {}))
+            self.ssd_fine.add_part(self.ssd_fine.compiled_part(arr // fine, {c: out[c] for c in _SSD_REQ_SUMS}, {}))
         self._done_grouped = True
         return True
 
@@ -475,15 +456,14 @@ class _Aggregates:
                    "backend_write_busy_ns": "busy_ns", "age_sum_ns": "age_ns", "ssd_flush_hits": "ssd_hits",
                    "ssd_flush_misses": "ssd_misses"}
             sums = {c: fl[src[c]] for c in self.flush.sums if c != "flush_ops"}
-            self.flush.add_part(_compiled_part(self.flush, gid, (gkeys, layout),
-                                               [fl["volume"].dtype, fl["rg"].dtype], sums,
-                                               {"rg_dirty_flush_max": fl["rg_dirty_pages"]}))
+            self.flush.add_part(self.flush.compiled_part(gid, sums, {"rg_dirty_flush_max": fl["rg_dirty_pages"]},
+                                                         packed=(gkeys, layout),
+                                                         dtypes=[fl["volume"].dtype, fl["rg"].dtype]))
             done.add(id(self.flush))
         if self.ssd_fine_flush is not None:
             fine = self.ssd_fine_flush.interval_ns
-            self.ssd_fine_flush.add_part(_compiled_part(
-                self.ssd_fine_flush, fl["ts_ns"] // fine, None, [],
-                {"ssd_flush_hits": fl["ssd_hits"], "ssd_flush_misses": fl["ssd_misses"]}, {}))
+            self.ssd_fine_flush.add_part(self.ssd_fine_flush.compiled_part(
+                fl["ts_ns"] // fine, {"ssd_flush_hits": fl["ssd_hits"], "ssd_flush_misses": fl["ssd_misses"]}, {}))
             done.add(id(self.ssd_fine_flush))
         return done
 

@@ -1,5 +1,7 @@
-"""Independent replays on every core: ``compare --jobs N`` runs its scenarios in N worker
-processes (each run writes only its own run directory, so they need no lock).
+"""Independent replays on every core: ``compare --jobs N`` runs its scenarios on N processes, this
+one and N - 1 workers (each run writes only its own run directory, so they need no lock). Each takes
+the next scenario when it is free, so this process, whose imports and kernels are loaded, is never
+idle while a worker starts.
 
 Workers are started with ``spawn``, not ``fork``: Polars and the progress display run threads, and
 a forked child of a threaded process can deadlock on a lock a thread held at the fork. A spawned
@@ -12,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
@@ -44,24 +47,36 @@ def _call_reporting(fn: Callable[..., T], index: int, args: tuple) -> T:
 def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
             done: Callable[[int, int], Any] | None = None,
             each: Callable[[int, int, int], Any] | None = None) -> list[T]:
-    """``[fn(*args) for args in calls]``, in order, on ``jobs`` processes (one: in this process);
-    ``done(finished, total)`` after each call. ``fn`` must be a module-level function and its
-    arguments picklable. A worker's exception is raised here, as it was raised there.
+    """``[fn(*args) for args in calls]``, in order, on ``jobs`` processes: this one and ``jobs - 1``
+    workers, each taking the next call when it is free (this process is warm: its imports and
+    compiled kernels are loaded, a worker's cost ~1.2 CPU-s). ``done(finished, total)`` after each
+    call. ``fn`` must be a module-level function and its arguments picklable. A worker's exception
+    is raised here, as it was raised there.
 
     ``each(index, done, total)``: the progress of call ``index`` inside ``fn``, which is then called
     with a ``progress=`` keyword (in a worker, it reaches ``each`` in this process through a queue,
-    read every ``POLL_S`` seconds)."""
-    if jobs <= 1 or len(calls) <= 1:
-        out = []
+    read every ``POLL_S`` seconds and whenever this process's own call reports)."""
+    n = len(calls)
+    results: list[Any] = [None] * n
+    if jobs <= 1 or n <= 1:
         for i, args in enumerate(calls):
             kw = {"progress": lambda d, t, i=i: each(i, d, t)} if each else {}
-            out.append(fn(*args, **kw))
+            results[i] = fn(*args, **kw)
             if done:
-                done(i + 1, len(calls))
-        return out
-    results: list[Any] = [None] * len(calls)
+                done(i + 1, n)
+        return results
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue() if each else None
+    finished: queue.Queue = queue.Queue()  # (index, future) of each worker call that ended
+    lock = threading.Lock()
+    state = {"next": 0, "stop": False, "count": 0}
+
+    def take() -> int | None:
+        with lock:
+            if state["stop"] or state["next"] >= n:
+                return None
+            state["next"] += 1
+            return state["next"] - 1
 
     def drain() -> None:
         while q is not None:
@@ -70,19 +85,48 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
             except queue.Empty:
                 return
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(calls)), mp_context=ctx,
-                             initializer=_start if each else None, initargs=(q,) if each else ()) as ex:
-        futures = {(ex.submit(_call_reporting, fn, i, args) if each else ex.submit(fn, *args)): i
-                   for i, args in enumerate(calls)}
-        pending, n = set(futures), 0
-        while pending:
-            finished, pending = wait(pending, timeout=POLL_S if each else None, return_when=FIRST_COMPLETED)
+    def collect(block: bool) -> None:
+        """Record the worker calls that ended, raising a worker's exception here; ``block``: wait
+        for one at least."""
+        while True:
+            try:
+                i, f = finished.get(timeout=POLL_S) if block else finished.get_nowait()
+            except queue.Empty:
+                drain()
+                if block:
+                    continue
+                return
             drain()
-            for f in finished:
-                results[futures[f]] = f.result()
-                n += 1
+            results[i] = f.result()
+            state["count"] += 1
+            if done:
+                done(state["count"], n)
+            block = False
+
+    with ProcessPoolExecutor(max_workers=min(jobs - 1, n - 1), mp_context=ctx,
+                             initializer=_start if each else None, initargs=(q,) if each else ()) as ex:
+        def submit() -> None:
+            i = take()
+            if i is not None:
+                f = ex.submit(_call_reporting, fn, i, calls[i]) if each else ex.submit(fn, *calls[i])
+                f.add_done_callback(lambda f, i=i: (finished.put((i, f)), submit()))
+
+        try:
+            for _ in range(min(jobs - 1, n - 1)):
+                submit()
+            while (i := take()) is not None:
+                kw = {"progress": lambda d, t, i=i: (each(i, d, t), drain())} if each else {}
+                results[i] = fn(*calls[i], **kw)
+                state["count"] += 1
                 if done:
-                    done(n, len(calls))
+                    done(state["count"], n)
+                collect(block=False)
+            while state["count"] < n:
+                collect(block=True)
+        except BaseException:
+            with lock:
+                state["stop"] = True
+            raise
     drain()  # what a worker sent just before it ended
     if q is not None:
         q.close()

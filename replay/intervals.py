@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from replay import groupby
 from replay.jit import njit
 from replay.kernels.base import add_totals
 from replay.model import Segment
@@ -111,6 +112,37 @@ class IntervalAggregator:
         return (frame.lazy().with_columns(interval_start_ns=(pl.col("ts_ns").cast(pl.Int64) // n) * n)
                 .group_by(["interval_start_ns", *self.by])
                 .agg(**self.sums, **self.maxes, **self.mins))
+
+    def compiled_part(self, key: np.ndarray, sums: Mapping[str, np.ndarray], maxes: Mapping[str, np.ndarray],
+                      mins: Mapping[str, np.ndarray] | None = None, packed=None, dtypes: Sequence = ()) -> pl.DataFrame:
+        """:meth:`part` by compiled group sums (``replay.groupby``) from int64 arrays, one value per
+        row: ``key`` the interval number when ``packed`` is None; else group ids, with ``packed`` =
+        (each group's packed key, its layout: the interval number then ``by``, cast to ``dtypes``).
+        A sum not in ``sums`` is the row count (one at most). Columns and order as :meth:`part`'s."""
+        mins = mins or {}
+        count = [c for c in self.sums if c not in sums]
+        if sorted(sums) != sorted(c for c in self.sums if c not in count) or sorted(maxes) != sorted(self.maxes) \
+                or sorted(mins) != sorted(self.mins) or len(count) > 1:
+            raise AssertionError("intervals: the compiled interval sums differ from the Polars ones")
+        ids = (key, packed[0]) if packed is not None else None
+        # a minimum is the negated maximum of the negated values
+        highs = (*maxes.values(), *(-np.asarray(v, dtype=np.int64) for v in mins.values()))
+        gkeys, counts, s, m = groupby.group_reduce(key, tuple(sums.values()), highs, ids)
+        fields = groupby.unpack_keys(gkeys, packed[1]) if packed is not None else [gkeys]
+        part = {"interval_start_ns": fields[0] * self.interval_ns}
+        part.update((k, f.astype(t)) for k, f, t in zip(self.by, fields[1:], dtypes, strict=True))
+        part.update((c, counts) for c in count)
+        part.update((c, s[i]) for i, c in enumerate(sums))
+        part.update((c, m[i]) for i, c in enumerate(maxes))
+        part.update((c, -m[len(maxes) + i]) for i, c in enumerate(mins))
+        return pl.DataFrame({k: part[k] for k in ("interval_start_ns", *self.by, *self.sums, *self.maxes, *self.mins)})
+
+    def add_arrays(self, ts_ns: np.ndarray, sums: Mapping[str, np.ndarray], maxes: Mapping[str, np.ndarray] = {},
+                   mins: Mapping[str, np.ndarray] | None = None) -> None:
+        """:meth:`add` from arrays (no key columns): per interval of ``ts_ns``, the sums, maxima and
+        minima named as the aggregator's (a missing sum is the row count)."""
+        if len(ts_ns):
+            self.add_part(self.compiled_part(np.asarray(ts_ns, dtype=np.int64) // self.interval_ns, sums, maxes, mins))
 
     def add_part(self, part: pl.DataFrame) -> None:
         self._parts.append(part)

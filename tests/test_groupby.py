@@ -95,3 +95,39 @@ def test_latency_hist_dense_and_hashed_agree(monkeypatch):
     assert as_set[0] == as_set[1] and sum(dense[2]) == 100_000
     want = pl.DataFrame({"g": group, "b": bucket}).group_by("g", "b").len()
     assert len(as_set[0]) == want.height
+
+
+@pytest.mark.parametrize("mech", ["cloud", "snapshots"])
+def test_mechanism_results_compiled_equal_their_polars_expressions(mech):
+    """The cloud and snapshot results sum arrays in compiled code (``add_arrays``); their
+    aggregators' Polars expressions over a frame of the same requests give the same rows."""
+    from replay.mech.cloud.results import Results as Cloud
+    from replay.mech.snapshots.results import Results as Snapshots
+
+    class Model:  # what the two Results read from the model at construction
+        class kernel_params:
+            class snapshots:
+                every_ns = 3 * 10**9
+                chunk_bytes = 1 << 20
+
+        class scenario:
+            class snapshots:
+                keep_s = 60.0
+
+    rng = np.random.default_rng(11)
+    n = 50_000
+    ts = np.sort(rng.integers(0, 10**11, n))
+    req = {"ts_ns": ts, "op": rng.choice(np.array([0, 1, 2], dtype=np.uint8), n),
+           "size_bytes": rng.integers(512, 1 << 20, n), "throttle_ns": rng.choice([0, 0, 5, 10**6], n),
+           "cloud_start_ns": ts + rng.integers(0, 10**9, n), "cloud_ios": rng.integers(0, 3, n),
+           "cloud_credit_ios": rng.integers(-5, 10**6, n), "cloud_credit_bytes": rng.integers(0, 1 << 40, n),
+           "snapshot_first_writes": rng.integers(0, 4, n)}
+    res = Cloud(Model, 10**9) if mech == "cloud" else Snapshots(Model, 10**9)
+    aggs = {"cloud_start_ns": res.started, "ts_ns": res.arrived} if mech == "cloud" else {"ts_ns": res.sums}
+    res.add(req, {})
+    frame = pl.DataFrame(req)
+    for ts_col, agg in aggs.items():
+        want = agg.part(frame.with_columns(ts_ns=pl.col(ts_col))).collect().sort("interval_start_ns")
+        got = agg.result().select(want.columns)
+        assert got.height == want.height > 30
+        assert got.equals(want)

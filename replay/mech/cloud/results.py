@@ -10,6 +10,9 @@ arrived, as in the other interval tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
 import polars as pl
 
 from replay.intervals import IntervalAggregator
@@ -56,10 +59,18 @@ class Results:
             "throttled_requests": (pl.col("throttle_ns") > 0).sum().cast(pl.Int64),
             "throttle_wait_sum_ns": pl.col("throttle_ns").sum()}, ratios={})
 
-    def add(self, requests: pl.DataFrame, logs: dict[str, pl.DataFrame]) -> None:
-        """One segment's requests (outcome columns, ``ts_ns`` = arrival)."""
-        self.arrived.add(requests)
-        self.started.add(requests.with_columns(ts_ns=pl.col("cloud_start_ns")))
+    def add(self, requests: Mapping[str, np.ndarray], logs: dict[str, pl.DataFrame]) -> None:
+        """One segment's requests (``ts_ns`` = arrival, op, size_bytes and the outcome columns), by
+        compiled sums (the Polars expressions above say what each is)."""
+        op, th = requests["op"], requests["throttle_ns"]
+        data = ((op == OP_READ) | (op == OP_WRITE)).astype(np.int64)
+        credit_ios, credit_bytes = requests["cloud_credit_ios"], requests["cloud_credit_bytes"]
+        self.arrived.add_arrays(requests["ts_ns"], {"throttled_requests": (th > 0).astype(np.int64),
+                                                    "throttle_wait_sum_ns": th})
+        self.started.add_arrays(requests["cloud_start_ns"], {
+            "started": data, "ios": requests["cloud_ios"], "bytes": data * requests["size_bytes"]},
+            maxes={"credit_ios_max": credit_ios, "credit_bytes_max": credit_bytes},
+            mins={"credit_ios_min": credit_ios, "credit_bytes_min": credit_bytes})
 
     def coarsen(self, interval_ns: int) -> None:
         self.started.coarsen(interval_ns)

@@ -1,0 +1,46 @@
+"""``pipelines.workers.run_all``: this process and N - 1 spawned workers share the calls."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from pipelines.workers import run_all
+
+
+def _pid_after(i: int, sleep_s: float, progress=None) -> tuple[int, int]:
+    if progress:
+        progress(1, 2)
+    time.sleep(sleep_s)
+    if progress:
+        progress(2, 2)
+    return i, os.getpid()
+
+
+def _fails(i: int) -> int:
+    if i == 2:
+        raise ValueError(f"call {i} failed")
+    return i
+
+
+def test_this_process_takes_calls_beside_the_worker_and_order_is_kept():
+    seen, done = [], []
+    out = run_all(_pid_after, [(i, 0.3) for i in range(5)], jobs=2, done=lambda k, n: done.append((k, n)),
+                  each=lambda i, d, t: seen.append((i, d, t)))
+    assert [i for i, _ in out] == list(range(5))
+    pids = {p for _, p in out}
+    assert os.getpid() in pids and len(pids) == 2  # call 1 ran here (the worker took call 0)
+    assert out[1][1] == os.getpid()
+    assert done == [(k, 5) for k in range(1, 6)]
+    assert sorted(seen) == sorted((i, d, 2) for i in range(5) for d in (1, 2))  # workers' progress reached here
+
+
+def test_a_workers_exception_is_raised_here():
+    with pytest.raises(ValueError, match="call 2 failed"):
+        run_all(_fails, [(i,) for i in range(4)], jobs=2)
+
+
+def test_one_job_runs_in_this_process():
+    assert {p for _, p in run_all(_pid_after, [(i, 0.0) for i in range(3)], jobs=1)} == {os.getpid()}
