@@ -403,7 +403,6 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
     con.close()
 
 
-
 def split_by_volume(trace_id: str, data_dir: str | Path, validate: str = "auto",
                     force: bool = False) -> list[IngestResult]:
     """One dataset per volume of an ingested trace (issue 29: a 1,000-volume cloud trace becomes

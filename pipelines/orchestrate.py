@@ -464,21 +464,21 @@ def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[s
 
 
 def _matching_traces(root: Path, config: ReplayConfig) -> list:
-    """The traces ``config`` selects; a trace split by volume is replaced by its volumes' traces."""
+    """The traces ``config`` selects by id, source file name and format. A trace split by volume
+    is replaced by its volumes' traces, which are selected when it is (or they are)."""
     from pipelines.catalog import list_traces
 
-    out = []
-    traces = list_traces(root)
-    split = {t.split_from for t in traces}
-    for t in traces:
-        if t.trace_id in split:
-            continue  # split by volume: its volumes' traces stand for it
+    traces = {t.trace_id: t for t in list_traces(root)}
+    split = {t.split_from for t in traces.values()}
+
+    def selected(t) -> bool:
         source = Path(t.manifest.get("source_path") or "").name
         if config.formats and t.manifest.get("format") not in config.formats:
-            continue
-        if any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces):
-            out.append(t)
-    return out
+            return False
+        return any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces)
+
+    return [t for t in traces.values() if t.trace_id not in split
+            and (selected(t) or (t.split_from in traces and selected(traces[t.split_from])))]
 
 
 def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tuple[list[dict], int, int]:

@@ -225,6 +225,10 @@ def test_a_landed_trace_split_by_volume_is_validated_and_replayed_as_its_volumes
     (root / "replay.toml").write_text(f"scenarios = ['{SCENARIO}']\n")
     pairs, _, _ = replay_plan(root, replay_config(root))
     assert sorted(p["trace_id"] for p in pairs) == sorted(p["id"] for p in parts)
+    # selected as the whole trace is: by its format and its source file's name
+    (root / "replay.toml").write_text(f"scenarios = ['{SCENARIO}']\nformats = ['disksim']\ntraces = ['tpcc.*']\n")
+    assert sorted(p["trace_id"] for p in replay_plan(root, replay_config(root))[0]) == sorted(p["id"] for p in parts)
+    assert replay_plan(root, replay_config(root, traces=["usr*"]))[0] == []
     # landed again: nothing new to validate
     assert split_landed(root, {**whole, "already_ingested": True}, "volume")["parts"] == [
         {**p, "already_ingested": True} for p in parts]
