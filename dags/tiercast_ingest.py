@@ -15,6 +15,9 @@ back to the store (no task relies on another task's local disk).
   and its results into ``quarantine/superseded/``; a bad one goes to ``quarantine/`` with
   ``<name>.error.json`` and fails its own task instance at once (``AirflowFailException``, no
   retries); I/O errors retry;
+- with ``split_by`` "volume" (``$TIERCAST_SPLIT_BY`` for the scheduled runs), each ingested
+  trace also becomes one dataset per volume in the same task instance; the replay DAG then maps
+  over the volumes instead of the whole trace (a 1,000-volume trace: 1,000 independent replays);
 - ``validate`` runs the Great Expectations contract once over this run's new datasets;
 - ``publish`` emits one ``tiercast-datasets`` asset event per new valid dataset (the replay DAG
   listens);
@@ -23,6 +26,7 @@ back to the store (no task relies on another task's local disk).
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 from airflow.sdk import (
@@ -56,6 +60,8 @@ LANDING = Asset(name="tiercast-landing", uri="tiercast://landing")
         "require_marker": Param(False, type="boolean",
                                 description="take only files with a <name>.done marker, never by age"),
         "max_files": Param(500, type="integer", minimum=1, maximum=1000, description="files per run"),
+        "split_by": Param(os.environ.get("TIERCAST_SPLIT_BY", ""), type="string", enum=["", "volume"],
+                          description="'volume': also one dataset per volume of each trace, replayed on its own"),
     },
     doc_md=__doc__,
 )
@@ -75,12 +81,24 @@ def tiercast_ingest():
     @task
     def ingest(path: str) -> dict:
         from pipelines.object_store import is_url
-        from pipelines.orchestrate import InputError, ingest_inputs, ingest_landed, under_root
+        from pipelines.orchestrate import (
+            InputError,
+            ingest_inputs,
+            ingest_landed,
+            split_inputs,
+            split_landed,
+            under_root,
+        )
 
+        split_by = get_current_context()["params"]["split_by"]
         local = not is_url(root_location())  # an object store's objects land whole: nothing to supersede
         with input_errors_fail(), task_root(ingest_inputs(path), keep_on=(InputError,)) as root:
-            return ingest_landed(root / path, root, under_root(root, "", "quarantine", "quarantine"),
-                                 under_root(root, "", "archive", "archive"), supersede=local)
+            result = ingest_landed(root / path, root, under_root(root, "", "quarantine", "quarantine"),
+                                   under_root(root, "", "archive", "archive"), supersede=local)
+        if not split_by:
+            return result
+        with input_errors_fail(), task_root(split_inputs(result)) as root:
+            return split_landed(root, result, split_by)
 
     @task(trigger_rule="all_done")
     def validate(ingested) -> dict:
@@ -94,8 +112,8 @@ def tiercast_ingest():
     def publish(checked: dict, *, outlet_events=None) -> int:
         location = root_location()
         for r in checked["valid"]:
-            outlet_events[NEW_DATASETS].add(root_asset(location, "datasets"),
-                                            extra={"kind": r["kind"], "id": r["id"], "source": r["source"]})
+            outlet_events[NEW_DATASETS].add(root_asset(location, "datasets"), extra={
+                k: r[k] for k in ("kind", "id", "source", "volume", "split_from") if k in r})
         return len(checked["valid"])
 
     @task(trigger_rule="all_done", retries=0)

@@ -8,6 +8,8 @@ Layout (every path below ``data_dir``)::
     traces/<trace_id>/rejects/part-<k>.parquet
     traces/<trace_id>/pages/<page_size>-<key>/*.npy   page streams (pipelines.simulate), rebuilt on demand
     traces/_sources.json        fast re-ingest check: (path, size, mtime, options) -> trace_id
+    split/<trace_id>/<name>.<quoted volume>.parquet   one volume's requests (``ingest --split-by
+                                volume``), the source of that volume's own trace
 
 A trace directory appears only by an atomic rename of a finished temporary directory, so a
 directory with a manifest is always complete.
@@ -33,6 +35,7 @@ DEFAULT_DATA_DIR = "tiercast-data"
 ENV_DATA_DIR = "TIERCAST_DATA_DIR"
 MAX_LISTED_CANDIDATES = 10
 PAGES_DIR = "pages"  # a trace's page streams (pipelines.simulate)
+SPLIT_DIR = "split"  # per-volume sources of the traces split from one (pipelines.ingest.split_by_volume)
 T = TypeVar("T")
 
 
@@ -80,6 +83,13 @@ class TraceRef:
         first 12 characters when the manifest names no source)."""
         src = self.manifest.get("source_path")
         return Path(src).stem if src else self.trace_id[:12]
+
+    @property
+    def split_from(self) -> str | None:
+        """The trace this one holds one volume of (its source is ``split/<that trace id>/...``),
+        else None."""
+        src = Path(self.manifest.get("source_path") or "")
+        return src.parent.name if src.parent.parent.name == SPLIT_DIR else None
 
     @property
     def volume_files(self) -> list[Path]:

@@ -29,7 +29,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.catalog import traces_root, volume_dir, write_json_atomic
+from pipelines.catalog import SPLIT_DIR, traces_root, volume_dir, write_json_atomic
 from pipelines.dataset import (
     RejectsWriter,
     check_counts,
@@ -401,11 +401,6 @@ def _sort_volumes(tmp: Path, volumes: list[str], shift_ns: int) -> None:
             for p in parts:
                 p.unlink()
     con.close()
-
-
-
-#: ``ingest --split-by volume``: per-volume canonical Parquet files, under the data directory
-SPLIT_DIR = "split"
 
 
 def split_by_volume(trace_id: str, data_dir: str | Path, validate: str = "auto",

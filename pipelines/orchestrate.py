@@ -355,15 +355,45 @@ def _withdraw_partial(root: Path, earlier: dict, result: dict, quarantine_dir: P
     return {"kind": earlier["kind"], "id": earlier["id"], "moved_to": _relative(into, root), "moved": moved}
 
 
+#: what the ingest DAG's ``split_by`` can be ("" = keep each landed trace whole)
+SPLIT_BY = ("", "volume")
+
+
+def split_landed(root: Path, result: dict, split_by: str) -> dict:
+    """With ``split_by`` "volume", the landed trace ``result`` (of :func:`ingest_landed`) also
+    becomes one dataset per volume (:func:`pipelines.ingest.split_by_volume`), listed under
+    ``parts`` with the landed file's source and archive, so that the run validates and publishes
+    them; the replay plan then takes the volumes instead of the whole trace
+    (:func:`_matching_traces`). Anything else (a measured log, a file still landing) as is."""
+    if split_by not in SPLIT_BY:
+        raise InputError(f"split_by {split_by!r}: expected one of {', '.join(map(repr, SPLIT_BY))}")
+    if not split_by or not split_inputs(result):
+        return result
+    from pipelines.ingest import split_by_volume
+
+    parts = split_by_volume(result["id"], root, validate="auto")
+    return {**result, "parts": [
+        {"kind": "trace", "id": p.trace_id, "volume": next(iter(p.volumes)), "split_from": result["id"],
+         "source": result["source"], "archived_as": result["archived_as"], "format": p.format,
+         "rows_accepted": p.rows_accepted, "already_ingested": p.already_ingested} for p in parts]}
+
+
+def _new_datasets(ingested: list[dict]) -> list[dict]:
+    """The datasets an ingest run made new: its files' and the volumes split from them."""
+    return [d for r in ingested if r for d in (r, *r.get("parts", ()))
+            if not d.get("already_ingested") and "id" in d]
+
+
 def validate_batch(root: Path, ingested: list[dict], quarantine_dir: Path) -> dict:
     """The Great Expectations contract, once for all datasets this run made new
-    (:func:`pipelines.contract.validate_datasets`). A dataset that fails is moved out of the
+    (:func:`pipelines.contract.validate_datasets`), the per-volume datasets split from the
+    run's traces included (:func:`split_landed`). A dataset that fails is moved out of the
     data root's catalog into ``quarantine/datasets/`` with its report, and its source is
     quarantined too. Returns {"valid": [...], "invalid": [...]} of the new results and
     {"superseded": [...]}, the partial datasets the run's files withdrew (:func:`ingest_landed`)."""
     from pipelines.contract import validate_datasets
 
-    new = {(r["kind"], r["id"]): r for r in ingested if r and not r.get("already_ingested") and "id" in r}
+    new = {(r["kind"], r["id"]): r for r in _new_datasets(ingested)}
     checked = validate_datasets(root, list(new), quarantine_dir)
     out = {"valid": [new[k] for k in checked["valid"]], "invalid": [],
            "superseded": [{**r["superseded"], "by": r["id"], "source": r["source"]} for r in ingested
@@ -434,16 +464,21 @@ def replay_config(root: Path, scenarios: list[str] | None = None, traces: list[s
 
 
 def _matching_traces(root: Path, config: ReplayConfig) -> list:
+    """The traces ``config`` selects by id, source file name and format. A trace split by volume
+    is replaced by its volumes' traces, which are selected when it is (or they are)."""
     from pipelines.catalog import list_traces
 
-    out = []
-    for t in list_traces(root):
+    traces = {t.trace_id: t for t in list_traces(root)}
+    split = {t.split_from for t in traces.values()}
+
+    def selected(t) -> bool:
         source = Path(t.manifest.get("source_path") or "").name
         if config.formats and t.manifest.get("format") not in config.formats:
-            continue
-        if any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces):
-            out.append(t)
-    return out
+            return False
+        return any(fnmatch.fnmatchcase(t.trace_id, g) or fnmatch.fnmatchcase(source, g) for g in config.traces)
+
+    return [t for t in traces.values() if t.trace_id not in split
+            and (selected(t) or (t.split_from in traces and selected(traces[t.split_from])))]
 
 
 def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tuple[list[dict], int, int]:
@@ -616,8 +651,15 @@ def ingest_inputs(landed: str) -> list[str]:
 
 def validate_inputs(ingested: list[dict]) -> list[str]:
     """The datasets an ingest run made new, and their archived sources (quarantined when GX fails)."""
-    return [p for r in ingested if r and not r.get("already_ingested") and "id" in r
-            for p in (f"{'traces' if r['kind'] == 'trace' else 'measured'}/{r['id']}/", r["archived_as"])]
+    return list(dict.fromkeys(p for r in _new_datasets(ingested)
+                              for p in (f"{_dataset_dir(r['kind'])}/{r['id']}/", r["archived_as"])))
+
+
+def split_inputs(result: dict) -> list[str]:
+    """A landed trace, the re-ingest index and the manifests (a volume split before is not again)."""
+    if result.get("kind") != "trace" or "id" not in result:
+        return []
+    return [f"traces/{result['id']}/", "traces/_sources.json", "traces/*/manifest.json"]
 
 
 def replay_inputs(batch: list[dict]) -> list[str]:

@@ -58,7 +58,8 @@ tasks = {d: {t.task_id: {'timeout': t.execution_timeout.total_seconds() if t.exe
 sched = {d: type(dag.timetable).__name__ for d, dag in bag.dags.items()}
 parse = {s.file: s.duration.total_seconds() for s in bag.dagbag_stats}
 print(json.dumps({'errors': {k: str(v) for k, v in bag.import_errors.items()}, 'tasks': tasks, 'heavy': heavy,
-                  'sched': sched, 'parse': parse, 'params': bag.dags['tiercast_replay'].params.dump()}))
+                  'sched': sched, 'parse': parse, 'params': bag.dags['tiercast_replay'].params.dump(),
+                  'ingest_params': bag.dags['tiercast_ingest'].params.dump()}))
 """,
         tmp_path,
     )
@@ -81,6 +82,7 @@ print(json.dumps({'errors': {k: str(v) for k, v in bag.import_errors.items()}, '
     assert out["sched"] == {"tiercast_ingest": "AssetOrTimeSchedule", "tiercast_replay": "AssetOrTimeSchedule",
                             "tiercast_report": "AssetTriggeredTimetable"}
     assert out["params"]["scenarios"] == []  # the config file or the default list decides, never nothing
+    assert out["ingest_params"]["split_by"] == ""  # each landed trace kept whole unless asked ($TIERCAST_SPLIT_BY)
     print("DAG file parse seconds:", out["parse"])
 
 

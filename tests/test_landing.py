@@ -2,16 +2,19 @@
 than ``stable_seconds`` is ingested half, and when the file lands whole (sent again, resumed, or
 still written into its archived copy) the half trace is withdrawn with everything computed from
 it, so one file is one trace; other content under a landed name is a trace of its own; with
-``require_marker`` only files with a ``.done`` marker are taken."""
+``require_marker`` only files with a ``.done`` marker are taken; with ``split_by`` "volume" a
+landed multi-volume trace is validated and replayed as its volumes."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
+from conftest import shared_path
 
 from pipelines.catalog import list_traces
 from pipelines.load import load
@@ -20,9 +23,14 @@ from pipelines.orchestrate import (
     discover,
     ingest_landed,
     ready_names,
+    replay_config,
     replay_pair,
+    replay_plan,
+    split_inputs,
+    split_landed,
     under_root,
     validate_batch,
+    validate_inputs,
 )
 from pipelines.warehouse import connect, db_path
 
@@ -196,3 +204,33 @@ def test_require_marker_takes_only_files_with_a_done_marker(require_marker, read
     got, waiting = ready_names(entries, stable_s=60, now_s=now, require_marker=require_marker)
     assert got == ready
     assert sorted(waiting) == sorted({"old.csv", "fresh.csv"} - set(ready))
+
+
+def test_a_landed_trace_split_by_volume_is_validated_and_replayed_as_its_volumes(tmp_path):
+    root, landing, quarantine, archive = _root(tmp_path)
+    shutil.copy(shared_path("traces", "disksim", "tpcc-small.trace"), landing / "tpcc.trace")
+    whole = ingest_landed(landing / "tpcc.trace", root, quarantine, archive)
+    assert split_landed(root, whole, "") == whole and "parts" not in whole
+    assert split_inputs(whole) == [f"traces/{whole['id']}/", "traces/_sources.json", "traces/*/manifest.json"]
+    r = split_landed(root, whole, "volume")
+    parts = r["parts"]
+    assert len(parts) == 16 and sum(p["rows_accepted"] for p in parts) == whole["rows_accepted"] == 6999
+    assert {p["split_from"] for p in parts} == {whole["id"]} and {p["archived_as"] for p in parts} == {r["archived_as"]}
+    # the run validates and publishes the whole trace and its 16 volumes; the archived file is staged once
+    inputs = validate_inputs([r])
+    assert len(inputs) == 1 + 17 and inputs.count(r["archived_as"]) == 1
+    checked = validate_batch(root, [r], quarantine)
+    assert checked["invalid"] == [] and len(checked["valid"]) == 17
+    # the replay plan takes the volumes, not the whole trace
+    (root / "replay.toml").write_text(f"scenarios = ['{SCENARIO}']\n")
+    pairs, _, _ = replay_plan(root, replay_config(root))
+    assert sorted(p["trace_id"] for p in pairs) == sorted(p["id"] for p in parts)
+    # selected as the whole trace is: by its format and its source file's name
+    (root / "replay.toml").write_text(f"scenarios = ['{SCENARIO}']\nformats = ['disksim']\ntraces = ['tpcc.*']\n")
+    assert sorted(p["trace_id"] for p in replay_plan(root, replay_config(root))[0]) == sorted(p["id"] for p in parts)
+    assert replay_plan(root, replay_config(root, traces=["usr*"]))[0] == []
+    # landed again: nothing new to validate
+    assert split_landed(root, {**whole, "already_ingested": True}, "volume")["parts"] == [
+        {**p, "already_ingested": True} for p in parts]
+    with pytest.raises(ValueError, match="split_by 'lun'"):
+        split_landed(root, whole, "lun")
