@@ -55,6 +55,9 @@ SMALL_BYTES = 64 << 10
 KNEES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
 #: sequential runs at least this large identify the media rate and the cap
 LARGE_BYTES = 128 << 10
+#: deep runs of requests from this size up to LARGE_BYTES tell a transfer served on one link
+#: (``serial_transfer``) from one served in parallel under a cap
+TRANSFER_BYTES = 16 << 10
 DEFAULTS = {p.name: p.default for p in DEVICE.params}
 
 
@@ -239,6 +242,89 @@ def _minimize(f, lo: float, hi: float, grid: int = 17, iters: int = 16, log: boo
     return best[1]
 
 
+def _fallback(p: dict, src: dict, missing: list, name: str, why: str, value=None) -> None:
+    """Parameter ``name`` keeps its default (or ``value``), and the fit says why."""
+    if value is not None:
+        p[name] = value
+    missing.append({"parameter": name, "default": p[name], "why": why})
+    src[name] = f"default ({why})"
+
+
+def _iops_loss(p: dict, runs: list[Workload]) -> float:
+    """Sum of squared log ratios of the model's IOPS to the measured ones."""
+    return sum(math.log(predict(p, w)["iops"] / w.iops) ** 2 for w in runs)
+
+
+def _queue_and_cap(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
+    """The queue law (exponent per direction, the knee) and the throughput cap from the deep runs,
+    into ``p`` (its ``serial_transfer`` as given), with their sources and what fell back."""
+    def fallback(name: str, why: str, value=None) -> None:
+        _fallback(p, src, missing, name, why, value)
+
+    # queue behaviour: deep runs of small requests of one direction (the exponent per direction);
+    # read runs at two or more depths also place the knee N, where the gain stops growing
+    # (requests under TRANSFER_BYTES when there are some: their transfer is too short to confound it)
+    small = ([w for w in deep if w.bs_bytes < TRANSFER_BYTES] or [w for w in deep if w.bs_bytes <= SMALL_BYTES])
+    reads = [w for w in small if w.dirs == ("read",)]
+    depths = sorted({w.iodepth for w in reads})
+    for d, key in (("read", "parallel_exponent"), ("write", "write_parallel_exponent")):
+        runs = [w for w in small if w.dirs == (d,)]
+        if not runs:
+            continue
+
+        def loss(e: float, key=key, runs=runs, n=None) -> float:
+            q = dict(p, **{key: e}, **({"parallelism": n} if n else {}))
+            return _iops_loss(q, runs)
+
+        if d == "read" and len(depths) >= 2:
+            best = None
+            for n in [k for k in KNEES if k <= depths[-1]]:
+                e = _minimize(lambda x, n=n: loss(x, n=n), 0.0, 1.0, grid=11, iters=10)
+                v = loss(e, n=n)
+                if best is None or v < best[0] - 1e-9:
+                    best = (v, n, e)
+            _, p["parallelism"], p[key] = best
+            p[key] = round(p[key], 4)
+            src["parallelism"] = ("the knee that, with its exponent, best fits the IOPS of "
+                                  + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in reads))
+        else:
+            p[key] = round(_minimize(loss, 0.0, 1.0), 4)
+        src[key] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in runs)
+    if "parallel_exponent" not in src and "write_parallel_exponent" in src:
+        fallback("parallel_exponent", "no deep read run of requests <= 64 KiB: the writes' exponent",
+                 p.pop("write_parallel_exponent"))
+        src.pop("write_parallel_exponent")
+    elif "parallel_exponent" not in src:
+        fallback("parallel_exponent", "no deep-queue capture of one direction with requests <= 64 KiB")
+    elif "write_parallel_exponent" not in src:
+        missing.append({"parameter": "write_parallel_exponent", "default": None,
+                        "why": "no deep write run of requests <= 64 KiB: writes share the reads' exponent"})
+    if "parallelism" not in src:
+        why = (f"read runs at one depth only ({depths[0]}): the knee is not placed" if depths else
+               "no deep-queue read run of requests <= 64 KiB")
+        fallback("parallelism", why)
+    # throughput cap: deep sequential runs the queue law overshoots
+    big = [w for w in deep if w.bs_bytes >= LARGE_BYTES]
+    capped = []
+    for w in big:
+        free = predict(p, w)
+        if free["iops"] > w.iops * (1 + CAP_MARGIN):
+            capped.append(w)
+    if capped:
+        def cap_loss(mib: float) -> float:
+            q = dict(p, max_mib_per_s=mib)
+            return _iops_loss(q, capped)
+
+        hi = max(w.iops * w.bs_bytes for w in capped) / MIB * 2
+        p["max_mib_per_s"] = round(_minimize(cap_loss, hi / 20, hi, log=True), 1)
+        src["max_mib_per_s"] = "fitted to the bandwidth of " + ", ".join(f"{w.label} ({w.mb_per_s:,.0f} MB/s)"
+                                                                          for w in capped)
+    elif big:
+        fallback("max_mib_per_s", "the deep sequential runs reach what the queue law gives: no cap seen", 0.0)
+    else:
+        fallback("max_mib_per_s", "no deep sequential capture of 128 KiB or more", 0.0)
+
+
 def fit(workloads: list[Workload]) -> DeviceFit:
     """``[device]`` parameters from the workloads that identify each (module doc)."""
     if not workloads:
@@ -249,10 +335,7 @@ def fit(workloads: list[Workload]) -> DeviceFit:
     missing: list[dict] = []
 
     def fallback(name: str, why: str, value=None) -> None:
-        if value is not None:
-            p[name] = value
-        missing.append({"parameter": name, "default": p[name], "why": why})
-        src[name] = f"default ({why})"
+        _fallback(p, src, missing, name, why, value)
 
     qd1 = [w for w in workloads if w.iodepth == 1]
     deep = [w for w in workloads if w.iodepth > 1]
@@ -332,67 +415,24 @@ def fit(workloads: list[Workload]) -> DeviceFit:
         src["drain_mib_per_s"] = "default: the reads' media rate (no run filled the cache)"
     else:
         fallback("write_cache_bytes", "writes are not faster than reads" if writers else "no write capture", 0)
-    # queue behaviour: deep runs of small requests of one direction (the exponent per direction);
-    # read runs at two or more depths also place the knee N, where the gain stops growing
-    small = [w for w in deep if w.bs_bytes <= SMALL_BYTES]
-    reads = [w for w in small if w.dirs == ("read",)]
-    depths = sorted({w.iodepth for w in reads})
-    for d, key in (("read", "parallel_exponent"), ("write", "write_parallel_exponent")):
-        runs = [w for w in small if w.dirs == (d,)]
-        if not runs:
-            continue
-
-        def loss(e: float, key=key, runs=runs, n=None) -> float:
-            q = dict(p, **{key: e}, **({"parallelism": n} if n else {}))
-            return sum(math.log(predict(q, w)["iops"] / w.iops) ** 2 for w in runs)
-
-        if d == "read" and len(depths) >= 2:
-            best = None
-            for n in [k for k in KNEES if k <= depths[-1]]:
-                e = _minimize(lambda x, n=n: loss(x, n=n), 0.0, 1.0, grid=11, iters=10)
-                v = loss(e, n=n)
-                if best is None or v < best[0] - 1e-9:
-                    best = (v, n, e)
-            _, p["parallelism"], p[key] = best
-            p[key] = round(p[key], 4)
-            src["parallelism"] = ("the knee that, with its exponent, best fits the IOPS of "
-                                  + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in reads))
-        else:
-            p[key] = round(_minimize(loss, 0.0, 1.0), 4)
-        src[key] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in runs)
-    if "parallel_exponent" not in src and "write_parallel_exponent" in src:
-        fallback("parallel_exponent", "no deep read run of requests <= 64 KiB: the writes' exponent",
-                 p.pop("write_parallel_exponent"))
-        src.pop("write_parallel_exponent")
-    elif "parallel_exponent" not in src:
-        fallback("parallel_exponent", "no deep-queue capture of one direction with requests <= 64 KiB")
-    elif "write_parallel_exponent" not in src:
-        missing.append({"parameter": "write_parallel_exponent", "default": None,
-                        "why": "no deep write run of requests <= 64 KiB: writes share the reads' exponent"})
-    if "parallelism" not in src:
-        why = (f"read runs at one depth only ({depths[0]}): the knee is not placed" if depths else
-               "no deep-queue read run of requests <= 64 KiB")
-        fallback("parallelism", why)
-    # throughput cap: deep sequential runs the queue law overshoots
-    big = [w for w in deep if w.bs_bytes >= LARGE_BYTES]
-    capped = []
-    for w in big:
-        free = predict(p, w)
-        if free["iops"] > w.iops * (1 + CAP_MARGIN):
-            capped.append(w)
-    if capped:
-        def cap_loss(mib: float) -> float:
-            q = dict(p, max_mib_per_s=mib)
-            return sum(math.log(predict(q, w)["iops"] / w.iops) ** 2 for w in capped)
-
-        hi = max(w.iops * w.bs_bytes for w in capped) / MIB * 2
-        p["max_mib_per_s"] = round(_minimize(cap_loss, hi / 20, hi, log=True), 1)
-        src["max_mib_per_s"] = "fitted to the bandwidth of " + ", ".join(f"{w.label} ({w.mb_per_s:,.0f} MB/s)"
-                                                                          for w in capped)
-    elif big:
-        fallback("max_mib_per_s", "the deep sequential runs reach what the queue law gives: no cap seen", 0.0)
+    # queue law and cap, with the transfer served in parallel or on one link: the deep runs choose
+    mid = [w for w in deep if TRANSFER_BYTES <= w.bs_bytes < LARGE_BYTES]
+    if mid:
+        trials = []
+        for serial in (False, True):
+            tp, ts, tm = dict(p, serial_transfer=serial), dict(src), list(missing)
+            _queue_and_cap(tp, ts, tm, deep)
+            trials.append((_iops_loss(tp, deep), serial, tp, ts, tm))
+        loss, serial, p, src, missing = min(trials, key=lambda t: t[0])
+        alt = [t[0] for t in trials if t[1] != serial][0]
+        src["serial_transfer"] = (f"{'one link' if serial else 'in parallel'}: the deep runs' IOPS fit better "
+                                  f"(loss {loss:.3g} vs {alt:.3g}), decided by "
+                                  + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in mid))
     else:
-        fallback("max_mib_per_s", "no deep sequential capture of 128 KiB or more", 0.0)
+        _queue_and_cap(p, src, missing, deep)
+        _fallback(p, src, missing, "serial_transfer", f"no deep-queue run of {TRANSFER_BYTES >> 10}-"
+                                                      f"{(LARGE_BYTES >> 10) - 1} KiB requests: transfer and cap "
+                                                      "cannot be told apart")
     for k in list(p):
         if isinstance(p[k], float):
             p[k] = float(f"{p[k]:.6g}")

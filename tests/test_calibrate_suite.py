@@ -48,6 +48,7 @@ def _suite(params=TRUE):
             _w("write-128k-qd1", "write", 128 << 10, 1, 0.0, params, params["write_host_us"]),
             _w("randread-4k-qd4", "randread", 4096, 4, 1.0, params),
             _w("randread-4k-qd32", "randread", 4096, 32, 1.0, params),
+            _w("randread-32k-qd8", "randread", 32 << 10, 8, 1.0, params),
             _w("randwrite-4k-qd32", "randwrite", 4096, 32, 0.0, params),
             _w("read-128k-qd16", "read", 128 << 10, 16, 1.0, params),
             _w("randrw50-4k-qd16", "randrw", 4096, 16, 0.5, params)]
@@ -145,11 +146,26 @@ def test_fit_recovers_a_known_device_and_says_what_it_could_not_identify():
     names = {m["parameter"]: m for m in f.not_identified}
     assert set(names) == {"write_cache_bytes"}
     assert "knee" in f.sources["parallelism"]
-    # without the QD4 run the knee is not placed: the default, said so
+    assert p["serial_transfer"] is False and f.sources["serial_transfer"].startswith("in parallel")
+    # with small reads at one depth the knee is not placed: the default, said so
     g = fit([w for w in _suite() if w.label != "randread-4k-qd4"])
     miss = {m["parameter"]: m for m in g.not_identified}
     assert miss["parallelism"]["default"] == 32 and "one depth only (32)" in miss["parallelism"]["why"]
     assert all(abs(r["iops_error_pct"]) < 2 and abs(r["lat_error_pct"]) < 2 for r in f.fitted)
+
+
+def test_fit_tells_a_transfer_on_one_link_from_a_parallel_one_under_a_cap():
+    """A device whose transfers queue on one link (an SSD's host interface, a virtio ring) and one
+    whose transfers overlap under a throughput cap reach the same deep sequential bandwidth; the
+    32 KiB run at depth 8 tells them apart, and without it the fit says it could not."""
+    link = dict(TRUE, serial_transfer=True, max_mib_per_s=0.0)
+    f = fit(_suite(link))
+    assert f.params["serial_transfer"] is True and f.sources["serial_transfer"].startswith("one link")
+    assert f.params["parallel_exponent"] == pytest.approx(0.4, abs=0.02)
+    assert all(abs(r["iops_error_pct"]) < 3 for r in f.fitted)
+    g = fit([w for w in _suite(link) if w.label != "randread-32k-qd8"])
+    miss = {m["parameter"]: m for m in g.not_identified}
+    assert miss["serial_transfer"]["default"] is False and "cannot be told apart" in miss["serial_transfer"]["why"]
 
 
 def test_fit_finds_a_write_cache_when_writes_are_faster():
@@ -171,11 +187,12 @@ def test_holdout_names_the_parameters_a_capture_alone_identifies(suite_holdout):
     rows = {r["workload"]: r for r in h["captures"]}
     assert rows["read-128k-qd16"]["lost"] == ["max_mib_per_s"]
     assert rows["randread-4k-qd32"]["lost"] == ["parallelism"]  # QD4 alone places no knee
+    assert rows["randread-32k-qd8"]["lost"] == ["serial_transfer"]
     assert rows["randrw50-4k-qd16"]["lost"] == []  # spanned by the rest: predicted from them
     assert abs(rows["randrw50-4k-qd16"]["iops_error_pct"]) < 3
     assert h["covered_captures"] >= 1 and h["covered_mean_abs_iops_error_pct"] < 3
     assert h["mean_abs_iops_error_pct"] == pytest.approx(
-        sum(abs(r["iops_error_pct"]) for r in h["captures"]) / 9)
+        sum(abs(r["iops_error_pct"]) for r in h["captures"]) / 10)
     with pytest.raises(ValueError, match="at least 2 captures"):
         holdout(_suite()[:1])
 
@@ -198,12 +215,12 @@ def test_a_calibration_is_kept_and_loaded_into_the_warehouse(data_dir, suite_hol
     load(data_dir)
     con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
     [c] = con.sql("SELECT * FROM device_calibrations").pl().iter_rows(named=True)
-    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == 9
+    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == 10
     assert c["parallel_exponent"] == pytest.approx(f.params["parallel_exponent"])
     assert c["holdout_mean_abs_iops_error_pct"] == pytest.approx(f.holdout["mean_abs_iops_error_pct"])
     assert c["not_identified"] == "write_cache_bytes"
     rows = con.sql("SELECT * FROM device_calibration_holdout ORDER BY capture_id").pl()
-    assert rows.height == 9 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
+    assert rows.height == 10 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
         "max_mib_per_s"
     by = {r["capture_id"]: r for r in f.holdout["captures"]}
     for r in rows.iter_rows(named=True):
@@ -254,11 +271,12 @@ MISSING = missing_tools()
 #: workloads the suite does not run: (name, rw, bs, iodepth, rwmixread)
 HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2", "randread", "16k", 2, None),
             ("randrw70-4k-qd4", "randrw", "4k", 4, 70), ("read-64k-qd1", "read", "64k", 1, None))
-#: the issue's bar is 15 % IOPS / 20 % latency; on this shared 2-core VM the same 3 s fio job moves by
-#: more than that run to run (docs/guide/calibrating.md), and no run met it for all four held-out
-#: workloads (worst seen: +29.6 % IOPS, -22.1 % latency). The test holds the model to 40 %: it fails
-#: a calibration as poor as one QD1 capture's (-75 % IOPS at QD8, -47 % for the 70/30 mix)
-IOPS_TOL, LAT_TOL = 0.40, 0.40
+#: the issue's bar is 15 % IOPS / 20 % latency. On this 2-core VM, quiet (as serial tests run), the two
+#: runs of docs/guide/calibrating.md met it (worst -12.0 % IOPS, +14.0 % latency); with other jobs on
+#: the cores no run did (worst +29.6 %). The test holds 25 %: the same 3 s fio job moves by +-20 %
+#: run to run on a shared disk; a calibration as poor as one QD1 capture's (-75 % IOPS at QD8) or
+#: one with the transfer served in parallel against this disk (+21 % at 16 KiB QD2) is near or past it
+IOPS_TOL, LAT_TOL = 0.25, 0.25
 JOB_S = 3
 
 
@@ -266,8 +284,8 @@ JOB_S = 3
 def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir, tmp_path):
     """calibrate-suite (3 s jobs, 64 MiB), calibrate from its captures, then four workloads outside
     the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
-    scenario: IOPS and mean latency within 40 % of fio's (the issue asks 15 / 20 %: not met here,
-    see ``IOPS_TOL``); the table is printed for the record.
+    scenario: IOPS and mean latency within 25 % of fio's (the issue asks 15 / 20 %: met on a quiet
+    machine, see ``IOPS_TOL``); the table is printed for the record.
 
     The other developers' and tests' load on this 2-core VM moves its disk: the same 3 s fio job run
     back to back varies by up to +-20 %, deep queues more (README). So the suite runs twice with the
