@@ -262,6 +262,7 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
 
     def run(segments: TraceSegments):
         state = model.new_state()
+        state.ensure_ids(segments.n_ids)  # a stream knows every distinct page at once: sized once, not doubled
         agg = CacheIntervals(interval) if interval is not None else None
         done = 0
         for segment in segments:

@@ -224,6 +224,27 @@ def test_cache_intervals_equal_the_polars_group_by():
     assert r["requests"].sum() == 5000 and r["pages"].sum() == model.counters(state)["pages"]
 
 
+def test_cache_intervals_running_sums_grow_both_ways_and_flush_when_too_wide(monkeypatch):
+    """Segments out of time order (the running window sums grow down and up) and a span wider
+    than ``ACC_WINDOWS_MAX`` (the sums go to a part and start again): the Polars group-by's rows."""
+    df = _requests(2, 6000).drop("latency_ns", "src_line")
+    model = cache_model("lru", 200 * PAGE, PAGE)
+    state = model.new_state()
+    builder = SegmentBuilder(PAGE)
+    segments = [builder.build(df.slice(a, 700)) for a in range(0, df.height, 700)]
+    order = [3, 1, 4, 0, 8, 2, 7, 5, 6]
+    for narrow in (False, True):
+        if narrow:
+            monkeypatch.setattr(CacheIntervals, "ACC_WINDOWS_MAX", 4)
+        got, want = CacheIntervals("2s"), IntervalAggregator("2s")
+        for i in order:
+            out = model.replay(state, segments[i])
+            got.add_outcomes(segments[i], out)
+            want.add(outcome_frame(segments[i], out))
+        r = got.result()
+        assert r.height > 20 and r.equals(want.result())
+
+
 @pytest.mark.parametrize("one_page", [True, False])
 def test_replay_into_intervals_equals_replay_then_add_outcomes(one_page):
     """The fused pass (totals and window sums from the hit flags, one-page requests) against the

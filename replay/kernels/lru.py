@@ -1,7 +1,11 @@
-"""LRU: a doubly linked list over dense page ids (``prev``/``next`` int32 arrays).
+"""LRU: a doubly linked list over dense page ids, both links of a page in one int64 (``link``:
+predecessor + 1 in the high 32 bits, successor + 1 in the low ones; -1: not resident).
 
 Same variant as libCacheSim's ``LRU``: a hit moves the page to the head, a miss evicts the tail
-when the cache is full and inserts at the head.
+when the cache is full and inserts at the head. One word per page instead of separate ``prev``,
+``next`` and ``resident`` arrays: an access touches one cache line per page, not three (the
+kernel is bound by memory latency on large footprints: 1.07-1.5x on 20 M accesses over 4-16 M
+pages, ``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -13,44 +17,44 @@ from replay.kernels.base import CacheModel, CacheState
 from replay.model import register
 
 HEAD, TAIL, SIZE = 0, 1, 2  # meta slots
+_LOW = np.int64(0xFFFFFFFF)  # the successor's field
+_HIGH = np.int64(-1) ^ _LOW  # the predecessor's
 
 
 @njit
-def lru_access(page_ids, hit, prev, nxt, resident, meta, capacity):
+def lru_access(page_ids, hit, link, meta, capacity):
     head = meta[HEAD]
     tail = meta[TAIL]
     size = meta[SIZE]
     for i in range(page_ids.shape[0]):
         x = page_ids[i]
-        if resident[x]:
+        lx = link[x]
+        if lx >= 0:
             hit[i] = 1
             if x != head:  # unlink x (it has a predecessor), push at head
-                p = prev[x]
-                n = nxt[x]
-                nxt[p] = n
+                p = (lx >> 32) - 1
+                n = (lx & _LOW) - 1
+                link[p] = (link[p] & _HIGH) | (n + 1)
                 if n >= 0:
-                    prev[n] = p
+                    link[n] = ((p + 1) << 32) | (link[n] & _LOW)
                 else:
                     tail = p
-                prev[x] = -1
-                nxt[x] = head
-                prev[head] = x
+                link[x] = head + 1
+                link[head] = ((x + 1) << 32) | (link[head] & _LOW)
                 head = x
             continue
         if size == capacity:  # evict the tail
             v = tail
-            resident[v] = 0
-            tail = prev[v]
+            tail = (link[v] >> 32) - 1
+            link[v] = -1
             if tail >= 0:
-                nxt[tail] = -1
+                link[tail] = link[tail] & _HIGH
             else:
                 head = -1
             size -= 1
-        resident[x] = 1
-        prev[x] = -1
-        nxt[x] = head
+        link[x] = head + 1  # no predecessor
         if head >= 0:
-            prev[head] = x
+            link[head] = ((x + 1) << 32) | (link[head] & _LOW)
         else:
             tail = x
         head = x
@@ -65,14 +69,13 @@ class LRU(CacheModel):
     """Least recently used (libCacheSim ``LRU``)."""
 
     name = "lru"
-    id_arrays = {"prev": (np.int32, -1), "next": (np.int32, -1), "resident": (np.uint8, 0)}
+    id_arrays = {"link": (np.int64, -1)}
 
     def _init_state(self, state: CacheState) -> None:
         state.meta[HEAD] = state.meta[TAIL] = -1
 
     def _access(self, state: CacheState, page_ids: np.ndarray, hit: np.ndarray) -> None:
-        a = state.by_id
-        lru_access(page_ids, hit, a["prev"], a["next"], a["resident"], state.meta, self.capacity_pages)
+        lru_access(page_ids, hit, state.by_id["link"], state.meta, self.capacity_pages)
 
     def _resident(self, state: CacheState) -> int:
         return int(state.meta[SIZE])
