@@ -80,11 +80,11 @@ def dag_steps_on_the_store(url: str, sources) -> None:
 
 def test_dag_steps_on_an_s3_data_root_equal_a_local_root(s3, tmp_path):
     sources = landed_traces(tmp_path / "src", 2, 20_000)
-    expected = in_process(tmp_path / "local", sources)
+    expected = in_process(tmp_path / "local", sources, SCENARIOS)
     s3.pipe("tiercast/root/replay.toml", f"scenarios = {SCENARIOS!r}\n".replace("'", '"').encode())
     dag_steps_on_the_store(URL, sources)
 
-    assert (object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()) == expected
+    assert [object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()] == expected
     # the requests stay in the store: DuckDB reads them there through the fsspec filesystem
     in_store = object_store.query(URL, "select count(*), sum(size) from requests").rows()
     assert in_store == object_store.query(URL, "select sum(requests), sum(bytes) from trace_volumes").rows()
@@ -127,7 +127,7 @@ def test_the_dags_run_on_an_s3_data_root_and_equal_a_local_root(s3, tmp_path):
     from test_dags import run_airflow
 
     sources = landed_traces(tmp_path / "src", 2, 5_000)
-    expected = in_process(tmp_path / "local", sources)
+    expected = in_process(tmp_path / "local", sources, SCENARIOS)
     local = tmp_path / "local"
     for t in list_traces(local):  # the skew, per trace in one process
         skew_trace(t, SLICE, data_dir=local)
@@ -153,7 +153,7 @@ print(json.dumps({'states': states}))
 """, tmp_path, URL)
     # the garbage file fails its own ingest, so the ingest run is red; the rest goes on
     assert out["states"] == ["failed", "success", "success", "success"]
-    assert (object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()) == expected
+    assert [object_store.query(URL, WHATIF).rows(), object_store.query(URL, INTERVALS).rows()] == expected
     # the skew, mapped over the traces' volumes on the workers and merged by the load task
     assert len(expected_skew) == 2 and object_store.query(URL, SKEW).rows() == expected_skew
     listed = sorted(p.removeprefix("tiercast/root/") for p in s3.find("tiercast/root"))
