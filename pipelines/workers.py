@@ -58,18 +58,23 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
     read every ``POLL_S`` seconds and whenever this process's own call reports)."""
     n = len(calls)
     results: list[Any] = [None] * n
+    state = {"next": 0, "stop": False, "count": 0}
+
+    def record(i: int, value: Any) -> None:
+        results[i] = value
+        state["count"] += 1
+        if done:
+            done(state["count"], n)
+
     if jobs <= 1 or n <= 1:
         for i, args in enumerate(calls):
-            kw = {"progress": lambda d, t, i=i: each(i, d, t)} if each else {}
-            results[i] = fn(*args, **kw)
-            if done:
-                done(i + 1, n)
+            record(i, fn(*args, **({"progress": lambda d, t, i=i: each(i, d, t)} if each else {})))
         return results
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue() if each else None
     finished: queue.Queue = queue.Queue()  # (index, future) of each worker call that ended
     lock = threading.Lock()
-    state = {"next": 0, "stop": False, "count": 0}
+    workers = min(jobs - 1, n - 1)
 
     def take() -> int | None:
         with lock:
@@ -97,13 +102,10 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
                     continue
                 return
             drain()
-            results[i] = f.result()
-            state["count"] += 1
-            if done:
-                done(state["count"], n)
+            record(i, f.result())
             block = False
 
-    with ProcessPoolExecutor(max_workers=min(jobs - 1, n - 1), mp_context=ctx,
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                              initializer=_start if each else None, initargs=(q,) if each else ()) as ex:
         def submit() -> None:
             i = take()
@@ -112,14 +114,10 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
                 f.add_done_callback(lambda f, i=i: (finished.put((i, f)), submit()))
 
         try:
-            for _ in range(min(jobs - 1, n - 1)):
+            for _ in range(workers):
                 submit()
             while (i := take()) is not None:
-                kw = {"progress": lambda d, t, i=i: (each(i, d, t), drain())} if each else {}
-                results[i] = fn(*calls[i], **kw)
-                state["count"] += 1
-                if done:
-                    done(state["count"], n)
+                record(i, fn(*calls[i], **({"progress": lambda d, t, i=i: (each(i, d, t), drain())} if each else {})))
                 collect(block=False)
             while state["count"] < n:
                 collect(block=True)
