@@ -45,10 +45,11 @@ scalar state and counters one structured record, ``ds.c[0].dirty``):
   the DRAM cache and back end (media, flash servers, free space and GC; one branch per request).
 * :mod:`replay.mech.cloud.kernel`: a cloud block-storage volume (``[cloud]``): token buckets and a
   service-time distribution instead of the storage processor, DRAM cache and back end
-  (:func:`run_cloud_requests`).
+  (:func:`run_volume_requests`).
 * :mod:`replay.mech.device.kernel`: one device measured from the host (``[device]``): a queue in front
   of N-way parallelism, asymmetric reads and writes, a write cache, a throughput cap
-  (:func:`run_device_requests`).
+  (:func:`run_volume_requests`; with ``[cloud]`` behind the volume's token buckets, in place of the
+  type's service-time draw).
 
 :func:`run_requests` composes them with a few calls per request: ``host.issue``,
 ``dram_cache.suspended``, ``host.storage_processor``, ``dram_cache.advance`` (background work
@@ -322,55 +323,48 @@ def run_flash_requests(params, state, req, start, out):
 
 
 @kernel
-def run_cloud_requests(params, state, req, offset, start, out):
-    """A cloud volume's event loop (``[cloud]``, ``replay.mech.cloud.kernel``): issue, the volume's
-    token buckets and service time; no storage processor, DRAM cache or RAID back end (its own
-    loop, as the all-flash array's). ``offset``: the requests' byte offsets (I/O merging)."""
+def run_volume_requests(params, state, req, offset, start, out):
+    """A volume seen from the host, its own loop as the all-flash array's (no storage processor,
+    DRAM cache or RAID back end): the host stack's delay (``[device]``), a cloud volume's token
+    buckets (``[cloud]``, ``replay.mech.cloud.kernel``), then the device's queue
+    (``replay.mech.device.kernel``) or, a cloud volume without ``[device]``, its type's service-time
+    draw. A cloud volume is a device with token buckets in front. ``offset``: the requests' byte
+    offsets (the cloud's I/O merging)."""
     hp = params.host
     bp = params.backend
     cp = params.cloud
+    dp = params.device
     hs = state.host
     ds = state.dram_cache
     cs = state.cloud
+    dv = state.device
     b = cs.buckets
     ev = state.events[0]
     for i in range(start, req.ts.shape[0]):
         arr = host.issue(hp, hs, req.ts[i])
         o = req.op[i]
-        host.count(hs, req.size[i], o)
+        size = req.size[i]
+        host.count(hs, size, o)
         if ev.now < arr:
             ev.now = arr
-        done, thr, st, ios = cl.request(cp, cs, req.vol[i], o, offset[i], req.size[i], arr, hs.c[0].requests)
-        cacheless_outcome(out, i, arr, done, thr, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
-        out.cloud_start_ns[i] = st
-        out.cloud_ios[i] = ios
-        out.cloud_credit_ios[i] = np.int64(b[0].bal + 0.5)
-        out.cloud_credit_bytes[i] = np.int64(b[1].bal + 0.5)
-        host.complete(hp, hs, arr, done, np.int64(0), thr)
-    return req.ts.shape[0]
-
-
-@kernel
-def run_device_requests(params, state, req, start, out):
-    """A measured device's event loop (``[device]``, ``replay.mech.device.kernel``): issue, the host
-    stack's delay, the device's queue; no storage processor, DRAM cache or RAID back end."""
-    hp = params.host
-    bp = params.backend
-    dp = params.device
-    hs = state.host
-    ds = state.dram_cache
-    dv = state.device
-    ev = state.events[0]
-    for i in range(start, req.ts.shape[0]):
-        arr = host.issue(hp, hs, req.ts[i])
-        o = req.op[i]
-        host.count(hs, req.size[i], o)
-        if ev.now < arr:
-            ev.now = arr
-        done, wait, q = dev.request(dp, dv, o, req.size[i], arr)
+        st = dev.host_stack(dp, o, arr)  # arr without [device]
+        wait = np.int64(0)
+        if cp.on:
+            st, wait, ios = cl.tokens(cp, cs, req.vol[i], o, offset[i], size, st)
+            out.cloud_start_ns[i] = st
+            out.cloud_ios[i] = ios
+            out.cloud_credit_ios[i] = np.int64(b[0].bal + 0.5)
+            out.cloud_credit_bytes[i] = np.int64(b[1].bal + 0.5)
+        if dp.on:
+            done, cache_wait, q = dev.serve(dp, dv, o, size, st)
+            wait += cache_wait
+            out.device_queue[i] = q
+            out.device_wait_ns[i] = cache_wait
+        elif o == OP_READ or o == OP_WRITE:
+            done = st + cl.service_ns(cp, o, hs.c[0].requests)
+        else:  # a trim or flush moves no data: acknowledged when it has passed the buckets
+            done = st
         cacheless_outcome(out, i, arr, done, wait, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
-        out.device_queue[i] = q
-        out.device_wait_ns[i] = wait
         host.complete(hp, hs, arr, done, np.int64(0), wait)
     return req.ts.shape[0]
 
@@ -588,11 +582,9 @@ class ArrayModel(Model):
             i = 0
             if flash_on:
                 i = run_flash_requests(self.kernel_params, state.kernel_state(), req, 0, out)
-            elif cloud_on:
-                i = run_cloud_requests(self.kernel_params, state.kernel_state(), req,
-                                       np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
-            elif device_on:
-                i = run_device_requests(self.kernel_params, state.kernel_state(), req, 0, out)
+            elif cloud_on or device_on:
+                i = run_volume_requests(self.kernel_params, state.kernel_state(), req,
+                                        np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
             while i < n:
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
                 if state.tiering.c[0]["rank_due"]:

@@ -261,10 +261,9 @@ class Scenario:
 
     def features(self) -> list[str]:
         """What the scenario models: DRAM cache mode, SSD cache, RAID levels, replay loop."""
-        if self.cloud:  # a cloud volume: no DRAM cache or RAID groups of its own
-            return [f"{self.replay.mode}_loop", SECTIONS["cloud"].feature(self.cloud)]
-        if self.device:  # a measured device: no DRAM cache or RAID groups of its own
-            return [f"{self.replay.mode}_loop", SECTIONS["device"].feature(self.device)]
+        if self.cloud or self.device:  # a volume (buckets, a device or both): no DRAM cache or RAID groups
+            return [f"{self.replay.mode}_loop", *(SECTIONS[k].feature(s) for k in ("cloud", "device")
+                                                   if (s := getattr(self, k)))]
         f = [f"dram:{self.dram.mode}"]
         f += sorted({f"raid{rg.level}" for rg in self.raid_groups})
         if any(self.drive_classes[rg.drive_class].kind == "ssd" for rg in self.raid_groups):

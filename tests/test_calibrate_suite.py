@@ -110,6 +110,46 @@ def test_device_throughput_cap_and_write_cache():
     assert s["iops"] == pytest.approx(n / ((n - fill) / 100 + fill * 0.26e-3), rel=0.01)
 
 
+#: a calibrated device behind a gp3 volume's buckets, as a user composes it: the device.toml calibrate
+#: writes, with the volume added by --set (3,000 IOPS included)
+GP3 = ("cloud.provider=aws", "cloud.volume_type=gp3", "cloud.size_bytes=500GiB")
+
+
+def _reads(n: int) -> pl.DataFrame:
+    return pl.DataFrame({"ts_ns": list(range(n)), "volume": ["d"] * n, "op": pl.Series([0] * n, dtype=pl.UInt8),
+                         "offset": [(i * 7919 % n) << 12 for i in range(n)], "size": [4096] * n})
+
+
+def test_a_cloud_volume_is_the_device_behind_token_buckets():
+    """Issue 32 item 4: [cloud] in front of a [device]. 16 outstanding 4 KiB reads on a one-channel
+    device of 100 us: alone 16 / (100 us + transfer) ~ 9,700 IOPS; behind gp3's 3,000 IOPS the buckets
+    set the rate, the device never queues (a request every 333 us, served in 103 us) and the latency is
+    Little's 16 / 3,000 s. A slow device (1 ms) under the same buckets sets the rate itself: 1,000 IOPS,
+    16 ms, no token waits once the first burst (16 requests at once, and their successors' first few ms)
+    has passed."""
+    from pipelines.replay import replay_frames
+
+    n = 20_000
+    fast = scenario_toml(_device(host_us=0.0, read_latency_us=100.0, parallelism=1), outstanding=16)
+    alone = replay_frames([_reads(n)], loads(fast, "<t>")).summary
+    x_us = 4096 / (1200.0 * MIB) * 1e6
+    assert alone["iops"] == pytest.approx(1e6 / (100.0 + x_us), rel=5e-3)
+    assert "cloud_throttled" not in alone
+    sc = loads(fast, "device.toml", overrides=GP3)
+    assert sc.features() == ["closed_loop", "cloud:aws:gp3", "device:1-way"]
+    s = replay_frames([_reads(n)], sc).summary
+    assert s["iops"] == pytest.approx(3000.0, rel=5e-3)
+    assert s["latency_mean_ms"] == pytest.approx(16 / 3000 * 1e3, rel=0.01)  # Little's law
+    assert s["cloud_throttled"] > 0.9 * n and s["cloud_ios"] == n
+    assert s["device_reads"] == n and n <= s["device_queue_sum"] <= n + 16  # alone but in the first burst
+    slow = loads(scenario_toml(_device(host_us=0.0, read_latency_us=1000.0, parallelism=1), outstanding=16),
+                 "device.toml", overrides=GP3)
+    s = replay_frames([_reads(n)], slow).summary
+    assert s["iops"] == pytest.approx(1000.0, rel=5e-3)
+    assert s["latency_mean_ms"] == pytest.approx(16.0, rel=0.01)
+    assert s["cloud_throttled"] <= 32 and s["device_queue_sum"] / n == pytest.approx(16, rel=0.01)
+
+
 def test_device_section_errors_name_file_line_and_rule():
     bad = scenario_toml(dict(TRUE, parallel_exponent=1.5), outstanding=1)
     with pytest.raises(ValueError, match=r"dev.toml.*line \d+.*parallel_exponent.*<= 1"):

@@ -1,7 +1,7 @@
 """A cloud block-storage volume (``[cloud]``): AWS EBS gp2 / gp3 / io2 / st1, Azure Premium SSD
 (with the credit bursting of P20 and below) and Premium SSD v2, GCP pd-balanced and Hyperdisk
 Balanced. Like the all-flash array it replaces the DRAM cache and the RAID back end
-(``replay.array.run_cloud_requests``: its own event loop); the host issues requests as for every
+(``replay.array.run_volume_requests``: its own event loop); the host issues requests as for every
 array (open loop at the trace's times, or closed loop at N outstanding).
 
 **I/O path.** A request is accounted in the provider's units (EBS: an SSD volume counts up to 256
@@ -12,6 +12,9 @@ volume throughput, instance IOPS, instance throughput; FCFS: a request starts at
 time all of them can give its tokens at once), then is served after a service time drawn from a lognormal through the
 type's median and 99th percentile (``read_latency_ms`` / ``read_latency_p99_ms`` ...), with no
 limit on I/Os in flight: the volume's limits are its buckets, the host's queue is the FCFS wait.
+With a ``[device]`` (``replay.mech.device.kernel``, e.g. ``tiercast calibrate`` of the volume measured
+from an instance) the device serves what the buckets let through instead, with its queue,
+parallelism, write cache and cap: a cloud volume is a device with token buckets in front.
 
 **A bucket** (:func:`ready`, :func:`commit`) has a peak rate (tokens per second it never exceeds over a window: a
 request's tokens leave ``u / peak`` apart, but up to ``rate_window_ms`` of them may pass back to
@@ -225,12 +228,12 @@ def account(cp, c, vol, op, offset, size):
 
 
 @step
-def request(cp, cs, vol, op, offset, size, t, n):
-    """A host request ready at ``t``; ``n``: its number in the run. Returns (done, token wait, when
-    it had its tokens, accounted I/Os)."""
+def tokens(cp, cs, vol, op, offset, size, t):
+    """A host request ready at ``t`` takes its tokens. Returns (when it had them, its wait for
+    them, accounted I/Os); a trim or flush moves no data and takes none."""
     c = cs.c[0]
-    if op != OP_READ and op != OP_WRITE:  # trim, flush: no data moves; acknowledged at once
-        return t, np.int64(0), t, np.int64(0)
+    if op != OP_READ and op != OP_WRITE:
+        return t, np.int64(0), np.int64(0)
     ios, acct = account(cp, c, vol, op, offset, size)
     b = cs.buckets
     u_io = np.float64(ios)
@@ -256,7 +259,7 @@ def request(cp, cs, vol, op, offset, size, t, n):
     if wait > 0:
         c.throttled += 1
         c.throttle_ns += wait
-    return start + service_ns(cp, op, n), wait, start, ios
+    return start, wait, ios
 
 
 def counters(sc, p, state) -> dict[str, int | float]:

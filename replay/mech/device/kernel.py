@@ -1,7 +1,8 @@
 """A device measured from the host (``[device]``): the back end as one queue in front of N-way internal
 parallelism, as an SSD, a virtual disk or a LUN behaves. Like the cloud volume it replaces the DRAM
-cache and the RAID back end (``replay.array.run_device_requests``: its own event loop); the host
-issues requests as for every array (open loop at the trace's times, or closed loop at N outstanding).
+cache and the RAID back end (``replay.array.run_volume_requests``: the loop it shares with the cloud
+volume, whose token buckets it can sit behind); the host issues requests as for every array (open
+loop at the trace's times, or closed loop at N outstanding).
 
 **Path of a request.** It spends ``host_us`` (a write ``write_host_us``) in the host's I/O stack (a delay, not a server: many
 I/Os pay it at once), then joins the device's FCFS queue. Its service time is its direction's
@@ -102,10 +103,16 @@ def counters(sc, p, state) -> dict[str, int]:
 
 
 @step
-def request(dp, dv, op, size, t):
-    """A host request issued at ``t``: returns (done, write-cache wait, queue length met)."""
+def host_stack(dp, op, t):
+    """When a request issued at ``t`` leaves the host's I/O stack (``host_us``, a write's
+    ``write_host_us``): a delay, not a server."""
+    return t + (dp.write_host_ns if op == OP_WRITE else dp.host_ns)
+
+
+@step
+def serve(dp, dv, op, size, ta):
+    """A request that reaches the device at ``ta``: returns (done, write-cache wait, queue length met)."""
     c = dv.c[0]
-    ta = t + (dp.write_host_ns if op == OP_WRITE else dp.host_ns)
     if op != OP_READ and op != OP_WRITE:  # trim, flush: no data moves
         return ta, np.int64(0), np.int64(0)
     ring = dv.done

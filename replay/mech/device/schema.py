@@ -69,12 +69,13 @@ class Device(DEVICE.base("Device")):
 
 
 def parse(w, t: dict, sc) -> Device:
-    """``[device]``: a device runs none of the array's other mechanisms."""
+    """``[device]``: a device runs none of the array's other mechanisms but a cloud volume's token
+    buckets (``[cloud]``: the device serves what the buckets let through)."""
     sec = "device"
     d = Device(**w.read(sec, DEVICE, t))
     if d.enabled:
         for name, what in (("ssd_cache", "SSD cache"), ("tiering", "FAST VP tiers"), ("snapshots", "snapshots"),
-                           ("flash", "all-flash array"), ("cloud", "cloud volume")):
+                           ("flash", "all-flash array")):
             other = sc.sections.get(name)
             if other is not None and other.enabled:
                 raise w.error(sec, "enabled", f"a device runs no {what}: switch [{name}] off")
