@@ -41,7 +41,7 @@ JOBS = (  # reads first, depth 1 next to each other: the two points of the media
     ("read-128k-qd1", "read", "128k", 1, None),
     ("randread-4k-qd4", "randread", "4k", 4, None),
     ("randread-4k-qd32", "randread", "4k", 32, None),
-    ("randread-32k-qd8", "randread", "32k", 8, None),  # transfer on one link or in parallel (serial_transfer)
+    ("randread-32k-qd8", "randread", "32k", 8, None),  # how much transfers overlap (transfer_overlap)
     ("read-128k-qd16", "read", "128k", 16, None),
     ("randwrite-4k-qd1", "randwrite", "4k", 1, None),
     ("write-128k-qd1", "write", "128k", 1, None),

@@ -55,9 +55,12 @@ SMALL_BYTES = 64 << 10
 KNEES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256)
 #: sequential runs at least this large identify the media rate and the cap
 LARGE_BYTES = 128 << 10
-#: deep runs of requests from this size up to LARGE_BYTES tell a transfer served on one link
-#: (``serial_transfer``) from one served in parallel under a cap
+#: deep runs of requests from this size up to LARGE_BYTES tell how much transfers overlap
+#: (``transfer_overlap``: 0 one link, 1 in parallel) apart from a cap
 TRANSFER_BYTES = 16 << 10
+#: rounds of (queue law at the overlap, overlap and cap at the law): the second corrects the first law's
+#: bias from fitting at full overlap
+OVERLAP_ROUNDS = 2
 DEFAULTS = {p.name: p.default for p in DEVICE.params}
 
 
@@ -186,7 +189,10 @@ def _frame(w: Workload, n: int, seed: int = 7) -> pl.DataFrame:
                          "offset": off, "size": np.full(n, w.bs_bytes, dtype=np.int64)})
 
 
-_FRAMES: dict = {}
+#: the synthetic request stream of each workload predicted, built once (a fit predicts each hundreds of
+#: times); at most SEGMENTS_MAX of them (~1 MB each) in a long-lived process
+_SEGMENTS: dict = {}
+SEGMENTS_MAX = 256
 
 
 def predict(params: dict, w: Workload, n: int = FIT_REQUESTS) -> dict:
@@ -197,10 +203,12 @@ def predict(params: dict, w: Workload, n: int = FIT_REQUESTS) -> dict:
     from replay.scenario import loads
 
     sc = loads(scenario_toml(params, outstanding=w.iodepth), "<device fit>")
-    key = (w.capture_id, w.bs_bytes, w.read_share, w.sequential, n)
-    if key not in _FRAMES:
-        _FRAMES[key] = _frame(w, n)
-    seg = SegmentBuilder(sc.dram.page_bytes).build(_FRAMES[key])
+    key = (w.capture_id, w.bs_bytes, w.read_share, w.sequential, n, sc.dram.page_bytes)
+    if key not in _SEGMENTS:
+        if len(_SEGMENTS) >= SEGMENTS_MAX:
+            _SEGMENTS.clear()
+        _SEGMENTS[key] = SegmentBuilder(sc.dram.page_bytes).build(_frame(w, n))
+    seg = _SEGMENTS[key]
     model = ArrayModel(sc)
     state = model.new_state()
     state.volume_names = ["device"]
@@ -255,9 +263,9 @@ def _iops_loss(p: dict, runs: list[Workload]) -> float:
     return sum(math.log(predict(p, w)["iops"] / w.iops) ** 2 for w in runs)
 
 
-def _queue_and_cap(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
-    """The queue law (exponent per direction, the knee) and the throughput cap from the deep runs,
-    into ``p`` (its ``serial_transfer`` as given), with their sources and what fell back."""
+def _queue_law(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
+    """The queue law (exponent per direction, the knee) from the deep runs of small requests, into
+    ``p`` (its ``transfer_overlap`` as given), with their sources and what fell back."""
     def fallback(name: str, why: str, value=None) -> None:
         _fallback(p, src, missing, name, why, value)
 
@@ -303,6 +311,13 @@ def _queue_and_cap(p: dict, src: dict, missing: list, deep: list[Workload]) -> N
         why = (f"read runs at one depth only ({depths[0]}): the knee is not placed" if depths else
                "no deep-queue read run of requests <= 64 KiB")
         fallback("parallelism", why)
+
+
+def _cap(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
+    """The throughput cap from the deep sequential runs the queue law overshoots, into ``p``."""
+    def fallback(name: str, why: str, value=None) -> None:
+        _fallback(p, src, missing, name, why, value)
+
     # throughput cap: deep sequential runs the queue law overshoots
     big = [w for w in deep if w.bs_bytes >= LARGE_BYTES]
     capped = []
@@ -415,24 +430,33 @@ def fit(workloads: list[Workload]) -> DeviceFit:
         src["drain_mib_per_s"] = "default: the reads' media rate (no run filled the cache)"
     else:
         fallback("write_cache_bytes", "writes are not faster than reads" if writers else "no write capture", 0)
-    # queue law and cap, with the transfer served in parallel or on one link: the deep runs choose
+    # queue law and cap, and how much the transfers overlap: the deep runs choose. The queue law
+    # comes from small requests (little transfer), so it is fitted at full overlap, the overlap and
+    # cap chosen with it, the law refitted at that overlap, and the overlap chosen again (OVERLAP_ROUNDS)
     mid = [w for w in deep if TRANSFER_BYTES <= w.bs_bytes < LARGE_BYTES]
     if mid:
-        trials = []
-        for serial in (False, True):
-            tp, ts, tm = dict(p, serial_transfer=serial), dict(src), list(missing)
-            _queue_and_cap(tp, ts, tm, deep)
-            trials.append((_iops_loss(tp, deep), serial, tp, ts, tm))
-        loss, serial, p, src, missing = min(trials, key=lambda t: t[0])
-        alt = [t[0] for t in trials if t[1] != serial][0]
-        src["serial_transfer"] = (f"{'one link' if serial else 'in parallel'}: the deep runs' IOPS fit better "
-                                  f"(loss {loss:.3g} vs {alt:.3g}), decided by "
-                                  + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in mid))
+        def trial(o: float, law: tuple) -> tuple:
+            tp, ts, tm = dict(law[0], transfer_overlap=o), dict(law[1]), list(law[2])
+            _cap(tp, ts, tm, deep)
+            return _iops_loss(tp, deep), tp, ts, tm
+
+        o = 1.0
+        for _ in range(OVERLAP_ROUNDS):
+            law = (dict(p, transfer_overlap=o), dict(src), list(missing))
+            _queue_law(*law, deep)
+            trials: dict[float, tuple] = {}
+            o = round(_minimize(lambda x, law=law, trials=trials: trials.setdefault(
+                round(x, 3), trial(round(x, 3), law))[0], 0.0, 1.0, grid=5, iters=6), 3)
+        loss, p, src, missing = trials[o]
+        ends = ", ".join(f"{x:g}: {trials[x][0]:.3g}" for x in (0.0, 1.0))
+        src["transfer_overlap"] = (f"the overlap whose queue law and cap fit the deep runs' IOPS best (loss {loss:.3g}; "
+                                   f"{ends}), decided by " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in mid))
     else:
-        _queue_and_cap(p, src, missing, deep)
-        _fallback(p, src, missing, "serial_transfer", f"no deep-queue run of {TRANSFER_BYTES >> 10}-"
-                                                      f"{(LARGE_BYTES >> 10) - 1} KiB requests: transfer and cap "
-                                                      "cannot be told apart")
+        _queue_law(p, src, missing, deep)
+        _cap(p, src, missing, deep)
+        _fallback(p, src, missing, "transfer_overlap", f"no deep-queue run of {TRANSFER_BYTES >> 10}-"
+                                                       f"{(LARGE_BYTES >> 10) - 1} KiB requests: transfer and cap "
+                                                       "cannot be told apart")
     for k in list(p):
         if isinstance(p[k], float):
             p[k] = float(f"{p[k]:.6g}")

@@ -79,9 +79,9 @@ def test_device_with_ideal_channels_serves_q_at_once():
         m = predict(p, _w("x", "randread", 4096, q, 1.0, p), n=40_000)
         assert m["iops"] == pytest.approx(q / s_ms * 1e3, rel=2e-3)
         assert m["lat_mean_ms"] == pytest.approx(s_ms, rel=2e-3)
-    # a serial transfer: only the fixed latency is shared, S = L / Q + transfer
+    # transfers on one link (overlap 0): only the fixed latency is shared, S = L / Q + transfer
     x_ms = 4096 / (1200.0 * MIB) * 1e3
-    m = predict(dict(p, serial_transfer=True), _w("x", "randread", 4096, 8, 1.0, p), n=40_000)
+    m = predict(dict(p, transfer_overlap=0.0), _w("x", "randread", 4096, 8, 1.0, p), n=40_000)
     assert m["iops"] == pytest.approx(1e3 / (0.040 / 8 + x_ms), rel=5e-3)
     # beyond N the gain stops: Q = 64 on N = 16 runs at 16 / S
     m = predict(dict(p, parallelism=16), _w("x", "randread", 4096, 64, 1.0, p), n=40_000)
@@ -186,7 +186,7 @@ def test_fit_recovers_a_known_device_and_says_what_it_could_not_identify():
     names = {m["parameter"]: m for m in f.not_identified}
     assert set(names) == {"write_cache_bytes"}
     assert "knee" in f.sources["parallelism"]
-    assert p["serial_transfer"] is False and f.sources["serial_transfer"].startswith("in parallel")
+    assert p["transfer_overlap"] >= 0.9 and f.sources["transfer_overlap"].startswith("the overlap")
     # with small reads at one depth the knee is not placed: the default, said so
     g = fit([w for w in _suite() if w.label != "randread-4k-qd4"])
     miss = {m["parameter"]: m for m in g.not_identified}
@@ -195,17 +195,21 @@ def test_fit_recovers_a_known_device_and_says_what_it_could_not_identify():
 
 
 def test_fit_tells_a_transfer_on_one_link_from_a_parallel_one_under_a_cap():
-    """A device whose transfers queue on one link (an SSD's host interface, a virtio ring) and one
-    whose transfers overlap under a throughput cap reach the same deep sequential bandwidth; the
-    32 KiB run at depth 8 tells them apart, and without it the fit says it could not."""
-    link = dict(TRUE, serial_transfer=True, max_mib_per_s=0.0)
+    """A device whose transfers queue on one link (an SSD's host interface, a virtio ring), one whose
+    transfers overlap half-way, and one whose transfers overlap under a throughput cap reach similar
+    deep sequential bandwidths; the 32 KiB run at depth 8 tells them apart, and without it the fit
+    says it could not."""
+    link = dict(TRUE, transfer_overlap=0.0, max_mib_per_s=0.0)
     f = fit(_suite(link))
-    assert f.params["serial_transfer"] is True and f.sources["serial_transfer"].startswith("one link")
+    assert f.params["transfer_overlap"] <= 0.1
     assert f.params["parallel_exponent"] == pytest.approx(0.4, abs=0.02)
     assert all(abs(r["iops_error_pct"]) < 3 for r in f.fitted)
+    half = fit(_suite(dict(TRUE, transfer_overlap=0.5, max_mib_per_s=0.0)))
+    assert half.params["transfer_overlap"] == pytest.approx(0.5, abs=0.15)
+    assert all(abs(r["iops_error_pct"]) < 3 for r in half.fitted)
     g = fit([w for w in _suite(link) if w.label != "randread-32k-qd8"])
     miss = {m["parameter"]: m for m in g.not_identified}
-    assert miss["serial_transfer"]["default"] is False and "cannot be told apart" in miss["serial_transfer"]["why"]
+    assert miss["transfer_overlap"]["default"] == 1.0 and "cannot be told apart" in miss["transfer_overlap"]["why"]
 
 
 def test_fit_finds_a_write_cache_when_writes_are_faster():
@@ -227,7 +231,7 @@ def test_holdout_names_the_parameters_a_capture_alone_identifies(suite_holdout):
     rows = {r["workload"]: r for r in h["captures"]}
     assert rows["read-128k-qd16"]["lost"] == ["max_mib_per_s"]
     assert rows["randread-4k-qd32"]["lost"] == ["parallelism"]  # QD4 alone places no knee
-    assert rows["randread-32k-qd8"]["lost"] == ["serial_transfer"]
+    assert rows["randread-32k-qd8"]["lost"] == ["transfer_overlap"]
     assert rows["randrw50-4k-qd16"]["lost"] == []  # spanned by the rest: predicted from them
     assert abs(rows["randrw50-4k-qd16"]["iops_error_pct"]) < 3
     assert h["covered_captures"] >= 1 and h["covered_mean_abs_iops_error_pct"] < 3

@@ -85,9 +85,11 @@ def new_queues(n: int) -> np.ndarray:
     return q
 
 
-def gain_table(beta: float, qmax: int) -> list[float]:
+def gain_table(beta: float, qmax: int) -> np.ndarray:
     """gain(q) = min(q, q_max) ** beta for whole queue lengths q = 0 .. GAIN_TABLE - 1."""
-    return [1.0 if q <= 1 else float(min(q, qmax)) ** beta for q in range(GAIN_TABLE)]
+    g = np.minimum(np.arange(GAIN_TABLE, dtype=np.float64), float(qmax)) ** beta
+    g[:2] = 1.0
+    return g
 
 
 @step

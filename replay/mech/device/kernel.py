@@ -6,8 +6,8 @@ loop at the trace's times, or closed loop at N outstanding).
 
 **Path of a request.** It spends ``host_us`` (a write ``write_host_us``) in the host's I/O stack (a delay, not a server: many
 I/Os pay it at once), then joins the device's FCFS queue. Its service time is its direction's
-``latency + size / rate`` (reads and writes differ), divided by the parallel gain
-``g(q) = min(q, N) ** e`` (``e`` per direction) with q the requests in the device when it arrives (itself included):
+``latency / g(q) + size / rate / g(q) ** transfer_overlap`` (reads and writes differ), with the parallel gain
+``g(q) = min(q, N) ** e`` (``e`` per direction) and q the requests in the device when it arrives (itself included):
 with exponent 1 that is N independent channels sharing the work of the queue; below 1 channels that
 interfere (one controller, one host thread behind a virtual disk). A throughput cap makes the
 service at least ``size / max_mib_per_s``.
@@ -63,7 +63,8 @@ class DeviceParams(NamedTuple):
     write_ns_per_byte: float
     gain_table: np.ndarray  # float64 [queueing.GAIN_TABLE]: g(q) of a read
     write_gain_table: np.ndarray  # of a write
-    serial: int  # 1: the transfer is not divided by the gain
+    xfer_gain_table: np.ndarray  # g(q) ** transfer_overlap of a read's transfer
+    write_xfer_gain_table: np.ndarray  # of a write's
     cap_ns_per_byte: float  # 0: no throughput cap
     cache_bytes: float  # 0: no write cache
     drain_ns_per_byte: float
@@ -77,18 +78,20 @@ class DeviceState(NamedTuple):
 def params(sc) -> DeviceParams:
     d = sc.device
     if d is None:
-        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, np.ones(qk.GAIN_TABLE), np.ones(qk.GAIN_TABLE), 0,
-                            0.0, 0.0, 0.0)
+        one = np.ones(qk.GAIN_TABLE)
+        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, one, one, one, one, 0.0, 0.0, 0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
+    gain = qk.gain_table(d.parallel_exponent, d.parallelism)
+    write_gain = qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
+                               else d.write_parallel_exponent, d.parallelism)
     return DeviceParams(
         on=1, host_ns=int(round(d.host_us * 1e3)),
         write_host_ns=int(round((d.host_us if d.write_host_us is None else d.write_host_us) * 1e3)),
         read_ns=d.read_latency_us * 1e3, read_ns_per_byte=1e9 / (d.read_mib_per_s * MIB),
         write_ns=d.write_latency_us * 1e3, write_ns_per_byte=1e9 / (d.write_mib_per_s * MIB),
-        gain_table=np.array(qk.gain_table(d.parallel_exponent, d.parallelism)),
-        write_gain_table=np.array(qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
-                                                else d.write_parallel_exponent, d.parallelism)),
-        serial=int(d.serial_transfer), cap_ns_per_byte=1e9 / (d.max_mib_per_s * MIB) if d.max_mib_per_s else 0.0,
+        gain_table=gain, write_gain_table=write_gain, xfer_gain_table=gain ** d.transfer_overlap,
+        write_xfer_gain_table=write_gain ** d.transfer_overlap,
+        cap_ns_per_byte=1e9 / (d.max_mib_per_s * MIB) if d.max_mib_per_s else 0.0,
         cache_bytes=float(d.write_cache_bytes), drain_ns_per_byte=1e9 / (drain * MIB))
 
 
@@ -126,12 +129,11 @@ def serve(dp, dv, op, size, ta):
     q = n - head + 1
     k = q if q < qk.GAIN_TABLE else qk.GAIN_TABLE - 1
     if op == OP_WRITE:
-        fixed, xfer, g = dp.write_ns, size * dp.write_ns_per_byte, dp.write_gain_table[k]
+        svc = dp.write_ns / dp.write_gain_table[k] + size * dp.write_ns_per_byte / dp.write_xfer_gain_table[k]
         c.writes += 1
     else:
-        fixed, xfer, g = dp.read_ns, size * dp.read_ns_per_byte, dp.gain_table[k]
+        svc = dp.read_ns / dp.gain_table[k] + size * dp.read_ns_per_byte / dp.xfer_gain_table[k]
         c.reads += 1
-    svc = fixed / g + xfer if dp.serial else (fixed + xfer) / g
     floor = size * dp.cap_ns_per_byte
     if svc < floor:
         svc = floor

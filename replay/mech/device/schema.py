@@ -36,9 +36,10 @@ DEVICE = Section("device", (
     Param("write_parallel_exponent", "float", None, "", "the exponent of writes when they share the channels "
           "differently from reads (None: parallel_exponent)", "estimate", "as reads", minimum=0, maximum=1,
           optional=True),
-    Param("serial_transfer", "bool", False, "", "true: only the fixed latency is served in parallel, the "
-          "transfer (size / rate) of the requests in the device goes one at a time (one link, one copy "
-          "thread); false: the whole service is", "estimate", "false: NVMe data moves over many lanes"),
+    Param("transfer_overlap", "float", 1.0, "", "how much of the transfer (size / rate) the channels overlap: "
+          "it is divided by g(q) ** this, the fixed latency by g(q) (1: the whole service is served in parallel; "
+          "0: the transfers of the requests in the device go one at a time, one link or one copy thread; between: "
+          "links that overlap partly)", "estimate", "1: NVMe data moves over many lanes", minimum=0, maximum=1),
     Param("max_mib_per_s", "float", 0.0, "MiB/s", "throughput cap of the device (its link or controller; 0: "
           "none)", "estimate", "none known", **_NONNEG),
     Param("write_cache_bytes", "size", 0, "B", "write cache: writes are acknowledged at write_latency_us while "
