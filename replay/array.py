@@ -222,6 +222,9 @@ def run_requests(params, state, req, shift, start, out, tmp):
             ev.now = tc
         # 5. pages
         v = req.vol[i]
+        splits0 = ns.c[0].read_splits
+        if np_.on:
+            out.snapshot_delete_ios[i] = snap.advance(np_, ns, bp, bs, arr) if np_.row else 0
         if tp.on and p1 > p0 and (o == OP_READ or o == OP_WRITE):
             tier.touch(tp, ts, bs, v, req.unit_no[p0], req.unit_no[p1 - 1], arr)
         done = tc
@@ -233,14 +236,16 @@ def run_requests(params, state, req, shift, start, out, tmp):
         bbusy = np.int64(0)
         rg_req = -1
         if o == OP_READ:
-            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, ev, logs.ssd_promotion, v, p0, p1, req.unit,
-                                                        req.pbit, req.unit_no, tc, tmp)
+            done, rp, rh, bios, bbusy, rg_req = dc.read(dp, ds, bp, bs, sp, ss, ev, logs.ssd_promotion, np_, ns, v, p0,
+                                                        p1, req.unit, req.pbit, req.unit_no, tc, tmp)
         elif o == OP_WRITE:
             tw = tc
             if np_.on:
-                tw, first = snap.before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, req.unit, req.unit_no, arr, tc,
-                                               tmp)
+                tw, first, upd, mios = snap.before_write(np_, ns, dp, ds, bp, bs, v, p0, p1, req.unit, req.pbit,
+                                                         req.unit_no, arr, tc, tmp)
                 out.snapshot_first_writes[i] = first
+                out.snapshot_map_updates[i] = upd
+                out.snapshot_map_ios[i] = mios
             done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0,
                                                             p1, req.unit, req.pbit, req.unit_no, tw, tmp)
             stall += st
@@ -264,6 +269,10 @@ def run_requests(params, state, req, shift, start, out, tmp):
         out.rg_dirty_pages[i] = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
         if np_.on and o != OP_WRITE:
             out.snapshot_first_writes[i] = 0
+            out.snapshot_map_updates[i] = 0
+            out.snapshot_map_ios[i] = 0
+        if np_.on:
+            out.snapshot_read_splits[i] = ns.c[0].read_splits - splits0
         if sp.on:
             out.ssd_read_hits[i] = sc.read_hits - rh0
             out.ssd_read_misses[i] = sc.read_misses - rm0

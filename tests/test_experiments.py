@@ -167,8 +167,8 @@ def test_cli_json_shape_and_the_printed_table(tmp_path):
     assert by["s004_write"]["ok"] is False and by["s004_row_ratio"]["ok"] is True  # the miss stays a miss
     r = CliRunner().invoke(app, [str(a) for a in args])
     assert r.exit_code == 0
-    assert "kind" in r.stdout and "identity" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
-    assert "(identity 1 of 1 within, validation 0 of 1 within)" in " ".join(r.stdout.split())
+    assert "kind" in r.stdout and "validation" in r.stdout and "OUTSIDE" in r.stdout and "2 figures, 1 outside" in r.stdout
+    assert "(validation 1 of 2 within)" in " ".join(r.stdout.split())
     # 80 columns: each figure by its key, its description with --wide
     from pipelines.seed_figures import BY_KEY
 
@@ -213,8 +213,8 @@ def test_sensitivity_table_in_the_json_the_terminal_and_the_report(tmp_path):
     """``--sensitivity`` on seed 004: every fitted parameter of ``vnx5500-snapshots`` (the SP
     overhead fitted to seed 000's 2 GB run, the drives' reordering fitted to its peaks) moved -/+ 10 %
     against both figures. Streaming 1 MiB writes are bound by the drives' transfer, not the SP's
-    30 us or the reordering: no figure moves by 1 %, and the snapshot ratio (an identity) not at
-    all, since both of its runs move together."""
+    30 us or the reordering: no figure moves by 1 %, and the snapshot ratio hardly at all, since
+    both of its runs move together (redirect-on-write's metadata writes are the only difference)."""
     args = ["experiments", "--only", "seed004", "--quick", "--sensitivity", "--data-dir", tmp_path / "data",
             "--report", tmp_path / "seeds.html"]
     r = CliRunner().invoke(app, [str(a) for a in [*args, "--json"]])
@@ -225,7 +225,7 @@ def test_sensitivity_table_in_the_json_the_terminal_and_the_report(tmp_path):
     over = {x["figure"]: x for x in sens if x["parameter"] == "overhead_us"}
     assert over["s004_write"]["minus"] == "30.0 -> 27.0" and over["s004_write"]["plus"] == "30.0 -> 33.0"
     assert all(abs(x["minus_pct"]) < 1 and abs(x["plus_pct"]) < 1 and x["robust"] for x in sens)
-    assert all(x["minus_pct"] == 0 == x["plus_pct"] for x in sens if x["figure"] == "s004_row_ratio")
+    assert all(abs(x["minus_pct"]) < 0.1 and abs(x["plus_pct"]) < 0.1 for x in sens if x["figure"] == "s004_row_ratio")
     html = (tmp_path / "seeds.html").read_text()
     assert "Sensitivity to the fitted parameters" in html and f"{len(sens)} figure x parameter pairs, 0 fragile" in html
     assert (tmp_path / "seeds_tables" / "seed_sensitivity.csv").read_text().count("\n") == len(sens) + 1

@@ -102,6 +102,7 @@ def test_mechanism_results_compiled_equal_their_polars_expressions(mech):
     """The cloud and snapshot results sum arrays in compiled code (``add_arrays``); their
     aggregators' Polars expressions over a frame of the same requests give the same rows."""
     from replay.mech.cloud.results import Results as Cloud
+    from replay.mech.snapshots.results import WORK
     from replay.mech.snapshots.results import Results as Snapshots
 
     class Model:  # what the two Results read from the model at construction
@@ -121,7 +122,7 @@ def test_mechanism_results_compiled_equal_their_polars_expressions(mech):
            "size_bytes": rng.integers(512, 1 << 20, n), "throttle_ns": rng.choice([0, 0, 5, 10**6], n),
            "cloud_start_ns": ts + rng.integers(0, 10**9, n), "cloud_ios": rng.integers(0, 3, n),
            "cloud_credit_ios": rng.integers(-5, 10**6, n), "cloud_credit_bytes": rng.integers(0, 1 << 40, n),
-           "snapshot_first_writes": rng.integers(0, 4, n)}
+           "snapshot_first_writes": rng.integers(0, 4, n), **{w: rng.integers(0, 9, n) for w in WORK}}
     res = Cloud(Model, 10**9) if mech == "cloud" else Snapshots(Model, 10**9)
     aggs = {"cloud_start_ns": res.started, "ts_ns": res.arrived} if mech == "cloud" else {"ts_ns": res.sums}
     res.add(req, {})

@@ -1154,9 +1154,40 @@ def prefetch_neighbours(ds, punit, p0, p1):
 
 
 @step
-def read(dp, ds, bp, bs, sp, ss, ev, plog, v, p0, p1, punit, pbit, puno, tc, tmp):
+def miss_read(np_, ns, sp, ss, bp, bs, ev, plog, y, u, b0, b1, page, t):
+    """The back-end read of pages b0..b1 of unit u (record y) missed by the DRAM cache: one I/O,
+    or with redirect-on-write snapshots (``replay.mech.snapshots.kernel``) one per run of pages
+    whose blocks were moved by the same write (``ns.tag``), each extra one counted in
+    ``read_splits``. Returns (done, HDD busy, HDD I/Os)."""
+    if not np_.row:
+        dn, s, hdd = ssd.read(sp, ss, bp, bs, ev, plog, u, y.rg, y.data, y.p1, b0, (b1 - b0 + 1) * page, t)
+        return dn, s * hdd, hdd
+    done = t
+    busy = np.int64(0)
+    ios = 0
+    pps = np_.pages_per_slot
+    last = np_.slots - 1
+    b = b0
+    while b <= b1:
+        tg = ns.tag[u, min(b // pps, last)]
+        e = b + 1
+        while e <= b1 and ns.tag[u, min(e // pps, last)] == tg:
+            e += 1
+        dn, s, hdd = ssd.read(sp, ss, bp, bs, ev, plog, u, y.rg, y.data, y.p1, b, (e - b) * page, t)
+        done = max(done, dn)
+        busy += s * hdd
+        ios += hdd
+        if b > b0:
+            ns.c[0].read_splits += 1
+        b = e
+    return done, busy, ios
+
+
+@step
+def read(dp, ds, bp, bs, sp, ss, ev, plog, np_, ns, v, p0, p1, punit, pbit, puno, tc, tmp):
     """A host read at tc of pages p0..p1: hits, misses from the back end (contiguous pages of one
-    unit in one I/O), fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
+    unit in one I/O; ``np_`` / ``ns``: the snapshots', whose redirects split it, :func:`miss_read`),
+    fills. Returns (done, pages, hits, backend I/Os, backend busy, RAID group)."""
     un = ds.units
     c = ds.c[0]
     page = dp.page_bytes
@@ -1190,12 +1221,10 @@ def read(dp, ds, bp, bs, sp, ss, ev, plog, v, p0, p1, punit, pbit, puno, tc, tmp
             glast = b
         else:
             if gu >= 0:
-                y = un[gu]
-                dn, s, hdd = ssd.read(sp, ss, bp, bs, ev, plog, gu, y.rg, y.data, y.p1, gfirst,
-                                      (glast - gfirst + 1) * page, tc)
+                dn, s, hdd = miss_read(np_, ns, sp, ss, bp, bs, ev, plog, un[gu], gu, gfirst, glast, page, tc)
                 done = max(done, dn)
                 bios += hdd
-                bbusy += s * hdd
+                bbusy += s
             gu = u
             gfirst = b
             glast = b
@@ -1215,12 +1244,10 @@ def read(dp, ds, bp, bs, sp, ss, ev, plog, v, p0, p1, punit, pbit, puno, tc, tmp
             else:
                 x.part = -1
     if gu >= 0:
-        y = un[gu]
-        dn, s, hdd = ssd.read(sp, ss, bp, bs, ev, plog, gu, y.rg, y.data, y.p1, gfirst, (glast - gfirst + 1) * page,
-                              tc)
+        dn, s, hdd = miss_read(np_, ns, sp, ss, bp, bs, ev, plog, un[gu], gu, gfirst, glast, page, tc)
         done = max(done, dn)
         bios += hdd
-        bbusy += s * hdd
+        bbusy += s
     c.read_pages += rp
     c.read_hits += rh
     return done, rp, rh, bios, bbusy, rg_req

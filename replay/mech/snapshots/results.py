@@ -3,7 +3,9 @@
 ``snapshot_intervals`` table and the summary's peak and end.
 
 The kernel marks, per write, the chunks it wrote first since the latest snapshot
-(``snapshot_first_writes``); here they are summed per snapshot interval as the replay streams.
+(``snapshot_first_writes``); here they are summed per snapshot interval as the replay streams,
+and so is redirect-on-write's back-end work (the ``WORK`` outcome columns, ``outputs.OUTCOMES``):
+each becomes a column of ``snapshot_intervals`` named without the ``snapshot_`` prefix.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from schemas.trace import OP_WRITE
 
 #: the per-run tables (``results/array_<table>/<run_id>.parquet``, the warehouse table of that name)
 TABLES = ("snapshot_intervals",)
+
+#: redirect-on-write's work per request (``replay.mech.snapshots.outputs.OUTCOMES``), summed per snapshot interval
+WORK = ("snapshot_map_updates", "snapshot_map_ios", "snapshot_read_splits", "snapshot_delete_ios")
 
 #: the summary fields it adds
 SUMMARY = (
@@ -39,14 +44,16 @@ class Results:
         self.sums = IntervalAggregator(self.params.every_ns, sums={
             "writes": (pl.col("op") == OP_WRITE).sum().cast(pl.Int64),
             "write_bytes": pl.when(pl.col("op") == OP_WRITE).then(pl.col("size_bytes")).otherwise(0).sum(),
-            "blocks": pl.col("snapshot_first_writes").sum()}, ratios={})
+            "blocks": pl.col("snapshot_first_writes").sum(),
+            **{w.removeprefix("snapshot_"): pl.col(w).sum() for w in WORK}}, ratios={})
 
     def add(self, requests: Mapping[str, np.ndarray], logs: dict[str, pl.DataFrame]) -> None:
         """One segment's requests (``ts_ns`` = arrival, op, size_bytes and the outcome columns) and
         records, by compiled sums (the Polars expressions above say what each is)."""
         writes = (requests["op"] == OP_WRITE).astype(np.int64)
         self.sums.add_arrays(requests["ts_ns"], {"writes": writes, "write_bytes": writes * requests["size_bytes"],
-                                                 "blocks": requests["snapshot_first_writes"]})
+                                                 "blocks": requests["snapshot_first_writes"],
+                                                 **{w.removeprefix("snapshot_"): requests[w] for w in WORK}})
 
     def coarsen(self, interval_ns: int) -> None:
         """The run's interval grew: nothing to do (snapshot intervals are the schedule's)."""
@@ -57,14 +64,16 @@ class Results:
         n = int(df["interval_start_ns"].max() // every) + 1 if df.height else 0
         full = pl.DataFrame({"interval_start_ns": np.arange(n, dtype=np.int64) * every}).join(
             df, on="interval_start_ns", how="left").fill_null(0)
+        self.work = full.select(w.removeprefix("snapshot_") for w in WORK)
         return SnapshotTimeline(every, self.keep_ns, self.params.chunk_bytes, full["writes"].to_numpy(),
                                 full["write_bytes"].to_numpy(), full["blocks"].to_numpy())
 
     def finish(self, model, state) -> tuple[dict, dict[str, pl.DataFrame]]:
-        """The summary fields (``SUMMARY``) and tables (``TABLES``)."""
+        """The summary fields (``SUMMARY``) and tables (``TABLES``: the timeline's rows and the
+        ``WORK`` sums per interval)."""
         t = self.timeline()
         peak = t.summary()["peak"]
         end = int(t.snapshot_blocks[-1]) * t.block_bytes if len(t.blocks) else 0
         summary = {"snapshot_peak_bytes": peak["snapshot_bytes"], "snapshot_peak_end_ns": peak["end_ns"],
                    "snapshot_retained_max": t.retained_max, "snapshot_bytes_end": end}
-        return summary, {"snapshot_intervals": t.rows()}
+        return summary, {"snapshot_intervals": pl.concat([t.rows(), self.work], how="horizontal")}
