@@ -11,9 +11,9 @@ import logging
 import urllib.request
 
 import pytest
-from conftest import require_module
+from conftest import require_module, shared_path
 from standalone import free_port
-from test_celery import INTERVALS, SCENARIOS, WHATIF, in_process, landed_traces
+from test_celery import INTERVALS, PER_VOLUME, SCENARIOS, WHATIF, in_process, landed_traces
 
 from pipelines import object_store
 from pipelines.analytics import skew_trace
@@ -28,6 +28,8 @@ from pipelines.orchestrate import (
     replay_inputs,
     replay_pair,
     replay_plan,
+    split_inputs,
+    split_landed,
     under_root,
 )
 
@@ -96,6 +98,34 @@ def test_dag_steps_on_an_s3_data_root_equal_a_local_root(s3, tmp_path):
     with object_store.staged(URL, LOAD_INPUTS) as local:
         again = load(local)
     assert again.loaded == {} and again.removed == {} and again.unchanged > 0
+
+
+def test_a_trace_split_by_volume_on_an_s3_data_root_replays_its_volumes_as_a_local_root(s3, tmp_path):
+    """Issue 29 item 4 on an object store: the ingest DAG's split step (``split_by`` "volume") staged
+    from ``s3://`` like every task, then the replay plan takes the 16 volumes of the DiskSim TPC-C
+    sample, not the whole trace, and the warehouse's per-volume rows equal a local root's."""
+    source = shared_path("traces", "disksim", "tpcc-small.trace")
+    scenario = ["vnx2-mcx"]
+    expected = in_process(tmp_path / "local", [source], scenario, split=True)
+    s3.pipe("tiercast/root/replay.toml", f"scenarios = {scenario!r}\n".replace("'", '"').encode())
+    fs, base = object_store.filesystem(URL)
+    fs.put_file(str(source), f"{base}/landing/{source.name}")
+    with object_store.staged(URL, ingest_inputs(f"landing/{source.name}")) as local:
+        result = ingest_landed(local / "landing" / source.name, local, under_root(local, "", "quarantine", "q"),
+                               under_root(local, "", "archive", "a"), supersede=False)
+    with object_store.staged(URL, split_inputs(result)) as local:
+        split = split_landed(local, result, "volume")
+    assert len(split["parts"]) == 16 and {p["split_from"] for p in split["parts"]} == {result["id"]}
+    with object_store.staged(URL, PLAN_INPUTS) as local:
+        pairs, _, _ = replay_plan(local, replay_config(local))
+    assert sorted(p["trace_id"] for p in pairs) == sorted(p["id"] for p in split["parts"])
+    for pair in pairs:
+        with object_store.staged(URL, replay_inputs([pair])) as local:
+            replay_pair(local, pair)
+    with object_store.staged(URL, LOAD_INPUTS) as local:
+        load(local)
+    assert [object_store.query(URL, PER_VOLUME).rows(), object_store.query(URL, INTERVALS).rows()] == expected
+    assert sum(r[4] for r in expected[0]) == 6_999
 
 
 def test_a_failed_step_uploads_nothing_and_markers_go_last(s3, tmp_path):
