@@ -38,6 +38,11 @@ def test_pairs_of_one_trace_share_a_task_up_to_the_request_budget():
     # 0: one task per pair, as the issue first asked
     assert _shape(replay_batches(pairs[:4], 0)) == [["a/s0"], ["a/s1"], ["a/s2"], ["b/s0"]]
     assert replay_batches([], 4_000_000) == []
+    # the volumes of one trace split by volume share tasks too; another trace's never
+    vols = [dict(p, split_from="w") for p in _pairs(("v1", 1_000, 2), ("v2", 1_000, 2), ("v3", 3_999_000, 1))]
+    assert _shape(replay_batches([*vols, *_pairs(("x", 1, 1))], 4_000_000)) == [
+        ["v1/s0", "v1/s1", "v2/s0", "v2/s1"], ["v3/s0"], ["x/s0"]]
+    assert _shape(replay_batches(vols, 0)) == [["v1/s0"], ["v1/s1"], ["v2/s0"], ["v2/s1"], ["v3/s0"]]
     assert DEFAULT_TASK_REQUESTS == 4_000_000
 
 
