@@ -43,7 +43,7 @@ DEFAULT_SCENARIOS = ("vnx1-flare", "vnx2-mcx")
 #: a landed file is ingested once unchanged (size and mtime) for this long, or with a marker
 DEFAULT_STABLE_S = 60.0
 DONE_SUFFIX = ".done"
-#: at most this many files per ingest run, and (trace, scenario) pairs per replay run: below
+#: at most this many files per ingest run, and replay tasks (batches of pairs) per replay run: below
 #: Airflow's max_map_length (1024); the rest waits for the next run
 MAX_BATCH = 500
 #: a mapped replay task runs consecutive pairs of one trace while their requests add up to at most
@@ -484,7 +484,8 @@ def _matching_traces(root: Path, config: ReplayConfig) -> list:
 def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tuple[list[dict], int, int]:
     """(pairs to run, pairs already run by this model version, pairs left for a later run):
     every trace that matches the config, times every scenario; a pair carries its trace's
-    request count (:func:`replay_batches`)."""
+    request count (:func:`replay_batches`). ``limit`` counts the tasks the pairs make (batches of
+    ``config.task_requests``), not pairs: 1,000 small volumes x 2 scenarios fit one run."""
     from pipelines.replay import run_id, run_paths
 
     todo, done = [], 0
@@ -496,7 +497,8 @@ def replay_plan(root: Path, config: ReplayConfig, limit: int = MAX_BATCH) -> tup
                 todo.append({"trace_id": t.trace_id, "scenario": name,
                              "requests": int(t.manifest.get("rows_accepted") or 0),
                              **({"split_from": t.split_from} if t.split_from else {})})
-    return todo[:limit], done, max(0, len(todo) - limit)
+    kept = [p for b in replay_batches(todo, config.task_requests)[:limit] for p in b]
+    return kept, done, len(todo) - len(kept)
 
 
 def replay_batches(pairs: list[dict], task_requests: int = DEFAULT_TASK_REQUESTS) -> list[list[dict]]:

@@ -3,6 +3,8 @@ replays do not each pay Airflow's per-task cost (``pipelines.orchestrate.replay_
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_scheduler import data_root
 
@@ -64,6 +66,10 @@ def test_a_batch_runs_every_pair_and_reports_the_bad_ones_together(tmp_path):
     assert (len(pairs), done, left) == (4, 0, 0) and {p["requests"] for p in pairs} == {2_000}
     batches = replay_batches(pairs, replay_config(root).task_requests)
     assert [len(b) for b in batches] == [2, 2] and all(len({p["trace_id"] for p in b}) == 1 for b in batches)
+    # a run's limit counts the tasks the pairs make (Airflow's map length), not the pairs
+    assert replay_plan(root, replay_config(root), limit=1) == (batches[0], 0, 2)
+    one_each = dataclasses.replace(replay_config(root), task_requests=0)
+    assert replay_plan(root, one_each, limit=3) == (pairs[:3], 0, 1)
     assert replay_inputs(batches[0]) == [f"traces/{batches[0][0]['trace_id']}/", "scenarios/",
                                          "results/array_runs/*/summary.json"]
     # an input error in the middle of a batch: the pairs after it still run, then it is raised
