@@ -253,6 +253,30 @@ def test_closed_loop_on_a_real_trace_keeps_littles_law(real_traces):
         assert s["iops"] * s["latency_mean_ms"] / 1e3 == pytest.approx(16, rel=0.05), p
 
 
+#: a measured SSD (a calibrated [device]) behind gp3's token buckets: the composition of issue 32 item 4
+DEVICE_BEHIND_GP3 = ("device.host_us=10.0", "device.read_latency_us=90.0", "device.write_latency_us=30.0",
+                     "device.parallelism=32", "device.parallel_exponent=0.8", "device.transfer_overlap=0.5")
+
+
+def test_a_device_behind_a_cloud_volume_on_every_real_trace(real_traces, real_runs):
+    """``aws-gp3`` with a [device] on every real trace: the physics checks pass, every read and write
+    reaches the device, the buckets and the device's queue only add time to the type's draw-free
+    service (latency at least host + device latency), and closed loop keeps Little's law with the
+    buckets setting the rate (16 outstanding at ~3,000 IOPS)."""
+    d, traces = real_traces
+    sc = load("aws-gp3", DEVICE_BEHIND_GP3)
+    for t, trace in traces.items():
+        s = replay_trace(trace, None, sc)
+        assert physics.model_errors(s["warnings"]) == [], t
+        assert s["requests"] == real_runs[(t, "aws-gp3")]["requests"]
+        assert 0 < s["device_reads"] + s["device_writes"] <= s["requests"], t
+        assert s["latency_p50_ms"] >= 0.04 and s["cloud_ios"] > 0, t
+    s = replay_trace(traces["cloudphysics"], None, sc.with_replay(mode="closed", outstanding=16))
+    assert physics.model_errors(s["warnings"]) == []
+    assert s["iops"] * s["latency_mean_ms"] / 1e3 == pytest.approx(16, rel=0.05)
+    assert s["iops"] <= 3000 * 1.05 and s["cloud_throttled"] > 0
+
+
 def test_whole_second_timestamps_are_flagged_on_the_replay(tmp_path):
     """A trace rendered with whole-second timestamps (SPC: seconds; 150 requests per second, all
     at the second's instant): the replay's summary names both symptoms, and closed loop does not."""
