@@ -384,3 +384,9 @@ def write_ops(r, bp):
     """Drive operations per data drive of a small write to RAID group r (2: read-modify-write)."""
     lvl = bp.groups[r].level
     return 2 if (lvl == 5 or lvl == 6) else 1
+
+
+@step
+def drives_per_write(level):
+    """Drives a small write touches at a RAID level: the data drive and its parity or mirror drives."""
+    return 1 if level == 0 else (3 if level == 6 else 2)

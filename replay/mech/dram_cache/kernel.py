@@ -911,8 +911,7 @@ def flush(dp, ds, bp, bs, sp, ss, ev, flog, plog, utab, shift, u, tau, kind):
             due = g.due
         else:
             due = g.dirty_units
-        per_op = 1 if level == 0 else (3 if level == 6 else 2)
-        batch = max(1.0, due * per_op / width)
+        batch = max(1.0, due * be.drives_per_write(level) / width)
     full = full_mask(ppu)
     nsu = x.sunits
     done = tau

@@ -177,11 +177,9 @@ def map_update(np_, ns, bp, bs, x, v, unit_no, k, e, t):
 def delete_writes(np_, bp, bs, r, n, t):
     """``n`` metadata page writes (small writes) on RAID group r at t, spread over its drives;
     returns the drive I/Os."""
-    lvl = bp.groups[r].level
     width = bp.groups[r].width
     d0 = bp.groups[r].drive0
-    per_write = 3 if lvl == 6 else (1 if lvl == 0 else 2)  # drives a small write touches
-    total = n * be.write_ops(r, bp) * per_write
+    total = n * be.write_ops(r, bp) * be.drives_per_write(bp.groups[r].level)
     for j in range(width):
         k = total // width + (1 if j < total % width else 0)
         if k > 0:
