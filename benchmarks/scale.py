@@ -5,6 +5,7 @@ step (LRU at the simulated size; one LRU run for the exact curve's 20 sizes).
 
     .venv/bin/python benchmarks/scale.py                 # 100 M requests
     .venv/bin/python benchmarks/scale.py 10000000 --keep /tmp/scale-10m
+    .venv/bin/python benchmarks/scale.py 1000000000 --drop-after-use --keep /tmp/scale-1b
 
 The trace: Zipf(1.0) 4 KiB requests, 70 % reads, over ``--region-gib`` (default 64), generated in
 10 M-request parts (``traces.synth``, one seed per part, appended to one Parquet file: bounded
@@ -97,12 +98,20 @@ def timed(argv: list[str]) -> dict:
     return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_rss_bytes": int(rss_kib) * 1024, "stdout": p.stdout}
 
 
+def disk_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (the work directory after a step)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("requests", type=int, nargs="?", default=100_000_000)
     ap.add_argument("--region-gib", type=int, default=64)
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, deleted)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--drop-after-use", action="store_true",
+                    help="delete the synthesized Parquet after ingest and the 4 KiB page stream after simulate "
+                         "(a billion requests: the peak work directory ~56 instead of ~88 GB)")
     args = ap.parse_args()
     n = args.requests
     work = args.keep or Path(tempfile.mkdtemp(prefix="tiercast-scale-"))
@@ -112,10 +121,10 @@ def main() -> None:
     rows: list[dict] = []
 
     def step(name: str, argv: list[str], peer: bool = False) -> dict:
-        r = {"step": name, "peer": peer, **timed(argv)}
+        r = {"step": name, "peer": peer, **timed(argv), "work_bytes": disk_bytes(work)}
         rows.append(r)
         print(f"{name:44s} {r['wall_s']:9.1f} s {r['cpu_s']:9.1f} CPU-s {r['peak_rss_bytes'] / 2**30:7.2f} GiB  "
-              f"{n / r['cpu_s'] / 1e6:7.2f} M req/CPU-s", flush=True)
+              f"{n / r['cpu_s'] / 1e6:7.2f} M req/CPU-s  (work dir {r['work_bytes'] / 2**30:.1f} GiB)", flush=True)
         return r
 
     def tc(*a: str) -> list[str]:
@@ -125,6 +134,8 @@ def main() -> None:
         step("synth (10 M parts)", [sys.executable, "-c", SYNTH, str(src), str(n), str(args.region_gib << 30)])
         ing = step("ingest", tc("ingest", str(src), "--json"))
         trace_id = json.loads(ing["stdout"])["trace_id"]
+        if args.drop_after_use:
+            src.unlink()
         step("mrc --method shards --rate 0.01", tc("mrc", trace_id, "--method", "shards", "--rate", "0.01",
                                                    "--page-size", "4KiB", "--json"))
         exact = step("mrc exact (20 sizes, writes the page stream)", tc("mrc", trace_id, "--page-size", "4KiB",
@@ -140,6 +151,9 @@ def main() -> None:
         lcs = step("libCacheSim LRU 1 % (C reader)", [sys.executable, "-c", LCS, str(oracle), str(cache // PAGE_BYTES)],
                    peer=True)
         oracle.unlink()
+        if args.drop_after_use:
+            for stream in (data / "traces").glob(f"*/pages/{PAGE_BYTES}-*"):
+                shutil.rmtree(stream)
         hit = json.loads(sim["stdout"])["hit_ratio"]
         print(f"  hit ratio tiercast {hit:.6f}, libCacheSim {float(lcs['stdout']):.6f}", flush=True)
         step(f"replay {PRESET} (first: writes the 8 KiB stream)", tc("replay", trace_id, "--scenario", PRESET,
@@ -147,7 +161,7 @@ def main() -> None:
         step(f"replay {PRESET} (again, --force)", tc("replay", trace_id, "--scenario", PRESET, "--force", "--json"))
         step("load", tc("load", "--json"))
         step("report", tc("report", "--out", str(work / "report.html")))
-        du = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+        du = disk_bytes(work)
         print(f"work directory {work}: {du / 2**30:.1f} GiB; report {(work / 'report.html').stat().st_size / 2**20:.1f} MiB")
     finally:
         if args.keep is None:
