@@ -134,6 +134,8 @@ class Results:
     report: Path | None = None
     #: ``--sensitivity``: each figure's move at -/+ 10 % of each fitted parameter (``SENSITIVITY_SCHEMA``)
     sensitivity: pl.DataFrame | None = None
+    #: ``--leave-one-out``: each fitted figure predicted by a refit without it (``LOO_SCHEMA``)
+    leave_one_out: pl.DataFrame | None = None
 
 
 def selected(only: list[str] | None) -> tuple[str, ...]:
@@ -209,6 +211,21 @@ def sensitivity(seeds: tuple[str, ...], quick: bool, log: Callable[[str], None] 
                           "robust": not r["fragile"]} for r in rows], schema=SENSITIVITY_SCHEMA)
 
 
+LOO_SCHEMA = {"parameter": pl.String, "figure": pl.String, "fitted_to": pl.String, "basis": pl.String,
+              "refit_on": pl.String, "published": pl.Float64, "model": pl.Float64, "change": pl.String,
+              "predicted": pl.Float64, "error_pct": pl.Float64, "within": pl.Boolean}
+
+
+def leave_one_out(seeds: tuple[str, ...], quick: bool, log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
+    """:func:`pipelines.seed_figures.leave_one_out` of ``seeds``, measured in memory; ``within``:
+    the prediction is inside the figure's tolerance (null where nothing else identifies the parameter)."""
+    log(f"leave-one-out: each fitted parameter refitted without each of its figures (seeds {', '.join(seeds)})")
+    with using(Runs(None, quick)):
+        rows = sf.leave_one_out(seeds, log=lambda line: log("  " + line))
+    return pl.DataFrame([{**r, "fitted_to": ", ".join(r["fitted_to"]), "refit_on": ", ".join(r.get("refit_on", []))}
+                         for r in rows], schema=LOO_SCHEMA)
+
+
 def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
     """The figure and finding rows as result files (``results/seed_figures/``,
     ``results/seed_findings/``), one per (model version, mode, seeds), for the loader."""
@@ -231,16 +248,18 @@ def write_results(data_dir: Path, res: Results, quick: bool) -> list[Path]:
 def run_experiments(data_dir: Path, only: list[str] | None = None, quick: bool = False,
                     report: Path | None = Path("reports/seeds.html"),
                     log: Callable[[str], None] = lambda _: None, with_sensitivity: bool = False,
-                    workers: int = 2) -> Results:
+                    workers: int = 2, with_leave_one_out: bool = False) -> Results:
     """Run the seeds' programs into ``data_dir``, write the figure and finding rows, load the
     warehouse and write ``report`` (unless None); ``with_sensitivity``: and the sensitivity table;
-    ``workers`` seeds at a time."""
+    ``workers`` seeds at a time; ``with_leave_one_out``: and the leave-one-out table."""
     from pipelines.load import load
 
     seeds = selected(only)
     res = measure(seeds, Runs(Path(data_dir), quick), log, workers)
     if with_sensitivity:
         res.sensitivity = sensitivity(seeds, quick, log)
+    if with_leave_one_out:
+        res.leave_one_out = leave_one_out(seeds, quick, log)
     res.files = write_results(data_dir, res, quick)
     load(data_dir)
     if report is not None:
@@ -257,7 +276,8 @@ def write_seed_report(data_dir: Path, out: Path, res: Results, quick: bool) -> P
     run_ids = sorted({r.run_id for r in res.runs.ran if r.run_id})
     sweep_ids = sorted({r.sweep_id for r in res.runs.ran if r.sweep_id})
     return report.write_report(data_dir, out, title, run_ids=run_ids, sweep_ids=sweep_ids, figures=res.figures,
-                               findings=res.findings, intro=intro, sensitivity=res.sensitivity)
+                               findings=res.findings, intro=intro, sensitivity=res.sensitivity,
+                               leave_one_out=res.leave_one_out)
 
 
 def table_rows(res: Results) -> list[tuple[str, ...]]:

@@ -1012,6 +1012,19 @@ def _sensitivity_section(sens: pl.DataFrame | None, out_dir: Path) -> str:
             + _table(sens, "seed_sensitivity", out_dir, floats=1, bad="robust") + "</section>")
 
 
+def _leave_one_out_section(loo: pl.DataFrame | None, out_dir: Path) -> str:
+    """Each fitted figure predicted without it (``tiercast experiments --leave-one-out``)."""
+    if loo is None:
+        return ""
+    tested = loo.filter(pl.col("within").is_not_null())
+    return ('<section id="leave-one-out"><h2>Leave-one-out: the fits predicted without their figures</h2>'
+            '<p class="caption">Each fitted parameter refitted without one of the figures it was fitted to (on its '
+            'other fit figures, else on the validation figures that move with it), then that figure predicted: '
+            f'{tested.height} of {loo.height} figures could be predicted, {tested.filter(pl.col("within")).height} '
+            'within their tolerance (misses highlighted); the rest rest on their fit alone.</p>'
+            + _table(loo, "seed_leave_one_out", out_dir, floats=1, bad="within") + "</section>")
+
+
 def _intro_tables(figures: pl.DataFrame | None, findings: pl.DataFrame | None, out_dir: Path) -> str:
     parts = []
     if figures is not None:
@@ -1158,7 +1171,7 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
                  run_ids: list[str] | None = None, sweep_ids: list[str] | None = None,
                  figures: pl.DataFrame | None = None, findings: pl.DataFrame | None = None,
                  intro: str | None = None, summary: dict | None = None, meets: dict[str, bool] | None = None,
-                 sensitivity: pl.DataFrame | None = None) -> Path:
+                 sensitivity: pl.DataFrame | None = None, leave_one_out: pl.DataFrame | None = None) -> Path:
     """Write ``out`` (HTML) and ``<out stem>_tables/*.csv``; returns the HTML path. Without
     ``run_ids``: the newest run of every trace and scenario in the warehouse (of ``trace_id``
     only when given); ``figures`` (seed, figure, published, model, error_pct, tolerance_pct,
@@ -1166,7 +1179,8 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
     (``pipelines.summary``: question, recommendation, runner_up, assumptions) opens it above all
     (default: :func:`runs_summary` of the selected runs); ``meets``: run id -> met the targets
     (a column of the runs table); ``sensitivity`` (``pipelines.experiments.SENSITIVITY_SCHEMA``):
-    the figures' moves at -/+ 10 % of each fitted parameter, fragile ones highlighted."""
+    the figures' moves at -/+ 10 % of each fitted parameter, fragile ones highlighted; ``leave_one_out``
+    (``pipelines.experiments.LOO_SCHEMA``): each fitted figure predicted by a refit without it."""
     from plotly.offline import get_plotlyjs
 
     data_dir, out = Path(data_dir), Path(out)
@@ -1183,6 +1197,7 @@ def write_report(data_dir: Path, out: Path, title: str = "tiercast report", *, t
             if summary is None and figures is None:
                 summary = runs_summary(sel)
             sections = [_summary_section(summary), _intro_tables(figures, findings, tables), _sensitivity_section(sensitivity, tables),
+                        _leave_one_out_section(leave_one_out, tables),
                         _runs_section(wh, sel, tables, meets),
                         _checks_section(sel, tables), _traces_section(wh, sel, tables),
                         *(_section(c, tables) for c in charts)]

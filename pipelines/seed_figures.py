@@ -14,6 +14,7 @@ misses (~3 min):
     .venv/bin/python pipelines/seed_figures.py --readme   # the seed-figures table (docs/models/seed-figures.md)
     .venv/bin/python pipelines/seed_figures.py --sensitivity
     .venv/bin/python pipelines/seed_figures.py --fitted-sensitivity [002 003 ...]  # each fitted parameter -/+ 10 %
+    .venv/bin/python pipelines/seed_figures.py --leave-one-out [001 ...]  # refit each fit without its figure
     .venv/bin/python pipelines/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
     .venv/bin/python pipelines/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -777,6 +779,83 @@ def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1,
     return rows
 
 
+#: a figure identifies a fitted parameter when a 10 % change of the parameter moves it by at least this (%)
+IDENTIFIES_PCT = 2.0
+#: a leave-one-out refit searches the factor on the parameter's preset values in this range
+REFIT_FACTORS = (0.25, 4.0)
+
+
+def _measured_at(places: list[tuple], factor: float, figures: list[Figure]) -> dict[str, float]:
+    """The figures measured with the parameter at ``factor`` x its preset values."""
+    if factor == 1.0:
+        return {f.key: f.measure() for f in figures}
+    with perturbed(places, factor):
+        return {f.key: f.measure() for f in figures}
+
+
+def refit(places: list[tuple], evidence: list[Figure]) -> float:
+    """The factor on the parameter's preset values that best reproduces the ``evidence`` figures'
+    published values (least squares of their log ratios), searched over :data:`REFIT_FACTORS`."""
+    from pipelines.device_calibration import minimize
+
+    def loss(log_k: float) -> float:
+        try:
+            m = _measured_at(places, round(math.exp(log_k), 6), evidence)
+        except ValueError:  # a value the scenario checks refuse (a flash latency beyond its service time)
+            return math.inf
+        return sum(math.log(m[f.key] / f.published) ** 2 for f in evidence)
+
+    return round(math.exp(minimize(loss, *(math.log(k) for k in REFIT_FACTORS), grid=9, iters=8)), 6)
+
+
+def leave_one_out(seeds: Iterable[str] | None = None,
+                  log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[dict]:
+    """Each fitted parameter refitted without each figure it was fitted to, then that figure
+    predicted. The refit uses the parameter's other fit figures that identify it (a 10 % change
+    moves them by >= :data:`IDENTIFIES_PCT`); when none does, the validation figures of the seeds
+    its presets serve that identify it; when none does either, the figure rests on that fit alone
+    (no prediction). Only figures of ``seeds`` are left out or used. Long: each refit re-measures
+    its evidence ~19 times. ``python pipelines/seed_figures.py --leave-one-out [SEED ...]``."""
+    wanted = set(seeds or SEED_PRESETS)
+    rows = []
+    for (name, fitted_to), places in fitted_parameters().items():
+        held = [BY_KEY[k] for k in fitted_to if k in BY_KEY and BY_KEY[k].seed in wanted]
+        if not held:
+            continue
+        presets = {p for p, *_ in places}
+        served = [f for f in FIGURES if f.seed in wanted and presets & set(SEED_PRESETS[f.seed])]
+        if any(isinstance(v, int) and not isinstance(v, bool) for _, _, v, _, _ in places):
+            rows += [{"parameter": name, "figure": f.key, "fitted_to": list(fitted_to), "basis": "integer: not refitted"}
+                     for f in held]
+            continue
+        candidates = [f for f in served if f.key in fitted_to or f.kind == "validation"]
+        base = _measured_at(places, 1.0, candidates)
+        moved = [_measured_at(places, k, candidates) for k in (0.9, 1.1)]
+        identifies = {f.key for f in candidates
+                      if max(abs(err(m[f.key], base[f.key])) for m in moved) >= IDENTIFIES_PCT}
+        for f in held:
+            evidence = [g for g in held if g is not f and g.key in identifies]
+            basis = "the other fit figures"
+            if not evidence:
+                evidence = [g for g in candidates if g.kind == "validation" and g.key in identifies]
+                basis = "validation figures"
+            row = {"parameter": name, "figure": f.key, "fitted_to": list(fitted_to), "published": f.published,
+                   "model": base[f.key], "refit_on": [g.key for g in evidence]}
+            if not evidence:
+                rows.append({**row, "basis": "this figure alone"})
+                log(f"| `{name}` | {f.key} | - | this figure alone identifies it | - | - |")
+                continue
+            k = refit(places, evidence)
+            with perturbed(places, k) as change:
+                predicted = f.measure()
+            e = err(predicted, f.published)
+            rows.append({**row, "basis": basis, "factor": k, "change": change, "predicted": predicted, "error_pct": e,
+                         "within": abs(e) <= f.tolerance_pct})
+            log(f"| `{name}` | {f.key} | {', '.join(row['refit_on'])} | {change} | {f.fmt.format(predicted)} "
+                f"(published {f.published_text}) | {e:+.1f} % |")
+    return rows
+
+
 def detail() -> None:
     """Where the time goes in the runs behind the validation figures: per RAID group, drive
     utilisation, back-end I/Os per drive per second and drive busy time per back-end I/O (the
@@ -810,6 +889,9 @@ if __name__ == "__main__":
     elif "--fitted-sensitivity" in sys.argv:
         print("| fitted parameter | figure | -10 % | +10 % |\n|---|---|---|---|")
         fitted_sensitivity([a for a in sys.argv[sys.argv.index("--fitted-sensitivity") + 1:] if a.isdigit()] or None)
+    elif "--leave-one-out" in sys.argv:
+        print("| fitted parameter | figure left out | refitted on | refit | predicted | error |\n|---|---|---|---|---|---|")
+        leave_one_out([a for a in sys.argv[sys.argv.index("--leave-one-out") + 1:] if a.isdigit()] or None)
     elif "--readme" in sys.argv:
         print(readme_table())
     elif "--seed001" in sys.argv:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 
 import duckdb
 import polars as pl
@@ -231,3 +232,39 @@ def test_sensitivity_table_in_the_json_the_terminal_and_the_report(tmp_path):
     assert (tmp_path / "seeds_tables" / "seed_sensitivity.csv").read_text().count("\n") == len(sens) + 1
     t = CliRunner().invoke(app, [str(a) for a in args])
     assert t.exit_code == 0 and "overhead_us" in t.stdout and "s004_write" in t.stdout
+
+
+def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path):
+    """``--leave-one-out`` on seed 001 (violin6232's six fitted parameters). The media rate fitted to
+    the 32 KB read bandwidth is refitted on the two validation bandwidths it sets (1 MB writes and the
+    32 KB 70/30 mix, both proportional to it): the least-squares factor on their log ratios is the
+    geometric mean of published / model, by hand 1.0404 (2,750 -> 2,861 MiB/s), and the read
+    bandwidth it predicts 2,716 x 1.0404 = 2,826 (+2.8 %). The flash read IOPS refitted on the two
+    sync figures (which the host-bound article measured at 256,000) predicts the async maximum 16 %
+    low: outside 15 %. The latencies, the write IOPS and the GC rate move no validation figure by
+    5 % at -/+10 %: those figures rest on their fit alone."""
+    args = ["experiments", "--only", "seed001", "--quick", "--leave-one-out", "--data-dir", tmp_path / "data",
+            "--report", tmp_path / "seeds.html"]
+    r = CliRunner().invoke(app, [str(a) for a in [*args, "--json"]])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    figures = {x["figure"]: x for x in rows if "published" in x and "parameter" not in x}
+    loo = {x["parameter"]: x for x in rows if "basis" in x}
+    assert set(loo) == {"gc_mib_per_s", "read_iops", "read_latency_us", "write_iops", "write_latency_us",
+                        "media_mib_per_s"}
+    media = loo["media_mib_per_s"]
+    assert media["figure"] == "s001_read_bw" and media["refit_on"] == "s001_write_bw, s001_mixed_bw"
+    by_hand = math.sqrt(2224 / figures["s001_write_bw"]["model"] * 2700 / figures["s001_mixed_bw"]["model"])
+    assert by_hand == pytest.approx(1.0404, abs=0.002)
+    assert float(media["change"].removeprefix("2750.0 -> ")) == pytest.approx(2750 * by_hand, rel=0.005)
+    assert media["predicted"] == pytest.approx(figures["s001_read_bw"]["model"] * by_hand, rel=0.01)
+    assert media["error_pct"] == pytest.approx(2.8, abs=0.5) and media["within"]
+    reads = loo["read_iops"]
+    assert reads["refit_on"] == "s001_read_sync, s001_mixed_sync" and reads["basis"] == "validation figures"
+    assert -20 < reads["error_pct"] < -15 and reads["within"] is False
+    alone = [p for p, x in loo.items() if x["basis"] == "this figure alone"]
+    assert sorted(alone) == ["gc_mib_per_s", "read_latency_us", "write_iops", "write_latency_us"]
+    assert all(loo[p]["predicted"] is None and loo[p]["within"] is None for p in alone)
+    html = (tmp_path / "seeds.html").read_text()
+    assert "Leave-one-out" in html and "2 of 6 figures could be predicted, 1 within their tolerance" in html
+    assert (tmp_path / "seeds_tables" / "seed_leave_one_out.csv").read_text().count("\n") == 7

@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
 from schemas.trace import OPS, READ_SCHEMA
 from schemas.units import parse_size
@@ -56,7 +55,7 @@ from traces.base import ReadBatch, decimal_scaled, op_from_codes, scaled_int, wi
 from traces.delimited import DelimitedReader, Field
 from traces.errors import TraceFormatError
 from traces.msr import FILETIME_TICK_NS, FILETIME_UNIX_EPOCH_TICKS
-from traces.source import Source
+from traces.source import Source, open_parquet
 
 #: time unit -> decimal digits of its value in ns
 TIME_UNITS = {"s": 9, "ms": 6, "us": 3, "ns": 0, "100ns": 2}
@@ -306,10 +305,7 @@ class GenericReader(DelimitedReader):
         yield from super().batches(source)
 
     def _parquet(self, source: Source) -> Iterator[ReadBatch]:
-        try:
-            pf = pq.ParquetFile(source.path)
-        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for corrupt files
-            raise TraceFormatError(source.path, None, f"not a readable Parquet file ({e})") from e
+        pf = open_parquet(source.path)
         names = pf.schema_arrow.names
         self._resolve(source.path, names)
         wanted = sorted(set(self._role_pos.values()))

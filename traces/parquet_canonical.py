@@ -11,12 +11,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
 from schemas.trace import OP_DTYPE
 from traces.base import ReadBatch, TraceReader
 from traces.errors import TraceFormatError
-from traces.source import Source
+from traces.source import Source, open_parquet
 from traces.synth import read_meta
 
 REQUIRED = ("ts_ns", "volume", "op", "offset", "size")
@@ -33,10 +32,7 @@ class CanonicalParquetReader(TraceReader):
         return head.startswith(b"PAR1")
 
     def batches(self, source: Source) -> Iterator[ReadBatch]:
-        try:
-            pf = pq.ParquetFile(source.path)
-        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for corrupt files
-            raise TraceFormatError(source.path, None, f"not a readable Parquet file ({e})") from e
+        pf = open_parquet(source.path)
         names = pf.schema_arrow.names
         missing = [c for c in REQUIRED if c not in names]
         if missing:

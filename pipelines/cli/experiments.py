@@ -36,6 +36,10 @@ def experiments(
                                                    "10 % and measure the figures again: a table in the report and "
                                                    "here, fragile figures (a move over 30 %) flagged. Long: every "
                                                    "parameter re-measures its seeds twice.")] = False,
+    with_leave_one_out: Annotated[bool, typer.Option("--leave-one-out", help="Also refit each fitted parameter "
+                                                     "without each figure it was fitted to (on the other figures "
+                                                     "that move with it) and predict that figure: a table in the "
+                                                     "report and here. Long: ~19 measurements per refit.")] = False,
     json_out: JsonOpt = False,
     wide: WideOpt = False,
     data_dir: DataDirOpt = None,
@@ -50,10 +54,11 @@ def experiments(
     from pipelines.workers import default_jobs
 
     res = run(data_dir_of(data_dir), seeds, quick, report, log=None if json_out else console.print,
-              with_sensitivity=with_sensitivity, workers=jobs or default_jobs())
+              with_sensitivity=with_sensitivity, workers=jobs or default_jobs(), with_leave_one_out=with_leave_one_out)
     sens = res.sensitivity.to_dicts() if res.sensitivity is not None else []
+    loo = res.leave_one_out.to_dicts() if res.leave_one_out is not None else []
     if json_out:
-        print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts() + sens)
+        print_json(res.figures.drop("label").to_dicts() + res.findings.to_dicts() + sens + loo)
         return
     show(res, wide)
     if sens:
@@ -61,16 +66,25 @@ def experiments(
                                   ("fragile", True), ("change -10 %", False), ("change +10 %", False)],
                                  [[r["parameter"], r["figure"], f"{r['minus_pct']:+.1f} %", f"{r['plus_pct']:+.1f} %",
                                    "" if r["robust"] else "FRAGILE", r["minus"], r["plus"]] for r in sens], wide))
+    if loo:
+        out.print(decision_table([("parameter", True), ("left out", True), ("predicted", True), ("error", True),
+                                  ("refitted on", False), ("refit", False)],
+                                 [[r["parameter"], r["figure"],
+                                   "-" if r["predicted"] is None else f"{r['predicted']:,.4g}",
+                                   r["basis"] if r["error_pct"] is None else
+                                   f"{r['error_pct']:+.1f} %{'' if r['within'] else ' OUTSIDE'}",
+                                   r["refit_on"], r["change"] or ""] for r in loo], wide))
 
 
 def run(data_dir: Path, seeds: tuple[str, ...], quick: bool, report: Path | None, log=None,
-        with_sensitivity: bool = False, workers: int = 2):
+        with_sensitivity: bool = False, workers: int = 2, with_leave_one_out: bool = False):
     """The experiments, logging progress (``log``) when given; also the demo's first step. ``workers``
     seeds at a time (threads: the kernels release the GIL)."""
     from pipelines.experiments import run_experiments
 
     return run_experiments(data_dir, list(seeds), quick=quick, report=report, log=log or (lambda _: None),
-                           with_sensitivity=with_sensitivity, workers=workers)
+                           with_sensitivity=with_sensitivity, workers=workers,
+                           with_leave_one_out=with_leave_one_out)
 
 
 def show(res, wide: bool = False) -> None:
