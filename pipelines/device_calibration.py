@@ -227,7 +227,7 @@ def _err(model: float, measured: float) -> float:
 # --------------------------------------------------------------------------------------------
 # the fit
 # --------------------------------------------------------------------------------------------
-def minimize(f, lo: float, hi: float, grid: int = 17, iters: int = 16, log: bool = False) -> float:
+def _minimize(f, lo: float, hi: float, grid: int = 17, iters: int = 16, log: bool = False) -> float:
     """The minimum of ``f`` on [lo, hi]: the best point of a grid (plateaus, such as a cap that does
     not bind, defeat a pure golden-section search), then golden-section between its neighbours."""
     xs = np.geomspace(lo, hi, grid) if log else np.linspace(lo, hi, grid)
@@ -287,7 +287,7 @@ def _queue_law(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
         if d == "read" and len(depths) >= 2:
             best = None
             for n in [k for k in KNEES if k <= depths[-1]]:
-                e = minimize(lambda x, n=n: loss(x, n=n), 0.0, 1.0, grid=11, iters=10)
+                e = _minimize(lambda x, n=n: loss(x, n=n), 0.0, 1.0, grid=11, iters=10)
                 v = loss(e, n=n)
                 if best is None or v < best[0] - 1e-9:
                     best = (v, n, e)
@@ -296,7 +296,7 @@ def _queue_law(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
             src["parallelism"] = ("the knee that, with its exponent, best fits the IOPS of "
                                   + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in reads))
         else:
-            p[key] = round(minimize(loss, 0.0, 1.0), 4)
+            p[key] = round(_minimize(loss, 0.0, 1.0), 4)
         src[key] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in runs)
     if "parallel_exponent" not in src and "write_parallel_exponent" in src:
         fallback("parallel_exponent", "no deep read run of requests <= 64 KiB: the writes' exponent",
@@ -331,7 +331,7 @@ def _cap(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
             return _iops_loss(q, capped)
 
         hi = max(w.iops * w.bs_bytes for w in capped) / MIB * 2
-        p["max_mib_per_s"] = round(minimize(cap_loss, hi / 20, hi, log=True), 1)
+        p["max_mib_per_s"] = round(_minimize(cap_loss, hi / 20, hi, log=True), 1)
         src["max_mib_per_s"] = "fitted to the bandwidth of " + ", ".join(f"{w.label} ({w.mb_per_s:,.0f} MB/s)"
                                                                           for w in capped)
     elif big:
@@ -445,7 +445,7 @@ def fit(workloads: list[Workload]) -> DeviceFit:
             law = (dict(p, transfer_overlap=o), dict(src), list(missing))
             _queue_law(*law, deep)
             trials: dict[float, tuple] = {}
-            o = round(minimize(lambda x, law=law, trials=trials: trials.setdefault(
+            o = round(_minimize(lambda x, law=law, trials=trials: trials.setdefault(
                 round(x, 3), trial(round(x, 3), law))[0], 0.0, 1.0, grid=5, iters=6), 3)
         loss, p, src, missing = trials[o]
         ends = ", ".join(f"{x:g}: {trials[x][0]:.3g}" for x in (0.0, 1.0))

@@ -14,7 +14,7 @@ misses (~3 min):
     .venv/bin/python pipelines/seed_figures.py --readme   # the seed-figures table (docs/models/seed-figures.md)
     .venv/bin/python pipelines/seed_figures.py --sensitivity
     .venv/bin/python pipelines/seed_figures.py --fitted-sensitivity [002 003 ...]  # each fitted parameter -/+ 10 %
-    .venv/bin/python pipelines/seed_figures.py --leave-one-out [001 ...]  # refit each fit without its figure
+    .venv/bin/python pipelines/seed_figures.py --leave-one-out [--quick] [001 ...]  # refit each fit without its figure
     .venv/bin/python pipelines/seed_figures.py --detail   # per RAID group: busy, I/Os per drive, ms per I/O
     .venv/bin/python pipelines/seed_figures.py --seed001  # seed 001's fio matrix on violin6232 (~630 points)
 
@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 import numpy as np  # noqa: E402
 
 from pipelines.replay import max_end_bytes  # noqa: E402
-from pipelines.seed_runs import cached, clear_caches, current  # noqa: E402
+from pipelines.seed_runs import Runs, cached, clear_caches, current, using  # noqa: E402
 from replay.mech.backend.kernel import planning_host_iops  # noqa: E402
 from replay.provenance import fitted_figures, parameters  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads, preset_names  # noqa: E402
@@ -95,7 +95,7 @@ def variant(preset: str, **subs) -> Scenario:
         text, n = re.subn(rf"(?m)^({re.escape(k)}\s*=\s*)[^#\n]+", lambda m, val=val: m.group(1) + val + " ", text)
         if not n:
             raise KeyError(k)
-    return loads(text, f"{preset}+{subs}")
+    return loads(text, f"{preset}+{subs}", _PERTURBED.get(preset, ()))
 
 
 def workload(pattern: str, **over) -> tuple[str, pl.DataFrame]:
@@ -337,7 +337,7 @@ def dual_controller(preset: str) -> Scenario:
         raise ValueError(f"{preset}: not the single-controller layout dual_controller() expects")
     text += ("\n" + rg.replace('name = "rg0"', 'name = "rg1"') + '\n[[pools]]\nname = "pool2"\nraid_groups = ["rg1"]\n'
              "span_fraction = 0.012\ncontroller = 1\n")
-    return loads(text, f"{preset} (dual controller)")
+    return loads(text, f"{preset} (dual controller)", _PERTURBED.get(preset, ()))
 
 
 #: seed 003's dual-controller tests: 4 x 45 GB volumes, two per pool and controller
@@ -781,8 +781,10 @@ def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1,
 
 #: a figure identifies a fitted parameter when a 10 % change of the parameter moves it by at least this (%)
 IDENTIFIES_PCT = 2.0
-#: a leave-one-out refit searches the factor on the parameter's preset values in this range
+#: a leave-one-out refit searches the factor on the parameter's preset values in this range, in at most
+#: this many Gauss-Newton steps
 REFIT_FACTORS = (0.25, 4.0)
+REFIT_STEPS = 6
 
 
 def _measured_at(places: list[tuple], factor: float, figures: list[Figure]) -> dict[str, float]:
@@ -793,19 +795,40 @@ def _measured_at(places: list[tuple], factor: float, figures: list[Figure]) -> d
         return {f.key: f.measure() for f in figures}
 
 
-def refit(places: list[tuple], evidence: list[Figure]) -> float:
+def refit(places: list[tuple], evidence: list[Figure], known: dict[float, dict[str, float]]) -> float:
     """The factor on the parameter's preset values that best reproduces the ``evidence`` figures'
-    published values (least squares of their log ratios), searched over :data:`REFIT_FACTORS`."""
-    from pipelines.device_calibration import minimize
+    published values (least squares of their log ratios) within :data:`REFIT_FACTORS`:
+    Gauss-Newton on log(factor) with secant slopes, from the measurements ``known`` at factors 1
+    and 1.1 (the identification probe); a few measurements, not a grid, as each is a seed's runs."""
+    lo, hi = (math.log(k) for k in REFIT_FACTORS)
 
-    def loss(log_k: float) -> float:
-        try:
-            m = _measured_at(places, round(math.exp(log_k), 6), evidence)
-        except ValueError:  # a value the scenario checks refuse (a flash latency beyond its service time)
-            return math.inf
-        return sum(math.log(m[f.key] / f.published) ** 2 for f in evidence)
+    def residuals(x: float) -> list[float] | None:
+        k = round(math.exp(x), 6)
+        if k not in known:
+            try:
+                known[k] = _measured_at(places, k, evidence)
+            except ValueError:  # a value the scenario checks refuse (a flash latency beyond its service time)
+                return None
+        return [math.log(known[k][f.key] / f.published) for f in evidence]
 
-    return round(math.exp(minimize(loss, *(math.log(k) for k in REFIT_FACTORS), grid=9, iters=8)), 6)
+    x0, x1 = 0.0, math.log(1.1)
+    r0, r1 = residuals(x0), residuals(x1)
+    best = min((sum(v * v for v in r0), x0), (sum(v * v for v in r1), x1))
+    for _ in range(REFIT_STEPS):
+        slope = [(b - a) / (x1 - x0) for a, b in zip(r0, r1, strict=True)]
+        ss = sum(j * j for j in slope)
+        if ss == 0:
+            break
+        x2 = min(hi, max(lo, x1 - sum(j * r for j, r in zip(slope, r1, strict=True)) / ss))
+        r2 = residuals(x2)
+        while r2 is None and abs(x2 - x1) > 1e-3:  # refused: halve the step
+            x2 = (x1 + x2) / 2
+            r2 = residuals(x2)
+        if r2 is None or abs(x2 - x1) < 1e-3:
+            break
+        x0, r0, x1, r1 = x1, r1, x2, r2
+        best = min(best, (sum(v * v for v in r2), x2))
+    return round(math.exp(best[1]), 6)
 
 
 def leave_one_out(seeds: Iterable[str] | None = None,
@@ -814,8 +837,9 @@ def leave_one_out(seeds: Iterable[str] | None = None,
     predicted. The refit uses the parameter's other fit figures that identify it (a 10 % change
     moves them by >= :data:`IDENTIFIES_PCT`); when none does, the validation figures of the seeds
     its presets serve that identify it; when none does either, the figure rests on that fit alone
-    (no prediction). Only figures of ``seeds`` are left out or used. Long: each refit re-measures
-    its evidence ~19 times. ``python pipelines/seed_figures.py --leave-one-out [SEED ...]``."""
+    (no prediction), and a figure that does not move with the parameter is not predicted either
+    (its tag names a figure the parameter no longer sets). Only figures of ``seeds`` are left out or used. Long: each refit re-measures
+    its evidence a few times. ``python pipelines/seed_figures.py --leave-one-out [SEED ...]``."""
     wanted = set(seeds or SEED_PRESETS)
     rows = []
     for (name, fitted_to), places in fitted_parameters().items():
@@ -831,6 +855,7 @@ def leave_one_out(seeds: Iterable[str] | None = None,
         candidates = [f for f in served if f.key in fitted_to or f.kind == "validation"]
         base = _measured_at(places, 1.0, candidates)
         moved = [_measured_at(places, k, candidates) for k in (0.9, 1.1)]
+        known = {1.0: base, 1.1: moved[1]}
         identifies = {f.key for f in candidates
                       if max(abs(err(m[f.key], base[f.key])) for m in moved) >= IDENTIFIES_PCT}
         for f in held:
@@ -841,11 +866,12 @@ def leave_one_out(seeds: Iterable[str] | None = None,
                 basis = "validation figures"
             row = {"parameter": name, "figure": f.key, "fitted_to": list(fitted_to), "published": f.published,
                    "model": base[f.key], "refit_on": [g.key for g in evidence]}
-            if not evidence:
-                rows.append({**row, "basis": "this figure alone"})
-                log(f"| `{name}` | {f.key} | - | this figure alone identifies it | - | - |")
+            if f.key not in identifies or not evidence:
+                basis = "this figure alone" if f.key in identifies else "the figure does not move with it"
+                rows.append({**row, "basis": basis})
+                log(f"| `{name}` | {f.key} | - | {basis} | - | - |")
                 continue
-            k = refit(places, evidence)
+            k = refit(places, evidence, dict(known))
             with perturbed(places, k) as change:
                 predicted = f.measure()
             e = err(predicted, f.published)
@@ -889,9 +915,10 @@ if __name__ == "__main__":
     elif "--fitted-sensitivity" in sys.argv:
         print("| fitted parameter | figure | -10 % | +10 % |\n|---|---|---|---|")
         fitted_sensitivity([a for a in sys.argv[sys.argv.index("--fitted-sensitivity") + 1:] if a.isdigit()] or None)
-    elif "--leave-one-out" in sys.argv:
+    elif "--leave-one-out" in sys.argv:  # --quick: the experiments' quick runs
         print("| fitted parameter | figure left out | refitted on | refit | predicted | error |\n|---|---|---|---|---|---|")
-        leave_one_out([a for a in sys.argv[sys.argv.index("--leave-one-out") + 1:] if a.isdigit()] or None)
+        with using(Runs(None, quick="--quick" in sys.argv)):
+            leave_one_out([a for a in sys.argv[sys.argv.index("--leave-one-out") + 1:] if a.isdigit()] or None)
     elif "--readme" in sys.argv:
         print(readme_table())
     elif "--seed001" in sys.argv:

@@ -271,3 +271,17 @@ def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path):
     html = (tmp_path / "seeds.html").read_text()
     assert "Leave-one-out" in html and "3 of 6 figures could be predicted, 1 within their tolerance" in html
     assert (tmp_path / "seeds_tables" / "seed_leave_one_out.csv").read_text().count("\n") == 7
+
+
+def test_a_perturbed_parameter_reaches_the_scenarios_built_from_preset_text():
+    """Seed 003's dual-controller and SSD-count scenarios are built from the preset's TOML text:
+    the sensitivity and leave-one-out runs' overrides must reach them too (they did not, and the
+    dual-controller plateau looked independent of the SSDs' read rate)."""
+    from pipelines.seed_figures import dual_controller, perturbed, variant
+
+    places = [("xs5224d-qcache-read", "drive_classes.ssd_sas100.read_iops", 28000.0, 0, None)]
+    with perturbed(places, 0.9) as change:
+        assert change == "28000.0 -> 25200.0"
+        for sc in (dual_controller("xs5224d-qcache-read"), variant("xs5224d-qcache-read", drives=4)):
+            assert sc.drive_classes["ssd_sas100"].read_iops == 25200.0
+    assert dual_controller("xs5224d-qcache-read").drive_classes["ssd_sas100"].read_iops == 28000.0

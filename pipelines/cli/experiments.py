@@ -39,7 +39,7 @@ def experiments(
     with_leave_one_out: Annotated[bool, typer.Option("--leave-one-out", help="Also refit each fitted parameter "
                                                      "without each figure it was fitted to (on the other figures "
                                                      "that move with it) and predict that figure: a table in the "
-                                                     "report and here. Long: ~19 measurements per refit.")] = False,
+                                                     "report and here. Long: a few measurements of its seeds per refit.")] = False,
     json_out: JsonOpt = False,
     wide: WideOpt = False,
     data_dir: DataDirOpt = None,
