@@ -837,9 +837,9 @@ def leave_one_out(seeds: Iterable[str] | None = None,
     predicted. The refit uses the parameter's other fit figures that identify it (a 10 % change
     moves them by >= :data:`IDENTIFIES_PCT`); when none does, the validation figures of the seeds
     its presets serve that identify it; when none does either, the figure rests on that fit alone
-    (no prediction), and a figure that does not move with the parameter is not predicted either
-    (its tag names a figure the parameter no longer sets). Only figures of ``seeds`` are left out or used. Long: each refit re-measures
-    its evidence a few times. ``python pipelines/seed_figures.py --leave-one-out [SEED ...]``."""
+    (no prediction), and a figure that moves < :data:`IDENTIFIES_PCT` itself is not predicted either
+    (the parameter does not set it, or only weakly). Only figures of ``seeds`` are left out or used.
+    Long: each refit re-measures its evidence a few times (``--leave-one-out [--quick] [SEED ...]``)."""
     wanted = set(seeds or SEED_PRESETS)
     rows = []
     for (name, fitted_to), places in fitted_parameters().items():
@@ -867,7 +867,7 @@ def leave_one_out(seeds: Iterable[str] | None = None,
             row = {"parameter": name, "figure": f.key, "fitted_to": list(fitted_to), "published": f.published,
                    "model": base[f.key], "refit_on": [g.key for g in evidence]}
             if f.key not in identifies or not evidence:
-                basis = "this figure alone" if f.key in identifies else "the figure does not move with it"
+                basis = "this figure alone" if f.key in identifies else "the figure hardly moves with it"
                 rows.append({**row, "basis": basis})
                 log(f"| `{name}` | {f.key} | - | {basis} | - | - |")
                 continue
