@@ -265,8 +265,11 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
         state.ensure_ids(segments.n_ids)  # a stream knows every distinct page at once: sized once, not doubled
         agg = CacheIntervals(interval) if interval is not None else None
         done = 0
-        for segment in segments:
-            model.replay_into(state, segment, agg)
+        # the kernel in a thread of its own (it releases the GIL), one segment or two ahead of the
+        # tally of its hit flags here: 100 M one-page requests, ~0.5 s of a 4-5 s run overlapped
+        hits = prefetch(((segment, model.page_hits(state, segment)) for segment in segments), depth=2)
+        for segment, hit in hits:
+            model.record_hits(state, segment, hit, agg)
             done += segment.n_requests
             if progress:
                 progress(done, segments.total)

@@ -231,9 +231,14 @@ def _tally_windows(ts_ns, op, size_bytes, page_req, page_bytes, hit, interval_ns
             return False
     pages = hits = nbytes = hbytes = rpages = rhits = wpages = whits = skipped = 0
     cur = -1
+    lo = hi = 0  # the current window's time span [lo, hi): no division while a request falls in it
     requests = reads = writes = read_bytes = write_bytes = w_pages = w_hits = w_bytes = w_hit_bytes = 0
     for r in range(n + 1):
-        w = ts_ns[r] // interval_ns - w0 if r < n else -2
+        if r < n:
+            t = ts_ns[r]
+            w = cur if lo <= t < hi else t // interval_ns - w0
+        else:
+            w = -2
         if w != cur:
             if cur >= 0:
                 s = sums[cur]
@@ -256,6 +261,8 @@ def _tally_windows(ts_ns, op, size_bytes, page_req, page_bytes, hit, interval_ns
                 break
             requests = reads = writes = read_bytes = write_bytes = w_pages = w_hits = w_bytes = w_hit_bytes = 0
             cur = w
+            lo = (w + w0) * interval_ns
+            hi = lo + interval_ns
         o = op[r]
         sz = size_bytes[r]
         requests += 1

@@ -23,8 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from replay.jit import njit
-from replay.kernels.base import CacheModel, CacheState
+from replay.kernels.base import ACCESS_AHEAD, CacheModel, CacheState
 from replay.model import register
+from replay.prefetch import prefetch
 
 T1, T2, B1, B2 = 1, 2, 3, 4  # values of ``where`` (0: in no list)
 # meta slots: head of list L at L-1, tail at 4+L-1, length at 8+L-1; fmeta[0] is p.
@@ -67,7 +68,10 @@ def arc_access(page_ids, hit, prev, nxt, where, meta, fmeta, capacity):
     t1, t2, tb1, tb2 = meta[4], meta[5], meta[6], meta[7]
     n1, n2, nb1, nb2 = meta[8], meta[9], meta[10], meta[11]
     p = fmeta[0]
-    for i in range(page_ids.shape[0]):
+    n_access = page_ids.shape[0]
+    for i in range(n_access):
+        if i + ACCESS_AHEAD < n_access:
+            prefetch(where, page_ids[i + ACCESS_AHEAD])
         x = page_ids[i]
         w = where[x]
         if w == T1:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from replay.jit import njit
-from replay.kernels.base import CacheModel, CacheState
+from replay.kernels.base import ACCESS_AHEAD, CacheModel, CacheState
 from replay.model import register
+from replay.prefetch import prefetch
 
 POS, SIZE = 0, 1  # meta slots: ring position of the oldest page once full, pages held
 
@@ -19,7 +20,10 @@ def fifo_access(page_ids, hit, ring, resident, meta):
     capacity = ring.shape[0]
     pos = meta[POS]
     size = meta[SIZE]
-    for i in range(page_ids.shape[0]):
+    n_access = page_ids.shape[0]
+    for i in range(n_access):
+        if i + ACCESS_AHEAD < n_access:
+            prefetch(resident, page_ids[i + ACCESS_AHEAD])
         x = page_ids[i]
         if resident[x]:
             hit[i] = 1

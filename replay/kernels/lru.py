@@ -5,7 +5,9 @@ Same variant as libCacheSim's ``LRU``: a hit moves the page to the head, a miss 
 when the cache is full and inserts at the head. One word per page instead of separate ``prev``,
 ``next`` and ``resident`` arrays: an access touches one cache line per page, not three (the
 kernel is bound by memory latency on large footprints: 1.07-1.5x on 20 M accesses over 4-16 M
-pages, ``docs/performance.md``).
+pages, ``docs/performance.md``). The loop prefetches (``replay.prefetch``) the link of the page
+``ACCESS_AHEAD`` accesses ahead and, after an eviction, the link of the next page to evict, so
+their memory loads overlap the current access's work.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from replay.jit import njit
-from replay.kernels.base import CacheModel, CacheState
+from replay.kernels.base import ACCESS_AHEAD, CacheModel, CacheState
 from replay.model import register
+from replay.prefetch import prefetch
 
 HEAD, TAIL, SIZE = 0, 1, 2  # meta slots
 _LOW = np.int64(0xFFFFFFFF)  # the successor's field
@@ -26,7 +29,10 @@ def lru_access(page_ids, hit, link, meta, capacity):
     head = meta[HEAD]
     tail = meta[TAIL]
     size = meta[SIZE]
-    for i in range(page_ids.shape[0]):
+    n_access = page_ids.shape[0]
+    for i in range(n_access):
+        if i + ACCESS_AHEAD < n_access:
+            prefetch(link, page_ids[i + ACCESS_AHEAD])
         x = page_ids[i]
         lx = link[x]
         if lx >= 0:
@@ -48,7 +54,10 @@ def lru_access(page_ids, hit, link, meta, capacity):
             tail = (link[v] >> 32) - 1
             link[v] = -1
             if tail >= 0:
-                link[tail] = link[tail] & _HIGH
+                lt = link[tail] & _HIGH
+                link[tail] = lt
+                if lt > 0:  # the next eviction's page
+                    prefetch(link, (lt >> 32) - 1)
             else:
                 head = -1
             size -= 1

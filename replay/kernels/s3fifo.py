@@ -31,8 +31,9 @@ import math
 import numpy as np
 
 from replay.jit import njit
-from replay.kernels.base import CacheModel, CacheState
+from replay.kernels.base import ACCESS_AHEAD, CacheModel, CacheState
 from replay.model import register
+from replay.prefetch import prefetch
 
 S_START, S_COUNT, M_START, M_COUNT, G_HEAD, G_TAIL, G_COUNT, EVICTED = range(8)  # meta slots
 IN_S, IN_M, IN_G = 1, 2, 3  # values of ``where`` (0: nowhere)
@@ -65,7 +66,10 @@ def _ring_pop(ring, meta, start_slot, count_slot):
 @njit
 def s3fifo_access(page_ids, hit, small, main, freq, where, gprev, gnext, meta,
                   capacity, small_size, main_size, ghost_size, threshold):
-    for i in range(page_ids.shape[0]):
+    n_access = page_ids.shape[0]
+    for i in range(n_access):
+        if i + ACCESS_AHEAD < n_access:
+            prefetch(where, page_ids[i + ACCESS_AHEAD])
         x = page_ids[i]
         w = where[x]
         if w == IN_S or w == IN_M:
