@@ -732,6 +732,11 @@ def _moved(value: float | int, factor: float, lo: float | None = None, hi: float
     return type(value)(v)
 
 
+def change_text(places: list[tuple[str, str, float | int]], factor: float) -> str:
+    """The change of the parameter's values at ``factor``, in words (``0.35 -> 0.385``)."""
+    return ", ".join(sorted({f"{v} -> {_moved(v, factor, lo, hi)}" for _, _, v, lo, hi in places}))
+
+
 @contextmanager
 def perturbed(places: list[tuple[str, str, float | int]], factor: float) -> Iterator[str]:
     """Every measurement inside loads the presets with these values x ``factor`` (yields the
@@ -741,7 +746,7 @@ def perturbed(places: list[tuple[str, str, float | int]], factor: float) -> Iter
         _PERTURBED.setdefault(preset, []).append(f"{key}={_moved(value, factor, lo, hi)!r}")
     clear_caches()
     try:
-        yield ", ".join(sorted({f"{v} -> {_moved(v, factor, lo, hi)}" for _, _, v, lo, hi in places}))
+        yield change_text(places, factor)
     finally:
         _PERTURBED.clear()
         _PERTURBED.update(saved)
@@ -757,17 +762,14 @@ def fitted_sensitivity(seeds: Iterable[str] | None = None, factor: float = 1.1,
     or ``python pipelines/seed_figures.py --fitted-sensitivity [SEED ...]``."""
     wanted = set(seeds or SEED_PRESETS)
     figures = [f for f in FIGURES if f.seed in wanted]
-    base = {f.key: f.measure() for f in figures}
+    base = _measured_at([], 1.0, figures)
     rows = []
     for (name, fitted_to), places in fitted_parameters().items():
         presets = {p for p, *_ in places}
         touched = [f for f in figures if presets & set(SEED_PRESETS[f.seed])]
         if not touched:
             continue
-        moved = {}
-        for k in (2 - factor, factor):
-            with perturbed(places, k) as change:
-                moved[k] = (change, {f.key: f.measure() for f in touched})
+        moved = {k: (change_text(places, k), _measured_at(places, k, touched)) for k in (2 - factor, factor)}
         for f in touched:
             lo, hi = (err(moved[k][1][f.key], base[f.key]) for k in (2 - factor, factor))
             rows.append({"parameter": name, "fitted_to": list(fitted_to), "figure": f.key, "kind": f.kind,
@@ -787,12 +789,29 @@ REFIT_FACTORS = (0.25, 4.0)
 REFIT_STEPS = 6
 
 
+#: figure values already measured at a parameter factor, per (runs, perturbation in force, parameter
+#: places, factor): the -/+ 10 % probe is run once for ``fitted_sensitivity`` and ``leave_one_out``
+#: in one process (``tiercast experiments --sensitivity --leave-one-out``), not once each. Not
+#: dropped by ``clear_caches`` (``perturbed`` calls it on every entry and exit); the key names all a
+#: measurement depends on besides the code.
+_MEASURED: dict[tuple, dict[str, float]] = {}
+
+
 def _measured_at(places: list[tuple], factor: float, figures: list[Figure]) -> dict[str, float]:
-    """The figures measured with the parameter at ``factor`` x its preset values."""
-    if factor == 1.0:
-        return {f.key: f.measure() for f in figures}
-    with perturbed(places, factor):
-        return {f.key: f.measure() for f in figures}
+    """The figures measured with the parameter at ``factor`` x its preset values (1.0: as set),
+    each measured once per process (:data:`_MEASURED`)."""
+    runs = current()
+    k = round(factor, 9)
+    key = (runs.data_dir, runs.quick, tuple((p, tuple(v)) for p, v in sorted(_PERTURBED.items())),
+           tuple(places) if k != 1.0 else (), k)
+    got = _MEASURED.setdefault(key, {})
+    missing = [f for f in figures if f.key not in got]
+    if missing and k == 1.0:
+        got.update((f.key, f.measure()) for f in missing)
+    elif missing:
+        with perturbed(places, k):
+            got.update((f.key, f.measure()) for f in missing)
+    return {f.key: got[f.key] for f in figures}
 
 
 def refit(places: list[tuple], evidence: list[Figure], known: dict[float, dict[str, float]]) -> float:

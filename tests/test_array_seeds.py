@@ -59,7 +59,7 @@ def test_seed000_backend_ios_per_host_io_sanity():
 
 
 def test_seed000_deep_queues_peak():
-    """fit: ``queue_gain_exponent`` 0.12 (drive reordering gain q^0.12). At 96 and 192 outstanding
+    """fit: ``reorder_efficiency`` 0.35 (the share of the ideal SPTF gain the drives realise). At 96 and 192 outstanding
     the pool gives 1.5-2x the planning IOPS: the article's range is the tolerance."""
     curve = seed000_curve()
     lo, hi = SEED000_PEAK

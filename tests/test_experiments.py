@@ -234,7 +234,7 @@ def test_sensitivity_table_in_the_json_the_terminal_and_the_report(tmp_path):
     assert t.exit_code == 0 and "overhead_us" in t.stdout and "s004_write" in t.stdout
 
 
-def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path):
+def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path, monkeypatch):
     """``--leave-one-out`` on seed 001 (violin6232's six fitted parameters). The media rate fitted to
     the 32 KB read bandwidth is refitted on the two validation bandwidths it sets (1 MB writes and the
     32 KB 70/30 mix, both proportional to it): the least-squares factor on their log ratios is the
@@ -243,12 +243,31 @@ def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path):
     sync figures (which the host-bound article measured at 256,000) predicts the async maximum 16 %
     low, the write IOPS refitted on the sync 70/30 mix 37 % low: both outside 15 %, the known sync
     miss carried into the fit. The latencies and the GC rate move no validation figure by 2 % at
-    -/+10 %: those figures rest on their fit alone."""
-    args = ["experiments", "--only", "seed001", "--quick", "--leave-one-out", "--data-dir", tmp_path / "data",
-            "--report", tmp_path / "seeds.html"]
+    -/+10 %: those figures rest on their fit alone. With ``--sensitivity`` in the same run, the -/+ 10 %
+    probe is shared: no figure is measured twice with the same values."""
+    from pipelines import seed_figures as sf
+    from pipelines.seed_runs import current
+
+    measured: list[tuple] = []
+    measure = sf.Figure.measure
+
+    def counted(self):
+        runs = current()
+        measured.append((self.key, runs.data_dir, runs.quick, repr(sorted(sf._PERTURBED.items()))))
+        return measure(self)
+
+    monkeypatch.setattr(sf.Figure, "measure", counted)
+    args = ["experiments", "--only", "seed001", "--quick", "--sensitivity", "--leave-one-out", "--data-dir",
+            tmp_path / "data", "--report", tmp_path / "seeds.html"]
     r = CliRunner().invoke(app, [str(a) for a in [*args, "--json"]])
     assert r.exit_code == 0, r.output
+    twice = {m for m in measured if measured.count(m) > 1}
+    assert not twice and len(measured) > 100, (len(measured), sorted(twice)[:5])
     rows = json.loads(r.stdout)
+    sens = [x for x in rows if "plus_pct" in x]
+    assert {x["parameter"] for x in sens} == {"gc_mib_per_s", "read_iops", "read_latency_us", "write_iops",
+                                              "write_latency_us", "media_mib_per_s"}
+    rows = [x for x in rows if "plus_pct" not in x]
     figures = {x["figure"]: x for x in rows if "published" in x and "parameter" not in x}
     loo = {x["parameter"]: x for x in rows if "basis" in x}
     assert set(loo) == {"gc_mib_per_s", "read_iops", "read_latency_us", "write_iops", "write_latency_us",

@@ -45,8 +45,10 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
           "realises, 1 + this x (ideal - 1) (firmware schedules with margins and a limited look-ahead; 1: ideal)",
           minimum=0, maximum=1),
     Param("queue_gain_exponent", "float", 0.12, "", "reordering = power: positioning min(q, queue_depth_max) ** this "
-          "times faster with q queued (1.28x at 8, 1.52x at 32)", "seed-fit", "seed 000: peak 1.5-2x the planning "
-          "IOPS [s000_peak96, s000_peak192]", minimum=0, maximum=1),
+          "times faster with q queued (1.28x at 8, 1.52x at 32)", "estimate", "once fitted to seed 000's peak (1.5-2x "
+          "the planning IOPS), when the HDD presets reordered by this law; they reorder by sptf now "
+          "(reorder_efficiency), and no published figure moves with it; calibrate fits it from deep-queue captures",
+          minimum=0, maximum=1),
     Param("queue_depth_max", "int", 256, "I/Os", "the reordering gain stops growing there (power: 1.95x; sptf: the "
           "tagged commands the drive takes)", "estimate", "vendor guidance: deep queues give up to 2-2.5x (docs/models/sources.md)", minimum=1,
           maximum=1024),
