@@ -677,10 +677,10 @@ def sensitivity() -> None:
     print("seed 003: HDD baselines on xs5224d vs one assumption at a time")
     print("| assumption | read IOPS | write IOPS |")
     print("|---|---:|---:|")
-    cases = [("preset (span 0.012, q^0.12, flush by age, 4 per drive)", {}),
+    cases = [("preset (span 0.012, SPTF at 0.35 of its ideal gain, flush by age, 4 per drive)", {}),
              ("volumes on the outer zone: span 0.006", {"span_fraction": 0.006}),
-             ("queue gain exponent 0.16", {"queue_gain_exponent": 0.16}),
-             ("queue gain exponent 0.20", {"queue_gain_exponent": 0.20}),
+             ("SPTF at 0.25 of its ideal gain", {"reorder_efficiency": 0.25}),
+             ("SPTF at 0.5 of its ideal gain", {"reorder_efficiency": 0.5}),
              ("data-sheet seek 8.5 ms (ST500NM0001) instead of 1000/90 - 4.17", {"avg_seek_ms": 8.5}),
              ("flush in address order", {"flush_order": "address"}),
              ("flush in address order, 16 writes per drive", {"flush_order": "address", "flush_queue_depth": 16})]
@@ -688,7 +688,7 @@ def sensitivity() -> None:
         if "avg_seek_ms" in subs:
             text = (PRESET_DIR / "xs5224d.toml").read_text().replace(
                 "track_to_track_ms = 0.5", "avg_seek_ms = 8.5\ntrack_to_track_ms = 0.5")
-            sc = loads(text, "xs5224d+seek")
+            sc = loads(text, "xs5224d+seek", _PERTURBED.get("xs5224d", ()))
         else:
             sc = variant("xs5224d", **subs)
         r, rs = seed003("read", sc)
