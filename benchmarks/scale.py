@@ -6,6 +6,11 @@ step (LRU at the simulated size; one LRU run for the exact curve's 20 sizes).
     .venv/bin/python benchmarks/scale.py                 # 100 M requests
     .venv/bin/python benchmarks/scale.py 10000000 --keep /tmp/scale-10m
     .venv/bin/python benchmarks/scale.py 1000000000 --drop-after-use --keep /tmp/scale-1b
+    .venv/bin/python benchmarks/scale.py --pairs 6      # and 6 more simulate / libCacheSim pairs
+
+``--pairs N``: after the path's own ``simulate`` and libCacheSim runs, N more of each, alternated
+(the machine's speed drifts between minutes: only a run and its partner are compared), with each
+pair's wall ratio and their mean.
 
 The trace: Zipf(1.0) 4 KiB requests, 70 % reads, over ``--region-gib`` (default 64), generated in
 10 M-request parts (``traces.synth``, one seed per part, appended to one Parquet file: bounded
@@ -109,6 +114,7 @@ def main() -> None:
     ap.add_argument("--region-gib", type=int, default=64)
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, deleted)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--pairs", type=int, default=0, help="then this many more simulate / libCacheSim runs, alternated")
     ap.add_argument("--drop-after-use", action="store_true",
                     help="delete the synthesized Parquet after ingest and the 4 KiB page stream after simulate "
                          "(a billion requests: the peak work directory ~56 instead of ~88 GB)")
@@ -142,14 +148,21 @@ def main() -> None:
                                                                          "--json"))
         foot = max(r["cache_bytes"] for r in json.loads(exact["stdout"])["rows"])
         cache = max(PAGE_BYTES, foot // 100 // PAGE_BYTES * PAGE_BYTES)
-        sim = step("simulate lru 1 % (page stream there)", tc("simulate", trace_id, "--policy", "lru",
-                                                              "--cache-size", str(cache), "--page-size", "4KiB",
-                                                              "--json"))
+        simulate = tc("simulate", trace_id, "--policy", "lru", "--cache-size", str(cache), "--page-size", "4KiB",
+                      "--json")
+        sim = step("simulate lru 1 % (page stream there)", simulate)
         oracle = work / "pages.oracleGeneral.bin"
         subprocess.run([sys.executable, "-c", ORACLE, str(data), trace_id, str(oracle)], check=True, cwd=ROOT,
                        env=child_env())
-        lcs = step("libCacheSim LRU 1 % (C reader)", [sys.executable, "-c", LCS, str(oracle), str(cache // PAGE_BYTES)],
-                   peer=True)
+        peer = [sys.executable, "-c", LCS, str(oracle), str(cache // PAGE_BYTES)]
+        lcs = step("libCacheSim LRU 1 % (C reader)", peer, peer=True)
+        ratios = [lcs["wall_s"] / sim["wall_s"]]
+        for i in range(args.pairs):
+            a = step(f"  pair {i + 1}: simulate", simulate)
+            b = step(f"  pair {i + 1}: libCacheSim", peer, peer=True)
+            ratios.append(b["wall_s"] / a["wall_s"])
+        print(f"  simulate vs libCacheSim, wall, each run against its partner: "
+              f"{', '.join(f'{r:.1f}x' for r in ratios)} (mean {sum(ratios) / len(ratios):.1f}x)", flush=True)
         oracle.unlink()
         if args.drop_after_use:
             for stream in (data / "traces").glob(f"*/pages/{PAGE_BYTES}-*"):
