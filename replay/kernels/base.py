@@ -34,6 +34,11 @@ MAX_IDS = (1 << 31) - 2  # id-indexed link arrays are int32 (half the memory tra
 #: (``replay.prefetch``): those arrays outgrow the CPU caches and each access waits for one
 #: random load otherwise. LRU, 100 M Zipf accesses over 12.8 M pages, best of 3 on a noisy
 #: machine: 32 ahead 1.28-1.83x (cache 0.1 / 1 / 10 % of the pages), 48 and 64 alike, 8 1.3x
+#: Each kernel writes the two lines (``if i + ACCESS_AHEAD < n: prefetch(state, page_ids[i +
+#: ACCESS_AHEAD])``) itself: a compiled helper for them (``inline="always"``) made the kernels 1.2-4x
+#: slower (FIFO 0.115 -> 0.31 s, CLOCK 0.20 -> 0.80 s, LRU 0.36-0.62 -> 0.71-1.07 s on 20 M Zipf
+#: accesses over 4 M pages, alternated with the repeated lines, same hits; 2026-11-27). Likely cause:
+#: numba counts references on the inlined copies of the array arguments.
 ACCESS_AHEAD = 32
 
 # Order of the cumulative counters in CacheState.totals.
