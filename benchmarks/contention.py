@@ -3,9 +3,10 @@ busy loop that computes without touching memory, beside a loop that streams memo
 second copy of itself (what ``compare --jobs 2`` runs). The last gives the ceiling of ``--jobs 2``
 over ``--jobs 1`` for kernel-bound replays: ``2 x alone / beside itself``.
 
-The kernels are bound by memory latency (random access to cache state far larger than the L3), so
-a neighbour that uses memory slows them, one that only computes hardly does. Both cores of a
-virtual machine share the host's memory system (and may be hyperthreads of one physical core).
+The kernels are bound by memory latency (random access to cache state far larger than the L3), and
+both cores of a virtual machine share the host's memory system, so a neighbour that streams memory
+might slow them. On the build machine, at their best, none of the three did (docs/performance.md,
+*What the second core gives a kernel*); single runs moved with the host's other tenants.
 
     .venv/bin/python benchmarks/contention.py                       # 4 M requests, vnx5400-fastcache
     .venv/bin/python benchmarks/contention.py --scenario vnx5400 --requests 2000000 --repeat 3

@@ -71,8 +71,8 @@ def _curve(t2t: float, full: float, d0: float) -> SeekCurve:
 def seek_curve(t2t_ms: float, avg_ms: float, full_ms: float | None) -> SeekCurve:
     """The curve through the datasheet's single-track, average and full-stroke seeks (ValueError
     when the average is out of :func:`seek_range`). Cached: its bisection (60 quadratures of 4,001
-    points) took ~5 ms, and a replay asks for its drives' curves 9 times (a third of a 20 k-request
-    replay's time)."""
+    points) takes 2.5 ms, and a replay asks for its drives' curves 9 times (docs/performance.md,
+    *Fixed costs of a small replay*)."""
     if full_ms is None:
         k = (avg_ms - t2t_ms) / SQRT_DISTANCE_MEAN
         return SeekCurve(t2t_ms, k, 1.0, t2t_ms + k / 2.0, k / 2.0)
