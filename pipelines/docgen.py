@@ -11,6 +11,7 @@ through :func:`on_page_markdown` (this module is the site's hook, ``mkdocs.yml``
   (:func:`mechanism_params`).
 * ``<!-- generated: seed-figures -->``: the seed figures table of ``pipelines.seed_figures``.
 * ``<!-- generated: presets -->``: the preset scenarios and the mechanisms each models.
+* ``<!-- generated: fitted-ranges -->``: every fitted preset value and its physical range.
 
 A marker that names nothing known fails the build. Nothing here is imported by the ``tiercast``
 command; the models and the CLI are imported when a page needs them.
@@ -160,6 +161,30 @@ def presets_table() -> str:
     return "\n".join(rows)
 
 
+def fitted_ranges_table() -> str:
+    """Every value a preset fits to a seed figure, with the physical range it must lie in
+    (``replay.physical``) and the presets that use it."""
+    from replay.provenance import parameters
+    from replay.scenario import preset_names
+
+    seen: dict[tuple, list[str]] = {}
+    for name in preset_names():
+        for r in parameters(name):
+            if r["source"] == "seed-fit":
+                ph = r["physical"]
+                key = (re.sub(r"\[\d+\]", "[]", r["table"]), r["name"], r["value"], r["unit"], tuple(r["fitted_to"]),
+                       ph["low"], ph["high"], ph["source"], ph["reference"])
+                seen.setdefault(key, []).append(name)
+    rows = ["| parameter | fitted value | fitted to | physical range | range from | presets |",
+            "|---|---:|---|---|---|---|"]
+    for (table, name, value, unit, figs, lo, hi, src, ref), presets in seen.items():
+        inside = "inside" if lo <= value <= hi else "**OUTSIDE**"
+        rows.append(f"| `{table}.{name}` | {value:,.6g} {unit} | {', '.join(figs)} | {lo:,.6g}-{hi:,.6g} ({inside}) | "
+                    f"{src}: {_cell(ref)} | {len(presets)}: {', '.join(f'`{p}`' for p in presets[:3])}"
+                    f"{' ...' if len(presets) > 3 else ''} |")
+    return "\n".join(rows)
+
+
 def seed_figures_table() -> str:
     from pipelines.seed_figures import readme_table
 
@@ -178,6 +203,8 @@ def render(markdown: str) -> str:
             return seed_figures_table()
         if kind == "presets":
             return presets_table()
+        if kind == "fitted-ranges":
+            return fitted_ranges_table()
         raise ValueError(f"docs: unknown generated block {m.group(0)}")
 
     return MARKER.sub(block, markdown)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.overrides import parse_override
+from replay.physical import as_json, physical_range
 from replay.scenario import PRESET_DIR, Scenario, load, preset_names
 from replay.scenario_file import ScenarioFile, TableRead
 
@@ -72,7 +73,8 @@ def _overridden(overrides: Iterable[str]) -> set[str]:
 def parameters(ref: str | Path, overrides: Iterable[str] = ()) -> list[dict]:
     """One row per parameter of every table the scenario has: ``table``, ``name``, ``value`` (the
     resolved one), ``unit``, ``source``, ``reference``, ``set_by`` (``file``, ``default`` or
-    ``--set``), ``line`` (in the file), ``minimum`` / ``maximum`` (its declared range), ``fitted_to`` (seed figure keys, for ``seed-fit``)."""
+    ``--set``), ``line`` (in the file), ``minimum`` / ``maximum`` (its declared range), ``fitted_to`` (seed figure keys, for ``seed-fit``),
+    ``physical`` (``replay.physical``: the range the hardware allows, declared for fitted parameters; else None)."""
     overrides = list(overrides)
     reads: list[TableRead] = []
     sc = load(ref, overrides, reads)
@@ -97,7 +99,8 @@ def parameters(ref: str | Path, overrides: Iterable[str] = ()) -> list[dict]:
             rows.append({"table": r.sec, "name": p.name, "value": _json(value), "unit": p.unit, "source": source,
                          "reference": reference, "set_by": set_by, "line": line, "minimum": p.minimum,
                          "maximum": p.maximum,
-                         "fitted_to": _FIGURE.findall(reference) if source == "seed-fit" else []})
+                         "fitted_to": _FIGURE.findall(reference) if source == "seed-fit" else [],
+                         "physical": as_json(physical_range(path.stem, r.sec, p.name))})
     return rows
 
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.seed_figures import BY_KEY, FIGURES
+from replay.physical import outside
 from replay.provenance import fitted_figures, parameters, tag
 from replay.scenario import PRESET_DIR, preset_names
 from replay.schema import SOURCES
@@ -42,6 +43,24 @@ def test_every_value_a_preset_sets_states_its_source(name):
             assert r["name"] in text[r["line"] - 1] or r["table"] == "ssd_cache", r  # QCache: block_bytes
         if r["source"] == "seed-fit":  # a fitted value names the figures it was fitted to, and they exist
             assert r["fitted_to"] and all(k in BY_KEY for k in r["fitted_to"]), r
+    # ... and lies in the range the hardware allows (issue 27), declared with its source
+    assert not outside(rows), f"{name}: fitted values without a physical range or outside it: {outside(rows)}"
+
+
+def test_a_fitted_value_outside_its_physical_range_or_without_one_is_reported():
+    rows = parameters("vnx5400-fastcache")
+    oh = next(r for r in rows if (r["table"], r["name"]) == ("controller", "overhead_us"))
+    assert oh["physical"]["source"] == "seed" and oh["physical"]["low"] == 2.0
+    assert round(oh["physical"]["high"], 1) == 442.3  # 1e6 / 2,261 IOPS, seed 000's peak through one SP
+    slow = [{**r, "value": 500.0} if r is oh else r for r in rows]  # slower than seed 000's own peak allows
+    assert outside(slow) == [f"controller.overhead_us = 500.0: outside 2-442.282 ({oh['physical']['reference']})"]
+    bare = [{**oh, "physical": None}]
+    assert outside(bare) == ["controller.overhead_us = 30.0: no physical range declared"]
+    assert outside([{**oh, "source": "set", "value": 500.0}]) == []  # --set values are the user's
+    # a range per array where the hardware differs: FAST Cache's RAID 1 pair on SAS-2, QCache's 8 SAS-3 SSDs
+    fill = {n: next(r["physical"]["high"] for r in parameters(n) if r["name"] == "fill_mib_per_s")
+            for n in ("vnx5400-fastcache", "xs5224d-qcache-read")}
+    assert (round(fill["vnx5400-fastcache"], 1), round(fill["xs5224d-qcache-read"], 1)) == (572.2, 9155.3)
 
 
 def test_scenarios_name_json_lists_resolved_values_with_sources():
@@ -63,6 +82,8 @@ def test_scenarios_name_json_lists_resolved_values_with_sources():
     assert "Savvio 10K.4" in rows[("drive_classes.sas10k", "track_to_track_ms")]["reference"]
     eff = rows[("drive_classes.sas10k", "reorder_efficiency")]
     assert (eff["value"], eff["source"], eff["fitted_to"]) == (0.35, "seed-fit", ["s000_peak96", "s000_peak192"])
+    assert (eff["physical"]["low"], eff["physical"]["high"], eff["physical"]["source"]) == (0.0, 1.0, "definition")
+    assert rows[("dram", "cache_bytes")]["physical"] is None  # declared for fitted parameters
 
 
 
