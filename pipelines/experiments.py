@@ -213,12 +213,13 @@ def sensitivity(seeds: tuple[str, ...], quick: bool, log: Callable[[str], None] 
 
 LOO_SCHEMA = {"parameter": pl.String, "figure": pl.String, "fitted_to": pl.String, "basis": pl.String,
               "refit_on": pl.String, "published": pl.Float64, "model": pl.Float64, "change": pl.String,
-              "predicted": pl.Float64, "error_pct": pl.Float64, "within": pl.Boolean}
+              "predicted": pl.Float64, "error_pct": pl.Float64, "within": pl.Boolean, "refit_physical": pl.Boolean}
 
 
 def leave_one_out(seeds: tuple[str, ...], quick: bool, log: Callable[[str], None] = lambda _: None) -> pl.DataFrame:
     """:func:`pipelines.seed_figures.leave_one_out` of ``seeds``, measured in memory; ``within``:
-    the prediction is inside the figure's tolerance (null where nothing else identifies the parameter)."""
+    the prediction is inside the figure's tolerance, ``refit_physical``: the refitted value inside the
+    parameter's physical range (``replay.physical``; both null where nothing else identifies the parameter)."""
     log(f"leave-one-out: each fitted parameter refitted without each of its figures (seeds {', '.join(seeds)})")
     with using(Runs(None, quick)):
         rows = sf.leave_one_out(seeds, log=lambda line: log("  " + line))

@@ -1021,7 +1021,10 @@ def _leave_one_out_section(loo: pl.DataFrame | None, out_dir: Path) -> str:
             '<p class="caption">Each fitted parameter refitted without one of the figures it was fitted to (on its '
             'other fit figures, else on the validation figures that move with it), then that figure predicted: '
             f'{tested.height} of {loo.height} figures could be predicted, {tested.filter(pl.col("within")).height} '
-            'within their tolerance (misses highlighted); the rest rest on their fit alone.</p>'
+            'within their tolerance (misses highlighted); the rest rest on their fit alone. '
+            f'{tested.filter(pl.col("refit_physical")).height} of the {tested.height} refitted values stay inside '
+            'the physical range of their parameter (<code>refit_physical</code>; the ranges: '
+            '<code>tiercast scenarios NAME --json</code>, <code>physical</code>).</p>'
             + _table(loo, "seed_leave_one_out", out_dir, floats=1, bad="within") + "</section>")
 
 

@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 from pipelines.replay import max_end_bytes  # noqa: E402
 from pipelines.seed_runs import Runs, cached, clear_caches, current, using  # noqa: E402
 from replay.mech.backend.kernel import planning_host_iops  # noqa: E402
+from replay.physical import physical_range  # noqa: E402
 from replay.provenance import fitted_figures, parameters  # noqa: E402
 from replay.scenario import PRESET_DIR, Scenario, load, loads, preset_names  # noqa: E402
 from schemas.units import parse_size  # noqa: E402
@@ -850,6 +851,17 @@ def refit(places: list[tuple], evidence: list[Figure], known: dict[float, dict[s
     return round(math.exp(best[1]), 6)
 
 
+def _refit_physical(places: list[tuple], factor: float) -> bool:
+    """Whether the refitted value (``factor`` x each place's, as :func:`perturbed` sets it) stays in
+    the physical range of the parameter (``replay.physical``) in every preset that sets it."""
+    for preset, path, value, lo, hi in places:
+        table, _, name = path.rpartition(".")
+        r = physical_range(preset, table, name)
+        if r is None or not r.holds(float(_moved(value, factor, lo, hi))):
+            return False
+    return True
+
+
 def leave_one_out(seeds: Iterable[str] | None = None,
                   log: Callable[[str], None] = lambda line: print(line, flush=True)) -> list[dict]:
     """Each fitted parameter refitted without each figure it was fitted to, then that figure
@@ -895,7 +907,7 @@ def leave_one_out(seeds: Iterable[str] | None = None,
                 predicted = f.measure()
             e = err(predicted, f.published)
             rows.append({**row, "basis": basis, "factor": k, "change": change, "predicted": predicted, "error_pct": e,
-                         "within": abs(e) <= f.tolerance_pct})
+                         "within": abs(e) <= f.tolerance_pct, "refit_physical": _refit_physical(places, k)})
             log(f"| `{name}` | {f.key} | {', '.join(row['refit_on'])} | {change} | {f.fmt.format(predicted)} "
                 f"(published {f.published_text}) | {e:+.1f} % |")
     return rows

@@ -279,6 +279,9 @@ def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path, monkeypatc
     assert float(media["change"].removeprefix("2750.0 -> ")) == pytest.approx(2750 * by_hand, rel=0.005)
     assert media["predicted"] == pytest.approx(figures["s001_read_bw"]["model"] * by_hand, rel=0.01)
     assert media["error_pct"] == pytest.approx(2.8, abs=0.5) and media["within"]
+    # the refits stay inside what the hardware allows (replay.physical): 2,861 MiB/s under the
+    # 3,052 of the four FC links, the IOPS refits far inside theirs
+    assert all(loo[p]["refit_physical"] for p in ("media_mib_per_s", "read_iops", "write_iops"))
     reads = loo["read_iops"]
     assert reads["refit_on"] == "s001_read_sync, s001_mixed_sync" and reads["basis"] == "validation figures"
     assert -20 < reads["error_pct"] < -15 and reads["within"] is False
@@ -286,9 +289,11 @@ def test_leave_one_out_predicts_each_fit_without_its_figure(tmp_path, monkeypatc
     assert writes["refit_on"] == "s001_mixed_sync" and -45 < writes["error_pct"] < -30 and writes["within"] is False
     alone = [p for p, x in loo.items() if x["basis"] == "this figure alone"]
     assert sorted(alone) == ["gc_mib_per_s", "read_latency_us", "write_latency_us"]
-    assert all(loo[p]["predicted"] is None and loo[p]["within"] is None for p in alone)
+    assert all(loo[p]["predicted"] is None and loo[p]["within"] is None and loo[p]["refit_physical"] is None
+               for p in alone)
     html = (tmp_path / "seeds.html").read_text()
     assert "Leave-one-out" in html and "3 of 6 figures could be predicted, 1 within their tolerance" in html
+    assert "3 of the 3 refitted values stay inside the physical range" in html
     assert (tmp_path / "seeds_tables" / "seed_leave_one_out.csv").read_text().count("\n") == 7
 
 
