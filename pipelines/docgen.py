@@ -12,6 +12,7 @@ through :func:`on_page_markdown` (this module is the site's hook, ``mkdocs.yml``
 * ``<!-- generated: seed-figures -->``: the seed figures table of ``pipelines.seed_figures``.
 * ``<!-- generated: presets -->``: the preset scenarios and the mechanisms each models.
 * ``<!-- generated: fitted-ranges -->``: every fitted preset value and its physical range.
+* ``<!-- generated: seed-figure-counts -->``: the seed figures of each kind, and the validation ones in tolerance.
 
 A marker that names nothing known fails the build. Nothing here is imported by the ``tiercast``
 command; the models and the CLI are imported when a page needs them.
@@ -185,6 +186,19 @@ def fitted_ranges_table() -> str:
     return "\n".join(rows)
 
 
+def seed_figure_counts() -> str:
+    """How many seed figures are of each kind, and how many validation figures are within their
+    tolerance (at the model values the docs state)."""
+    from pipelines.seed_figures import FIGURES, err
+
+    kinds = [f.kind for f in FIGURES]
+    val = [f for f in FIGURES if f.kind == "validation"]
+    ok = sum(abs(err(f.documented, f.published)) <= f.tolerance_pct for f in val)
+    return (f"Today: {kinds.count('calibration')} calibration, {kinds.count('identity')} identity, "
+            f"**{len(val)} validation, {ok} of them within their tolerance** (the {len(val) - ok} misses and their "
+            "causes are in the table).")
+
+
 def seed_figures_table() -> str:
     from pipelines.seed_figures import readme_table
 
@@ -205,6 +219,8 @@ def render(markdown: str) -> str:
             return presets_table()
         if kind == "fitted-ranges":
             return fitted_ranges_table()
+        if kind == "seed-figure-counts":
+            return seed_figure_counts()
         raise ValueError(f"docs: unknown generated block {m.group(0)}")
 
     return MARKER.sub(block, markdown)
