@@ -165,6 +165,7 @@ def presets_table() -> str:
 def fitted_ranges_table() -> str:
     """Every value a preset fits to a seed figure, with the physical range it must lie in
     (``replay.physical``) and the presets that use it."""
+    from replay.physical import PhysicalRange
     from replay.provenance import parameters
     from replay.scenario import preset_names
 
@@ -179,7 +180,7 @@ def fitted_ranges_table() -> str:
     rows = ["| parameter | fitted value | fitted to | physical range | range from | presets |",
             "|---|---:|---|---|---|---|"]
     for (table, name, value, unit, figs, lo, hi, src, ref), presets in seen.items():
-        inside = "inside" if lo <= value <= hi else "**OUTSIDE**"
+        inside = "inside" if PhysicalRange(lo, hi, src, ref).holds(value) else "**OUTSIDE**"
         rows.append(f"| `{table}.{name}` | {value:,.6g} {unit} | {', '.join(figs)} | {lo:,.6g}-{hi:,.6g} ({inside}) | "
                     f"{src}: {_cell(ref)} | {len(presets)}: {', '.join(f'`{p}`' for p in presets[:3])}"
                     f"{' ...' if len(presets) > 3 else ''} |")

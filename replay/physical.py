@@ -35,6 +35,12 @@ class PhysicalRange:
     source: str
     reference: str
 
+    def __post_init__(self) -> None:
+        if self.source not in RANGE_SOURCES:
+            raise ValueError(f"physical range: source {self.source!r} is not one of {', '.join(RANGE_SOURCES)}")
+        if not self.low <= self.high:
+            raise ValueError(f"physical range: low {self.low} above high {self.high}")
+
     def holds(self, value: float) -> bool:
         return self.low <= value <= self.high
 
@@ -46,6 +52,12 @@ def _iops_at_4k(mb_per_s: float) -> float:
 def _mib(mb_per_s: float) -> float:
     return mb_per_s * 1e6 / (1 << 20)
 
+
+#: a SAS SSD's 4 KiB IOPS, either direction
+_SAS_SSD_IOPS = PhysicalRange(
+    3500.0, _iops_at_4k(SAS3_MB_PER_S), "doc",
+    "low: seed 000's EMC planning figure for an eMLC SSD (a sizing floor); high: 4 KiB transfers on one "
+    "SAS-3 link (12 Gb/s, 1,200 MB/s after 8b/10b)")
 
 #: (preset pattern, table pattern, parameter) -> its physical range, the first match counting; tables
 #: as ``tiercast scenarios --json`` names them (``drive_classes.ssd_sas100``, ``pools[0]``), patterns
@@ -71,14 +83,8 @@ RANGES: dict[tuple[str, str, str], PhysicalRange] = {
         0.0, _mib(8 * SAS3_MB_PER_S), "doc",
         "QCache spreads its copies over its 8 SSDs (seed 003), so at most 8 SAS-3 links' 1,200 MB/s "
         "(12 Gb/s, 8b/10b)"),
-    ("*", "drive_classes.*", "read_iops"): PhysicalRange(
-        3500.0, _iops_at_4k(SAS3_MB_PER_S), "doc",
-        "low: seed 000's EMC planning figure for an eMLC SSD (a sizing floor); high: 4 KiB transfers on one "
-        "SAS-3 link (12 Gb/s, 1,200 MB/s after 8b/10b)"),
-    ("*", "drive_classes.*", "write_iops"): PhysicalRange(
-        3500.0, _iops_at_4k(SAS3_MB_PER_S), "doc",
-        "low: seed 000's EMC planning figure for an eMLC SSD (a sizing floor); high: 4 KiB transfers on one "
-        "SAS-3 link (12 Gb/s, 1,200 MB/s after 8b/10b)"),
+    ("*", "drive_classes.*", "read_iops"): _SAS_SSD_IOPS,
+    ("*", "drive_classes.*", "write_iops"): _SAS_SSD_IOPS,
     ("*", "flash", "read_iops"): PhysicalRange(
         0.0, 500_000.0, "seed", "seed 001: Violin declares at most 500,000 read IOPS for the 6232"),
     ("*", "flash", "write_iops"): PhysicalRange(

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pipelines.cli import app
 from pipelines.seed_figures import BY_KEY, FIGURES
-from replay.physical import outside
+from replay.physical import PhysicalRange, outside
 from replay.provenance import fitted_figures, parameters, tag
 from replay.scenario import PRESET_DIR, preset_names
 from replay.schema import SOURCES
@@ -54,6 +54,8 @@ def test_a_fitted_value_outside_its_physical_range_or_without_one_is_reported():
     assert round(oh["physical"]["high"], 1) == 442.3  # 1e6 / 2,261 IOPS, seed 000's peak through one SP
     slow = [{**r, "value": 500.0} if r is oh else r for r in rows]  # slower than seed 000's own peak allows
     assert outside(slow) == [f"controller.overhead_us = 500.0: outside 2-442.282 ({oh['physical']['reference']})"]
+    with pytest.raises(ValueError, match="source 'guess' is not one of datasheet, doc, seed"):
+        PhysicalRange(0.0, 1.0, "guess", "")
     bare = [{**oh, "physical": None}]
     assert outside(bare) == ["controller.overhead_us = 30.0: no physical range declared"]
     assert outside([{**oh, "source": "set", "value": 500.0}]) == []  # --set values are the user's
