@@ -19,6 +19,7 @@ commands, tool versions, start/end times and the block devices under the job's f
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -101,6 +102,18 @@ def _version(cmd: list[str]) -> str | None:
     return text[0] if text else None
 
 
+#: iostat prints its reports this long after each whole interval from its start, at most (process
+#: start-up; its alarm does not drift)
+IOSTAT_REPORT_MARGIN_S = 0.25
+
+
+def until_report_s(elapsed_s: float, interval_s: int) -> float:
+    """Seconds to wait, ``elapsed_s`` after iostat started, until it has printed the report of the
+    interval running now (the one in which fio ended): the next whole interval plus a margin, not a
+    whole interval more (a capture was 1.5 s longer than its job; ~0.75 s on average now)."""
+    return math.ceil(elapsed_s / interval_s) * interval_s + IOSTAT_REPORT_MARGIN_S - elapsed_s
+
+
 def capture(
     jobfile: str | Path,
     data_dir: str | Path,
@@ -138,12 +151,13 @@ def capture(
 
     started = datetime.now(tz=UTC)
     with open(iostat_json, "wb") as out, open(raw / "iostat.stderr", "wb") as err:
+        t0 = time.monotonic()
         recorder = subprocess.Popen(iostat_cmd, stdout=out, stderr=err, env=env)
         try:
             time.sleep(0.3)  # iostat reads its first counters before fio starts
             run = subprocess.run(fio_cmd, cwd=jobfile.parent, capture_output=True, text=True)
             (raw / "fio.stderr").write_text(run.stderr or "")
-            time.sleep(iostat_interval_s + 0.5)  # the interval in which fio ended gets printed
+            time.sleep(until_report_s(time.monotonic() - t0, iostat_interval_s))
         finally:
             recorder.send_signal(signal.SIGINT)  # iostat closes its JSON document on SIGINT
             try:

@@ -317,12 +317,28 @@ HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2",
             ("randrw70-4k-qd4", "randrw", "4k", 4, 70), ("read-64k-qd1", "read", "64k", 1, None))
 #: the issue's bar is 15 % IOPS / 20 % latency per held-out workload. The same 3 s fio job on this
 #: 2-core VM moves by up to +-46 % from run to run (64 KiB QD1 reads: 10,014 and 6,867 IOPS in one
-#: CI run), so each held-out workload is measured in both rounds and the mean taken. Seven runs on the
-#: build machine met the bar on every workload in four (docs/guide/calibrating.md); the clean-clone CI
-#: run of 0bab23c missed it (mean |IOPS error| 16.5 %, 64 KiB reads +25.2 %). The test holds 40 % on
-#: each: it fails a calibration as poor as one QD1 capture's (-75 % IOPS at QD8, -47 % for the mix)
+#: CI run), and the host's other tenants slow it for seconds at a time (a 70/30 mix at QD4 ran at
+#: 16,000 IOPS for 1.5 s, then 35,000, inside one 3 s job; 16 KiB QD2 reads gave 14,060 in one run
+#: of this test and 22,105 in the next, 2026-11-27). So each held-out workload runs before, between
+#: and after the suite's two rounds and the median of its three runs is taken: one disturbed run no
+#: longer moves it. The test holds 40 % on each: it fails a calibration as poor as one QD1 capture's
+#: (-75 % IOPS at QD8, -47 % for the mix); the issue's bar is reported (docs/guide/calibrating.md)
 EACH_TOL = 0.40
 JOB_S = 3
+HELD_OUT_ROUNDS = 3
+
+
+def median_run(runs: list) -> object:
+    """The run of the middle IOPS (of an odd number of runs): its IOPS and latency belong together."""
+    return sorted(runs, key=lambda w: w.iops)[len(runs) // 2]
+
+
+def test_median_run_ignores_one_disturbed_run():
+    class W:
+        def __init__(self, iops):
+            self.iops = iops
+    runs = [W(35_000), W(16_000), W(36_000)]
+    assert median_run(runs).iops == 35_000
 
 
 @pytest.mark.serial  # device throughput is load sensitive: nothing else may share the disk
@@ -334,9 +350,10 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     140-180 s here (the issue asks 3 minutes at most; no timed assertion: the note has the figure).
 
     The other developers' and tests' load on this 2-core VM moves its disk: the same 3 s fio job run
-    back to back varies by up to +-20 %, deep queues more (README). So the suite runs twice, each round
-    followed by the four held-out workloads (their two runs averaged; the load drifts through
-    calibration and held-out runs alike). The fit sees the suite's captures only."""
+    back to back varies by up to +-20 %, deep queues more (README). So the suite runs twice and the four
+    held-out workloads before, between and after (each compared as its median run, replayed from that
+    run's trace; the load drifts through calibration and held-out runs alike). The fit sees the suite's
+    captures only."""
     require(not MISSING, f"needs {' and '.join(MISSING)}: sudo apt-get install fio sysstat (.ci/run does)")
     from pipelines.calibrate_suite import job_text
     from pipelines.capture import capture
@@ -350,7 +367,17 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     t0 = time.monotonic()
     target = blockdir / "held-out.dat"
     caps, held, suite_s = [], {j[0]: [] for j in HELD_OUT}, 0.0
-    for _ in range(2):
+
+    def held_out_round():
+        for job in HELD_OUT:
+            jf = tmp_path / f"{job[0]}.fio"
+            jf.write_text(job_text(*job, str(target), 64 * MIB, JOB_S, False))
+            c = capture(jf, data_dir, validate="off")
+            assert c.fio_returncode == 0, c.warnings
+            held[job[0]].append(c)
+
+    held_out_round()
+    for _ in range(HELD_OUT_ROUNDS - 1):
         t1 = time.monotonic()
         r = CliRunner().invoke(app, ["calibrate-suite", "--target", str(blockdir), "--job-seconds", str(JOB_S),
                                      "--size", "64MiB", "--data-dir", str(data_dir), "--json"])
@@ -360,12 +387,7 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
         assert not (blockdir / suite.SUITE_FILE).exists()  # the suite removes the file it made
         caps += s["captures"]
         suite_s += time.monotonic() - t1
-        for job in HELD_OUT:
-            jf = tmp_path / f"{job[0]}.fio"
-            jf.write_text(job_text(*job, str(target), 64 * MIB, JOB_S, False))
-            c = capture(jf, data_dir, validate="off")
-            assert c.fio_returncode == 0, c.warnings
-            held[job[0]].append(c)
+        held_out_round()
     target.unlink(missing_ok=True)
 
     scen = tmp_path / "device.toml"
@@ -381,9 +403,9 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     rows = []
     for name, runs in held.items():
         ws = [workload_of(data_dir, c.capture_id, with_host=False) for c in runs]
-        iops = sum(w.iops for w in ws) / len(ws)  # runs of equal length: the mean rate
-        lat = sum(w.lat_mean_ms * w.iops for w in ws) / sum(w.iops for w in ws)  # per I/O
-        trace = find_trace(data_dir, next(iter(runs[0].traces.values())))
+        mid = median_run(ws)
+        iops, lat = mid.iops, mid.lat_mean_ms
+        trace = find_trace(data_dir, next(iter(runs[ws.index(mid)].traces.values())))
         run = replay_frames(read_frames(trace), sc.with_replay(outstanding=ws[0].iodepth), trace.trace_id).summary
         rows.append((name, iops, run["iops"], lat, run["latency_mean_ms"], [w.iops for w in ws]))
     table = "\n".join(f"{n:18s} IOPS fio {fi:9,.0f} model {mi:9,.0f} ({100 * (mi / fi - 1):+5.1f} %)  latency "
