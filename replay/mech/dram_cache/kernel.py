@@ -22,7 +22,9 @@ FLARE (``mode = "flare"``; seed 002, docs/models/sources.md#dram-write-cache-fla
   until dirty pages are back to the low watermark (60 %);
 * **forced flushing**: a write that finds the write cache 100 % dirty suspends ALL host I/O on the
   array, reads included, whatever LUN or RAID group it targets, until flushing brings dirty
-  pages below the low watermark; the stall is counted (forced flushes, stalled ms).
+  pages below the low watermark (``forced_flush_until = "next_flush"``: only until the next flush
+  write completes, milliseconds, as EMC's best practices describe it); the stall is counted
+  (forced flushes, stalled ms).
 
 MCx (``mode = "mcx"``): one pool for reads and writes; flushed pages stay cached clean (at the
 most-recent end of the LRU). Each RAID group g keeps a **pre-cleaning age** A_g, adapted every
@@ -194,6 +196,7 @@ class DramParams(NamedTuple):
     flush_order_address: int
     high_watermark_pages: int  # pages (FLARE)
     low_watermark_pages: int
+    forced_until_next_flush: int  # 1: a forced flush stalls until one flush write completes, 0: to the low watermark
     idle_after_ns: int  # ns
     idle_flush_outstanding: int
     mirror_latency_ns: int  # ns: write ack after mirroring
@@ -251,6 +254,7 @@ def params(sc) -> DramParams:
         flush_order_address=1 if d.flush_order == "address" else 0,
         high_watermark_pages=int(np.ceil(wpages * d.flare.high_watermark_pct / 100.0)),
         low_watermark_pages=int(wpages * d.flare.low_watermark_pct / 100.0),
+        forced_until_next_flush=1 if d.flare.forced_flush_until == "next_flush" else 0,
         idle_after_ns=int(d.flare.idle_after_ms * 1e6),
         idle_flush_outstanding=int(d.flare.idle_flush_outstanding),
         mirror_latency_ns=int(d.mirror_latency_us * 1e3),
@@ -1304,13 +1308,17 @@ def write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0, p1, punit, pbit,
                 t0 = ev.now
                 c.forced = 1
                 start_flushers(ds, ev, t0)
-                end = advance(dp, ds, bp, bs, sp, ss, ev, logs.flush, logs.throttle, logs.ssd_promotion, utab, shift, INF, 1)
+                end = advance(dp, ds, bp, bs, sp, ss, ev, logs.flush, logs.throttle, logs.ssd_promotion, utab, shift, INF,
+                              2 if dp.forced_until_next_flush else 1)
                 c.forced = 0
                 if end < t0:
                     end = t0
-                c.stall_until = end
+                start = t0 if t0 > c.stall_until else c.stall_until  # stalls that overlap count once
+                if end > start:
+                    c.forced_stall_ns += end - start
+                if end > c.stall_until:
+                    c.stall_until = end
                 c.forced_n += 1
-                c.forced_stall_ns += end - t0
                 f = logs.forced_flush.rows[append(logs.forced_flush)]
                 f.ts_ns = t0
                 f.volume = v

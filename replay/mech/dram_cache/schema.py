@@ -7,6 +7,7 @@ from replay.schema import Param, Section
 
 MODES = ("flare", "mcx")
 FLUSH_ORDERS = ("age", "address")
+FORCED_FLUSH_UNTIL = ("low_watermark", "next_flush")
 
 DRAM = Section("dram", (
     Param("mode", "str", "mcx", "", "flare: watermarks, idle / watermark / forced flushing; mcx: pre-cleaning age "
@@ -32,6 +33,12 @@ FLARE = Section("dram.flare", (
           "doc", "default high watermark 80 %", minimum=0, maximum=100),
     Param("low_watermark_pct", "float", 60.0, "%", "... and stops at this one", "doc", "default low watermark 60 %",
           minimum=0, maximum=100),
+    Param("forced_flush_until", "str", "low_watermark", "", "how long a forced flush (write cache 100 % dirty) "
+          "suspends all host I/O. low_watermark: until dirty pages are back to the low watermark (seed 002, "
+          "doc); next_flush: until the next flush write completes and frees its pages (EMC's CLARiiON best "
+          "practices, as quoted by emcstorageinfo.com 2008: a forced flush takes milliseconds, and an array may "
+          "still perform acceptably at ~50 forced flushes a second)", "doc",
+          "seed 002: until below the low watermark", choices=FORCED_FLUSH_UNTIL),
     Param("idle_after_ms", "float", 1000.0, "ms", "a LUN with no host I/O for this long is idle (idle flushing)",
           minimum=0),
     Param("idle_flush_outstanding", "int", 4, "writes", "idle flushing is gentle: writes in flight array-wide",
