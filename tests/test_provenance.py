@@ -104,7 +104,7 @@ def test_scenarios_name_refuses_an_unknown_preset():
 
 def test_figure_kinds_follow_the_fits():
     kinds = Counter(f.kind for f in FIGURES)
-    assert kinds == {"calibration": 15, "validation": 13, "identity": 3}
+    assert kinds == {"calibration": 15, "validation": 15, "identity": 3}
     for f in FIGURES:
         assert (f.kind == "calibration") == bool(fitted_figures().get(f.key)), f.key
         assert (f.kind == "identity") == bool(f.identity), f.key

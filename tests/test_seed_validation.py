@@ -40,7 +40,7 @@ VALIDATION = [f for f in FIGURES if f.kind == "validation"]
 #: known misses: figure -> why (the seed-figures table carries the same cause)
 MISSES = {k: BY_KEY[k].why for k in ("s002_flare", "s002_mcx", "s003_write",
                                      "s003_qc_write_warmup", "s001_read_sync", "s001_mixed_sync", "s004_write",
-                                     "s003_dual_read_iops")}
+                                     "s003_dual_read_iops", "s003_dual_read", "s003_dual_write")}
 
 
 @pytest.mark.validation
