@@ -39,6 +39,7 @@ SUITE_FILE = "tiercast-calibrate.dat"
 JOBS = (  # reads first, depth 1 next to each other: the two points of the media-rate line, close in time
     ("randread-4k-qd1", "randread", "4k", 1, None),
     ("read-128k-qd1", "read", "128k", 1, None),
+    ("randread-4k-qd2", "randread", "4k", 2, None),  # the step to two requests (the queue law's low end)
     ("randread-4k-qd4", "randread", "4k", 4, None),
     ("randread-4k-qd32", "randread", "4k", 32, None),
     ("randread-32k-qd8", "randread", "32k", 8, None),  # how much transfers overlap (transfer_overlap)
