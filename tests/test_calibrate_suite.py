@@ -326,7 +326,7 @@ HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2",
 #: (-75 % IOPS at QD8, -47 % for the mix); the issue's bar is reported (docs/guide/calibrating.md)
 EACH_TOL = 0.40
 JOB_S = 3
-HELD_OUT_ROUNDS = 3
+SUITE_ROUNDS = 2  # each held-out workload runs before, between and after them: SUITE_ROUNDS + 1 times
 
 
 def median_run(runs: list) -> object:
@@ -346,9 +346,10 @@ def test_median_run_ignores_one_disturbed_run():
 def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir, tmp_path):
     """calibrate-suite (3 s jobs, 64 MiB), calibrate from its captures, then four workloads outside
     the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
-    scenario: IOPS and mean latency of each within 40 % of fio's (the issue asks 15 / 20 %: met in four
-    runs of eight, see ``EACH_TOL``); the table is printed for the record. It takes
-    140-180 s here (the issue asks 3 minutes at most; no timed assertion: the note has the figure).
+    scenario: IOPS and mean latency of each within 40 % of fio's (the issue asks 15 / 20 %: met in two
+    of two runs with the suite's QD2 job on the build machine, missed in CI by the 4 KiB QD8 reads,
+    -18 %; see ``EACH_TOL``); the table is printed for the record. It takes 155-180 s here (the issue
+    asks 3 minutes at most; no timed assertion: the note has the figure).
 
     The other developers' and tests' load on this 2-core VM moves its disk: the same 3 s fio job run
     back to back varies by up to +-20 %, deep queues more (README). So the suite runs twice and the four
@@ -378,7 +379,7 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
             held[job[0]].append(c)
 
     held_out_round()
-    for _ in range(HELD_OUT_ROUNDS - 1):
+    for _ in range(SUITE_ROUNDS):
         t1 = time.monotonic()
         r = CliRunner().invoke(app, ["calibrate-suite", "--target", str(blockdir), "--job-seconds", str(JOB_S),
                                      "--size", "64MiB", "--data-dir", str(data_dir), "--json"])
