@@ -17,7 +17,10 @@ Each parameter comes from the captures that identify it (``calibrate --measured 
 * **write cache** (``write_cache_bytes``): when writes are faster than reads (depth-1 service or
   deep-queue IOPS), writes are acknowledged from a cache; it is at least as large as the most any
   write run wrote without slowing down, and it drains at the reads' media rate (not identified: no
-  run filled it).
+  run filled it). What the drain costs the reads (``drain_latency_us``: media time per drained write,
+  which reads wait behind) comes from the deep read/write mixes, which the cache-path writes alone
+  make too fast (a virtual disk: 4 KiB writes at QD32 1.5-1.8x the reads, a 50/50 mix at QD16 no
+  faster than the reads alone).
 
 A capture's workload is rebuilt for the model as fio ran it: a closed loop at fio's iodepth of its
 block size, reads with fio's read share (the device model looks at op and size only, not offsets).
@@ -61,6 +64,8 @@ TRANSFER_BYTES = 16 << 10
 #: rounds of (queue law at the overlap, overlap and cap at the law): the second corrects the first law's
 #: bias from fitting at full overlap
 OVERLAP_ROUNDS = 2
+#: the drain of a cached write is searched up to this many 4 KiB reads' service time
+DRAIN_MAX_READS = 10
 DEFAULTS = {p.name: p.default for p in DEVICE.params}
 
 
@@ -340,6 +345,20 @@ def _cap(p: dict, src: dict, missing: list, deep: list[Workload]) -> None:
         fallback("max_mib_per_s", "no deep sequential capture of 128 KiB or more", 0.0)
 
 
+def _drain(p: dict, src: dict, missing: list, mixes: list[Workload]) -> None:
+    """The media time of a cached write's drain (``drain_latency_us``) from the deep read/write mixes,
+    into ``p``: with a write cache, the writes alone are fast, and a mix shows what they cost the reads."""
+    if not p.get("write_cache_bytes"):
+        return
+    if not mixes:
+        _fallback(p, src, missing, "drain_latency_us", "no deep read/write mix: the drain costs reads nothing")
+        return
+    hi = DRAIN_MAX_READS * (p["read_latency_us"] + 4096 / (p["read_mib_per_s"] * MIB) * 1e6)
+    p["drain_latency_us"] = round(_minimize(lambda x: _iops_loss(dict(p, drain_latency_us=x), mixes), 0.0, hi,
+                                            grid=17, iters=12), 2)
+    src["drain_latency_us"] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in mixes)
+
+
 def fit(workloads: list[Workload]) -> DeviceFit:
     """``[device]`` parameters from the workloads that identify each (module doc)."""
     if not workloads:
@@ -457,6 +476,7 @@ def fit(workloads: list[Workload]) -> DeviceFit:
         _fallback(p, src, missing, "transfer_overlap", f"no deep-queue run of {TRANSFER_BYTES >> 10}-"
                                                        f"{(LARGE_BYTES >> 10) - 1} KiB requests: transfer and cap "
                                                        "cannot be told apart")
+    _drain(p, src, missing, [w for w in deep if w.dirs == ("read", "write")])
     for k in list(p):
         if isinstance(p[k], float):
             p[k] = float(f"{p[k]:.6g}")

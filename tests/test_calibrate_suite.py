@@ -110,6 +110,53 @@ def test_device_throughput_cap_and_write_cache():
     assert s["iops"] == pytest.approx(n / ((n - fill) / 100 + fill * 0.26e-3), rel=0.01)
 
 
+def _alternating(n: int, first_op: int = 1) -> pl.DataFrame:
+    """n 4 KiB requests alternating write, read (``first_op`` 1) or all of op ``first_op``."""
+    ops = [(first_op + i) % 2 if first_op == 1 else first_op for i in range(n)]
+    return pl.DataFrame({"ts_ns": list(range(n)), "volume": ["d"] * n, "op": pl.Series(ops, dtype=pl.UInt8),
+                         "offset": [(i * 7919 % n) << 12 for i in range(n)], "size": [4096] * n})
+
+
+def test_reads_wait_behind_the_drain_of_the_writes_the_cache_took():
+    """A write acknowledged from the cache in 10 us leaves 30 us of media work (``drain_latency_us``),
+    which the next read waits behind: at depth 1 a write/read pair takes 10 + 30 + 40 us, not 10 + 40;
+    writes alone still go at 10 us (the drain is not their wait); without the knob nothing changes."""
+    from pipelines.replay import replay_frames
+
+    def run(df, **kw):
+        p = _device(host_us=0.0, read_latency_us=40.0, write_latency_us=10.0, read_mib_per_s=1e6,
+                    write_mib_per_s=1e6, parallel_exponent=0.0, write_cache_bytes=1 << 30, **kw)
+        return replay_frames([df], loads(scenario_toml(p, outstanding=1), "<t>")).summary
+
+    n = 2000
+    s = run(_alternating(n), drain_latency_us=30.0)
+    assert s["iops"] == pytest.approx(2 / 80e-6, rel=2e-3)
+    assert s["latency_mean_ms"] == pytest.approx((0.010 + 0.070) / 2, rel=2e-3)  # reads 30 + 40 us
+    assert s["device_cache_waits"] == 0
+    assert run(_alternating(n), drain_latency_us=0.0)["iops"] == pytest.approx(2 / 50e-6, rel=2e-3)
+    assert run(_alternating(n, first_op=1).with_columns(op=pl.lit(1, pl.UInt8)),
+               drain_latency_us=30.0)["iops"] == pytest.approx(1 / 10e-6, rel=2e-3)
+
+
+def test_fit_takes_the_drain_cost_from_the_read_write_mix():
+    """A device whose cached writes cost the reads 40 us of media time each: the writes alone do not
+    show it, the suite's 50/50 mix at QD16 does, and the fit recovers it; without the mix it says so."""
+    true = dict(TRUE, write_latency_us=15.0, write_mib_per_s=3000.0, write_host_us=20.0,
+                write_cache_bytes=1 << 30, drain_latency_us=40.0)
+    ws = _suite(true)
+    for w in ws:
+        w.write_bytes = 1 << 30 if w.write_bytes else 0
+    f = fit(ws)
+    assert f.params["write_cache_bytes"] == 1 << 30
+    assert f.params["drain_latency_us"] == pytest.approx(40.0, rel=0.1)
+    assert "randrw" in f.sources["drain_latency_us"]
+    mix = next(r for r in f.fitted if r["workload"] == "randrw50-4k-qd16")
+    assert abs(mix["iops_error_pct"]) < 3
+    g = fit([w for w in ws if w.label != "randrw50-4k-qd16"])
+    miss = {m["parameter"]: m for m in g.not_identified}
+    assert miss["drain_latency_us"]["default"] == 0.0 and "no deep read/write mix" in miss["drain_latency_us"]["why"]
+
+
 #: a calibrated device behind a gp3 volume's buckets, as a user composes it: the device.toml calibrate
 #: writes, with the volume added by --set (3,000 IOPS included)
 GP3 = ("cloud.provider=aws", "cloud.volume_type=gp3", "cloud.size_bytes=500GiB")

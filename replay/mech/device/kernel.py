@@ -48,6 +48,8 @@ DEVICE = record([
     ("busy_ns", np.int64),  # service time summed
     ("queue_sum", np.int64),  # queue lengths met on arrival, summed
     ("cache_waits", np.int64), ("cache_wait_ns", np.int64),
+    ("drain_free", np.int64),  # when the media has drained the writes the cache took (drain_latency_us)
+    ("drain_ns", np.int64),  # media time of those drains, summed
 ])
 
 
@@ -68,6 +70,7 @@ class DeviceParams(NamedTuple):
     cap_ns_per_byte: float  # 0: no throughput cap
     cache_bytes: float  # 0: no write cache
     drain_ns_per_byte: float
+    drain_latency_ns: float  # 0: the drain costs reads nothing
 
 
 class DeviceState(NamedTuple):
@@ -79,7 +82,7 @@ def params(sc) -> DeviceParams:
     d = sc.device
     if d is None:
         one = np.ones(qk.GAIN_TABLE)
-        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, one, one, one, one, 0.0, 0.0, 0.0)
+        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, one, one, one, one, 0.0, 0.0, 0.0, 0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
     gain = qk.gain_table(d.parallel_exponent, d.parallelism)
     write_gain = qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
@@ -92,7 +95,8 @@ def params(sc) -> DeviceParams:
         gain_table=gain, write_gain_table=write_gain, xfer_gain_table=gain ** d.transfer_overlap,
         write_xfer_gain_table=write_gain ** d.transfer_overlap,
         cap_ns_per_byte=1e9 / (d.max_mib_per_s * MIB) if d.max_mib_per_s else 0.0,
-        cache_bytes=float(d.write_cache_bytes), drain_ns_per_byte=1e9 / (drain * MIB))
+        cache_bytes=float(d.write_cache_bytes), drain_ns_per_byte=1e9 / (drain * MIB),
+        drain_latency_ns=d.drain_latency_us * 1e3)
 
 
 def new_state(sc, p) -> DeviceState:
@@ -138,6 +142,8 @@ def serve(dp, dv, op, size, ta):
     if svc < floor:
         svc = floor
     start = ta if ta > c.free else c.free
+    if op == OP_READ and c.drain_free > start:  # the media drains the cached writes first
+        start = c.drain_free
     wait = np.int64(0)
     if op == OP_WRITE and dp.cache_bytes > 0.0:
         s = float(start)
@@ -164,5 +170,9 @@ def serve(dp, dv, op, size, ta):
     ring[n % RING] = done
     c.n = n + 1
     c.busy_ns += s_ns
+    if op == OP_WRITE and dp.cache_bytes > 0.0 and dp.drain_latency_ns > 0.0:
+        d_ns = np.int64((dp.drain_latency_ns + size * dp.drain_ns_per_byte) / dp.gain_table[k] + 0.5)
+        c.drain_free = (done if done > c.drain_free else c.drain_free) + d_ns
+        c.drain_ns += d_ns
     c.queue_sum += q
     return done, wait, np.int64(q)

@@ -47,6 +47,10 @@ DEVICE = Section("device", (
           "writes are served at their own service time)", "estimate", "none known"),
     Param("drain_mib_per_s", "float", 0.0, "MiB/s", "rate the write cache drains to the media (0: "
           "read_mib_per_s, the media rate the reads show)", "estimate", "the read media rate", **_NONNEG),
+    Param("drain_latency_us", "float", 0.0, "us", "media time of each cached write's drain, beyond its transfer "
+          "at drain_mib_per_s (both divided by the reads' gain g(q)): the media drains before it serves a read, so "
+          "reads wait behind the writes the cache took (0: the drain runs beside the reads at no cost to them)",
+          "measured", "tiercast calibrate: the read/write mix the cache-path writes alone make too fast", **_NONNEG),
     Param("holdout_iops_error_pct", "float", None, "%", "not used by the model: the calibration's mean "
           "out-of-sample IOPS error (tiercast calibrate --holdout), reported with every run", "measured",
           "tiercast calibrate --holdout", optional=True, **_NONNEG),
