@@ -157,6 +157,19 @@ def test_fit_takes_the_drain_cost_from_the_read_write_mix():
     assert miss["drain_latency_us"]["default"] == 0.0 and "no deep read/write mix" in miss["drain_latency_us"]["why"]
 
 
+def test_the_cap_bounds_the_media_not_the_writes_the_cache_takes():
+    """A 500 MiB/s cap bounds reads and uncached writes (1 MiB each: 500 IOPS); a write the cache takes
+    moves no media data, so it goes at its own service (10 us + 1 MiB at 4000 MiB/s = 260 us), as a
+    virtual disk's 128 KiB writes at QD1 ran above the reads' bandwidth (1.4 against 1.2-1.3 GiB/s)."""
+    p = _device(host_us=0.0, parallel_exponent=1.0, max_mib_per_s=500.0, write_latency_us=10.0,
+                write_mib_per_s=4000.0)
+    big_write = _w("x", "write", 1 << 20, 1, 0.0, p)
+    assert predict(p, big_write, n=500)["iops"] == pytest.approx(500.0, rel=2e-3)
+    cached = dict(p, write_cache_bytes=1 << 30)
+    assert predict(cached, big_write, n=500)["iops"] == pytest.approx(1e6 / 260.0, rel=2e-3)
+    assert predict(cached, _w("x", "read", 1 << 20, 1, 1.0, p), n=500)["iops"] == pytest.approx(500.0, rel=2e-3)
+
+
 #: a calibrated device behind a gp3 volume's buckets, as a user composes it: the device.toml calibrate
 #: writes, with the volume added by --set (3,000 IOPS included)
 GP3 = ("cloud.provider=aws", "cloud.volume_type=gp3", "cloud.size_bytes=500GiB")

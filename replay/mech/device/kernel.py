@@ -138,9 +138,10 @@ def serve(dp, dv, op, size, ta):
     else:
         svc = dp.read_ns / dp.gain_table[k] + size * dp.read_ns_per_byte / dp.xfer_gain_table[k]
         c.reads += 1
-    floor = size * dp.cap_ns_per_byte
-    if svc < floor:
-        svc = floor
+    if op == OP_READ or dp.cache_bytes == 0.0:  # a cached write moves no media data (its drain does)
+        floor = size * dp.cap_ns_per_byte
+        if svc < floor:
+            svc = floor
     start = ta if ta > c.free else c.free
     if op == OP_READ and c.drain_free > start:  # the media drains the cached writes first
         start = c.drain_free
