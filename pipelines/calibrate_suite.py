@@ -33,11 +33,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipelines.capture import INSTALL_HINT, capture, missing_tools
+from pipelines.choices import CALIBRATE_SUITE_JOB_S
 
 SUITE_FILE = "tiercast-calibrate.dat"
 #: (name, fio rw, block size, iodepth, rwmixread)
-JOBS = (  # reads first, depth 1 next to each other: the two points of the media-rate line, close in time
+JOBS = (  # reads first, depth 1 next to each other: the points of the size curve, close in time
     ("randread-4k-qd1", "randread", "4k", 1, None),
+    ("randread-32k-qd1", "randread", "32k", 1, None),  # the middle of the size curve (read_size_exponent)
     ("read-128k-qd1", "read", "128k", 1, None),
     ("randread-4k-qd2", "randread", "4k", 2, None),  # the step to two requests (the queue law's low end)
     ("randread-4k-qd4", "randread", "4k", 4, None),
@@ -49,7 +51,7 @@ JOBS = (  # reads first, depth 1 next to each other: the two points of the media
     ("randwrite-4k-qd32", "randwrite", "4k", 32, None),
     ("randrw50-4k-qd16", "randrw", "4k", 16, 50),
 )
-DEFAULT_JOB_S = 8
+DEFAULT_JOB_S = CALIBRATE_SUITE_JOB_S
 DEFAULT_SIZE_BYTES = 256 << 20
 MIN_JOB_S = 3  # the host-time split needs two whole iostat intervals inside a depth-1 job
 

@@ -16,6 +16,9 @@ CALIBRATE_BASES = ("all", "read", "write")
 CALIBRATE_WINDOWS = ("auto", "job", "all")
 #: ``tiercast calibrate --kind``: the drive kinds ``pipelines.calibrate.estimate`` takes
 CALIBRATE_KINDS = ("ssd", "hdd")
+#: ``tiercast calibrate-suite --job-seconds`` by default (``pipelines.calibrate_suite.DEFAULT_JOB_S``): 12 jobs
+#: of 7 s and ~2 s each of iostat wait, ingest and layout, under 2 minutes
+CALIBRATE_SUITE_JOB_S = 7
 #: ``tiercast calibrate --rpm``: the slowest spindle a scenario's drive class takes (replay.scenario)
 MIN_RPM = 1000
 #: ``tiercast capture --iostat-interval``: an hour at most (the capture waits one interval after fio)

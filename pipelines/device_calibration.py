@@ -44,7 +44,7 @@ import polars as pl
 
 from pipelines.capture import find_capture
 from pipelines.ingest_logs import find_measured
-from replay.mech.device.schema import DEVICE
+from replay.mech.device.schema import DEVICE, TRANSFER_REF_BYTES
 
 MIB = float(1 << 20)
 #: requests simulated per workload when fitting (after WARMUP_SHARE of them)
@@ -64,6 +64,8 @@ TRANSFER_BYTES = 16 << 10
 #: rounds of (queue law at the overlap, overlap and cap at the law): the second corrects the first law's
 #: bias from fitting at full overlap
 OVERLAP_ROUNDS = 2
+#: read size exponents searched (``read_size_exponent``, depth-1 reads at three or more sizes)
+SIZE_EXPONENTS = (0.3, 1.0)
 #: the drain of a cached write is searched up to this many 4 KiB reads' service time
 DRAIN_MAX_READS = 10
 DEFAULTS = {p.name: p.default for p in DEVICE.params}
@@ -232,6 +234,34 @@ def _err(model: float, measured: float) -> float:
 # --------------------------------------------------------------------------------------------
 # the fit
 # --------------------------------------------------------------------------------------------
+def _transfer_units(b: np.ndarray, e: float) -> np.ndarray:
+    """Bytes a read of ``b`` bytes transfers as, at size exponent ``e`` (``replay.mech.device.kernel.read_transfer_ns``)."""
+    return np.where(b >= TRANSFER_REF_BYTES, b, TRANSFER_REF_BYTES * (b / TRANSFER_REF_BYTES) ** e)
+
+
+def read_transfer_us(p: dict, size_bytes: int) -> float:
+    """A read's transfer time (us) under ``p``'s rate and size exponent."""
+    units = float(_transfer_units(np.array([float(size_bytes)]), p.get("read_size_exponent", 1.0))[0])
+    return units / (p["read_mib_per_s"] * MIB) * 1e6
+
+
+def _size_law(pts: list) -> tuple[float, float, float] | None:
+    """(size exponent, MiB/s, fixed latency us) of the curve ``latency = a + b x units(size, e)`` that
+    fits the depth-1 read points ``(bytes, ms, workload)`` best (least squares, e on a grid of 0.01)."""
+    x = np.array([b for b, _, _ in pts], dtype=float)
+    y = np.array([ms for _, ms, _ in pts])
+    best = None
+    for e in np.round(np.arange(SIZE_EXPONENTS[0], SIZE_EXPONENTS[1] + 1e-9, 0.01), 2):
+        u = _transfer_units(x, e)
+        slope, icpt = np.polyfit(u, y, 1)
+        if slope <= 0 or icpt <= 0:
+            continue
+        sse = float(((icpt + slope * u - y) ** 2).sum())
+        if best is None or sse < best[0] - 1e-15:
+            best = (sse, float(e), 1e3 / (slope * MIB), icpt * 1e3)
+    return best[1:] if best else None
+
+
 def _minimize(f, lo: float, hi: float, grid: int = 17, iters: int = 16, log: bool = False) -> float:
     """The minimum of ``f`` on [lo, hi]: the best point of a grid (plateaus, such as a cap that does
     not bind, defeat a pure golden-section search), then golden-section between its neighbours."""
@@ -353,7 +383,7 @@ def _drain(p: dict, src: dict, missing: list, mixes: list[Workload]) -> None:
     if not mixes:
         _fallback(p, src, missing, "drain_latency_us", "no deep read/write mix: the drain costs reads nothing")
         return
-    hi = DRAIN_MAX_READS * (p["read_latency_us"] + 4096 / (p["read_mib_per_s"] * MIB) * 1e6)
+    hi = DRAIN_MAX_READS * (p["read_latency_us"] + read_transfer_us(p, 4096))
     p["drain_latency_us"] = round(_minimize(lambda x: _iops_loss(dict(p, drain_latency_us=x), mixes), 0.0, hi,
                                             grid=17, iters=12), 2)
     src["drain_latency_us"] = "fitted to the IOPS of " + ", ".join(f"{w.label} ({w.iops:,.0f})" for w in mixes)
@@ -398,6 +428,20 @@ def fit(workloads: list[Workload]) -> DeviceFit:
             fallback(rate_k, f"no queue-depth-1 capture with {d}s")
             continue
         sizes = sorted({b for b, _, _ in pts})
+        if d == "read" and len(sizes) >= 3:
+            law = _size_law(pts)
+            if law is not None:
+                p["read_size_exponent"], p[rate_k], p[lat_k] = law
+                labels = ", ".join(w.label for _, _, w in pts)
+                src["read_size_exponent"] = f"the curve of depth-1 read latency over request size ({labels})"
+                src[rate_k] = f"the same curve's slope at {TRANSFER_REF_BYTES >> 10} KiB and up ({labels})"
+                src[lat_k] = f"the same curve's intercept, less the host time ({labels})"
+                continue
+        if d == "read":
+            _fallback(p, src, missing, "read_size_exponent",
+                      (f"depth-1 reads at {len(sizes)} size(s), a curve needs three" if len(sizes) < 3 else
+                       "no curve over the depth-1 read sizes has a positive slope and intercept")
+                      + ": the transfer is size / rate")
         if len(sizes) >= 2:
             x = np.array([b for b, _, _ in pts], dtype=float)
             y = np.array([s for _, s, _ in pts])
@@ -429,7 +473,7 @@ def fit(workloads: list[Workload]) -> DeviceFit:
     # write cache: writes faster than reads
     faster = []
     if "read_latency_us" in src and "write_latency_us" in src and not src["write_latency_us"].startswith("default"):
-        r4 = p["read_latency_us"] + 4096 / (p["read_mib_per_s"] * MIB) * 1e6
+        r4 = p["read_latency_us"] + read_transfer_us(p, 4096)
         w4 = p["write_latency_us"] + 4096 / (p["write_mib_per_s"] * MIB) * 1e6
         if w4 < r4:
             faster.append(f"a 4 KiB write at depth 1 takes {w4:.1f} us, a read {r4:.1f} us")

@@ -44,6 +44,7 @@ def _w(label, rw, bs, depth, read_share, params=TRUE, host=None):
 def _suite(params=TRUE):
     return [_w("randread-4k-qd1", "randread", 4096, 1, 1.0, params, params["host_us"]),
             _w("randwrite-4k-qd1", "randwrite", 4096, 1, 0.0, params, params["write_host_us"]),
+            _w("randread-32k-qd1", "randread", 32 << 10, 1, 1.0, params, params["host_us"]),
             _w("read-128k-qd1", "read", 128 << 10, 1, 1.0, params, params["host_us"]),
             _w("write-128k-qd1", "write", 128 << 10, 1, 0.0, params, params["write_host_us"]),
             _w("randread-4k-qd4", "randread", 4096, 4, 1.0, params),
@@ -86,6 +87,35 @@ def test_device_with_ideal_channels_serves_q_at_once():
     # beyond N the gain stops: Q = 64 on N = 16 runs at 16 / S
     m = predict(dict(p, parallelism=16), _w("x", "randread", 4096, 64, 1.0, p), n=40_000)
     assert m["iops"] == pytest.approx(16 / s_ms * 1e3, rel=5e-3)  # service times rounded to whole ns
+
+
+def test_read_transfer_below_128k_follows_the_size_exponent():
+    """With read_size_exponent 0.5 a 32 KiB read transfers for half a 128 KiB one's time (not a quarter),
+    a 256 KiB read for twice it (size / rate from 128 KiB up); writes keep size / rate."""
+    p = _device(host_us=0.0, read_latency_us=40.0, read_mib_per_s=1000.0, read_size_exponent=0.5)
+    ref_us = (128 << 10) / (1000.0 * MIB) * 1e6  # 125 us
+    for bs, xfer_us in ((32 << 10, ref_us / 2), (128 << 10, ref_us), (256 << 10, 2 * ref_us)):
+        m = predict(p, _w("x", "randread", bs, 1, 1.0, p), n=2000)
+        assert m["lat_mean_ms"] * 1e3 == pytest.approx(40.0 + xfer_us, rel=1e-3), bs
+    w = predict(p, _w("x", "randwrite", 32 << 10, 1, 0.0, p), n=2000)
+    assert w["lat_mean_ms"] * 1e3 == pytest.approx(TRUE["write_latency_us"] + (32 << 10) / (900.0 * MIB) * 1e6,
+                                                   rel=1e-3)
+
+
+def test_fit_finds_the_size_curve_from_three_read_sizes():
+    """Reads at 4, 32 and 128 KiB at depth 1 on a device with a concave size curve (exponent 0.8): the fit
+    recovers the exponent, rate and fixed latency; a line through 4 and 128 KiB would put 32 KiB reads
+    too fast."""
+    true = dict(TRUE, read_size_exponent=0.8)
+    f = fit(_suite(true))
+    assert f.params["read_size_exponent"] == pytest.approx(0.8, abs=0.02)
+    assert f.params["read_mib_per_s"] == pytest.approx(1200.0, rel=0.03)
+    assert f.params["read_latency_us"] == pytest.approx(40.0, rel=0.03)
+    assert "curve" in f.sources["read_size_exponent"]
+    line = fit([w for w in _suite(true) if w.label != "randread-32k-qd1"])
+    mid = _w("x", "randread", 32 << 10, 1, 1.0, true)
+    assert predict(line.params, mid)["iops"] > 1.04 * mid.iops
+    assert predict(f.params, mid)["iops"] == pytest.approx(mid.iops, rel=0.01)
 
 
 def test_device_throughput_cap_and_write_cache():
@@ -292,11 +322,12 @@ def test_holdout_names_the_parameters_a_capture_alone_identifies(suite_holdout):
     assert rows["read-128k-qd16"]["lost"] == ["max_mib_per_s"]
     assert rows["randread-4k-qd32"]["lost"] == ["parallelism"]  # QD4 alone places no knee
     assert rows["randread-32k-qd8"]["lost"] == ["transfer_overlap"]
+    assert rows["randread-32k-qd1"]["lost"] == ["read_size_exponent"]  # two read sizes make a line
     assert rows["randrw50-4k-qd16"]["lost"] == []  # spanned by the rest: predicted from them
     assert abs(rows["randrw50-4k-qd16"]["iops_error_pct"]) < 3
     assert h["covered_captures"] >= 1 and h["covered_mean_abs_iops_error_pct"] < 3
     assert h["mean_abs_iops_error_pct"] == pytest.approx(
-        sum(abs(r["iops_error_pct"]) for r in h["captures"]) / 10)
+        sum(abs(r["iops_error_pct"]) for r in h["captures"]) / len(h["captures"]))
     with pytest.raises(ValueError, match="at least 2 captures"):
         holdout(_suite()[:1])
 
@@ -319,12 +350,12 @@ def test_a_calibration_is_kept_and_loaded_into_the_warehouse(data_dir, suite_hol
     load(data_dir)
     con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
     [c] = con.sql("SELECT * FROM device_calibrations").pl().iter_rows(named=True)
-    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == 10
+    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == len(ws) == 11
     assert c["parallel_exponent"] == pytest.approx(f.params["parallel_exponent"])
     assert c["holdout_mean_abs_iops_error_pct"] == pytest.approx(f.holdout["mean_abs_iops_error_pct"])
     assert c["not_identified"] == "write_cache_bytes"
     rows = con.sql("SELECT * FROM device_calibration_holdout ORDER BY capture_id").pl()
-    assert rows.height == 10 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
+    assert rows.height == 11 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
         "max_mib_per_s"
     by = {r["capture_id"]: r for r in f.holdout["captures"]}
     for r in rows.iter_rows(named=True):
@@ -362,8 +393,8 @@ def test_suite_options_are_checked_before_anything_runs(tmp_path):
 
 
 def test_suite_default_fits_two_minutes():
-    """11 jobs of 8 s plus ~2 s each for iostat's last report, ingest and the file's layout (10 jobs
-    took 100.4 s here): under 2 minutes."""
+    """12 jobs of 7 s plus ~2 s each for iostat's last report, ingest and the file's layout (10 jobs of
+    8 s took 100.4 s here): under 2 minutes."""
     assert len(suite.JOBS) * (suite.DEFAULT_JOB_S + 2) <= 120
     kinds = {(rw, depth > 1) for _, rw, _, depth, _ in suite.JOBS}
     assert {("randread", False), ("randread", True), ("randwrite", False), ("randwrite", True),

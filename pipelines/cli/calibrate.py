@@ -11,8 +11,8 @@ import typer
 
 from pipelines.choices import CALIBRATE_BASES as BASES
 from pipelines.choices import CALIBRATE_KINDS as KINDS
+from pipelines.choices import CALIBRATE_SUITE_JOB_S, MIN_RPM
 from pipelines.choices import CALIBRATE_WINDOWS as WINDOWS
-from pipelines.choices import MIN_RPM
 from pipelines.cli.common import (
     DataDirOpt,
     JsonOpt,
@@ -173,7 +173,7 @@ def calibrate_suite(
     target: Annotated[str, typer.Option("--target", help="Directory (a file is created there), file or block "
                                                          "device to run the fio jobs on.")],
     job_seconds: Annotated[int, typer.Option(help="Seconds per fio job (>= 3: two whole iostat intervals "
-                                                  "inside each).", callback=bounded(3, 3600, integer=True))] = 8,
+                                                  "inside each).", callback=bounded(3, 3600, integer=True))] = CALIBRATE_SUITE_JOB_S,
     rounds: Annotated[int, typer.Option(help="Run the set this many times over (1-10): on a shared machine each "
                                              "kind of run samples the drifting load more often.",
                                         callback=bounded(1, 10, integer=True))] = 1,

@@ -31,6 +31,7 @@ from replay.jit import step
 from replay.layout import record
 from replay.mech.backend import queueing as qk
 from replay.mech.device.outputs import COUNTERS
+from replay.mech.device.schema import TRANSFER_REF_BYTES
 from replay.outputs import record_counters
 from schemas.trace import OP_READ, OP_WRITE
 
@@ -61,6 +62,8 @@ class DeviceParams(NamedTuple):
     write_host_ns: int
     read_ns: float
     read_ns_per_byte: float
+    read_ref_ns: float  # a TRANSFER_REF_BYTES read's transfer
+    read_size_exponent: float
     write_ns: float
     write_ns_per_byte: float
     gain_table: np.ndarray  # float64 [queueing.GAIN_TABLE]: g(q) of a read
@@ -82,7 +85,7 @@ def params(sc) -> DeviceParams:
     d = sc.device
     if d is None:
         one = np.ones(qk.GAIN_TABLE)
-        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 0.0, one, one, one, one, 0.0, 0.0, 0.0, 0.0)
+        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, one, one, one, one, 0.0, 0.0, 0.0, 0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
     gain = qk.gain_table(d.parallel_exponent, d.parallelism)
     write_gain = qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
@@ -91,6 +94,7 @@ def params(sc) -> DeviceParams:
         on=1, host_ns=int(round(d.host_us * 1e3)),
         write_host_ns=int(round((d.host_us if d.write_host_us is None else d.write_host_us) * 1e3)),
         read_ns=d.read_latency_us * 1e3, read_ns_per_byte=1e9 / (d.read_mib_per_s * MIB),
+        read_ref_ns=TRANSFER_REF_BYTES * 1e9 / (d.read_mib_per_s * MIB), read_size_exponent=d.read_size_exponent,
         write_ns=d.write_latency_us * 1e3, write_ns_per_byte=1e9 / (d.write_mib_per_s * MIB),
         gain_table=gain, write_gain_table=write_gain, xfer_gain_table=gain ** d.transfer_overlap,
         write_xfer_gain_table=write_gain ** d.transfer_overlap,
@@ -117,6 +121,15 @@ def host_stack(dp, op, t):
 
 
 @step
+def read_transfer_ns(dp, size):
+    """A read's transfer: size / rate from TRANSFER_REF_BYTES up, below it the reference transfer
+    scaled by (size / TRANSFER_REF_BYTES) ** read_size_exponent."""
+    if dp.read_size_exponent == 1.0 or size >= TRANSFER_REF_BYTES:
+        return size * dp.read_ns_per_byte
+    return dp.read_ref_ns * (size / TRANSFER_REF_BYTES) ** dp.read_size_exponent
+
+
+@step
 def serve(dp, dv, op, size, ta):
     """A request that reaches the device at ``ta``: returns (done, write-cache wait, queue length met)."""
     c = dv.c[0]
@@ -136,7 +149,7 @@ def serve(dp, dv, op, size, ta):
         svc = dp.write_ns / dp.write_gain_table[k] + size * dp.write_ns_per_byte / dp.write_xfer_gain_table[k]
         c.writes += 1
     else:
-        svc = dp.read_ns / dp.gain_table[k] + size * dp.read_ns_per_byte / dp.xfer_gain_table[k]
+        svc = dp.read_ns / dp.gain_table[k] + read_transfer_ns(dp, size) / dp.xfer_gain_table[k]
         c.reads += 1
     if op == OP_READ or dp.cache_bytes == 0.0:  # a cached write moves no media data (its drain does)
         floor = size * dp.cap_ns_per_byte

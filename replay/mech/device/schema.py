@@ -8,6 +8,8 @@ from __future__ import annotations
 from replay.schema import Param, Section
 
 _POS = {"minimum": 0, "strict_min": True}
+#: the request size at and above which a read's transfer is size / read_mib_per_s (read_size_exponent)
+TRANSFER_REF_BYTES = 128 << 10
 _NONNEG = {"minimum": 0}
 
 DEVICE = Section("device", (
@@ -23,6 +25,11 @@ DEVICE = Section("device", (
           "excluded", "estimate", "SAS/NVMe SSD data sheets 50-150 us", **_POS),
     Param("read_mib_per_s", "float", 2000.0, "MiB/s", "media rate of one read (its transfer: size / this)",
           "estimate", "NVMe / virtio devices 1-3 GiB/s", **_POS),
+    Param("read_size_exponent", "float", 1.0, "", "below 128 KiB (TRANSFER_REF_BYTES) a read's transfer takes "
+          "(128 KiB / read_mib_per_s) x (size / 128 KiB) ** this: 1, size / rate at every size; below 1, small "
+          "reads pay more per byte than large ones (a virtual disk: 4 / 32 / 128 KiB at QD1 lie on a concave curve, "
+          "not a line); from 128 KiB up, size / rate", "measured",
+          "tiercast calibrate: depth-1 reads at three or more sizes", minimum=0.2, maximum=1),
     Param("write_latency_us", "float", 100.0, "us", "a write's fixed service time at queue depth 1 (acknowledged "
           "from the write cache when there is one and it has room)", "estimate", "as reads", **_POS),
     Param("write_mib_per_s", "float", 2000.0, "MiB/s", "transfer rate of one write", "estimate", "as reads",
