@@ -89,6 +89,17 @@ def test_device_with_ideal_channels_serves_q_at_once():
     assert m["iops"] == pytest.approx(16 / s_ms * 1e3, rel=5e-3)  # service times rounded to whole ns
 
 
+def test_the_fit_builds_the_scenario_the_written_file_gives():
+    """predict's scenario (parsed once per depth, its [device] replaced) is the one calibrate writes,
+    and a value out of range is refused as in the file."""
+    from pipelines.device_calibration import _scenario
+
+    p = dict(TRUE, read_size_exponent=0.8, drain_latency_us=12.5, write_cache_bytes=1 << 30)
+    assert _scenario(p, 4) == loads(scenario_toml(p, outstanding=4), "<device fit>")
+    with pytest.raises(ValueError, match="parallel_exponent"):
+        _scenario(dict(p, parallel_exponent=1.5), 4)
+
+
 def test_read_transfer_below_128k_follows_the_size_exponent():
     """With read_size_exponent 0.5 a 32 KiB read transfers for half a 128 KiB one's time (not a quarter),
     a 256 KiB read for twice it (size / rate from 128 KiB up); writes keep size / rate."""
@@ -416,7 +427,8 @@ HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2",
 #: longer moves it. The test holds 40 % on each: it fails a calibration as poor as one QD1 capture's
 #: (-75 % IOPS at QD8, -47 % for the mix); the issue's bar is reported (docs/guide/calibrating.md)
 EACH_TOL = 0.40
-JOB_S = 3
+JOB_S = 3  # the suite's (calibrate-suite's least: two whole iostat intervals in a depth-1 job)
+HELD_OUT_JOB_S = 2  # 12 held-out runs, each compared as the median of three: 12 s less, and the test in 3 minutes
 SUITE_ROUNDS = 2  # each held-out workload runs before, between and after them: SUITE_ROUNDS + 1 times
 
 
@@ -464,7 +476,7 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     def held_out_round():
         for job in HELD_OUT:
             jf = tmp_path / f"{job[0]}.fio"
-            jf.write_text(job_text(*job, str(target), 64 * MIB, JOB_S, False))
+            jf.write_text(job_text(*job, str(target), 64 * MIB, HELD_OUT_JOB_S, False))
             c = capture(jf, data_dir, validate="off")
             assert c.fio_returncode == 0, c.warnings
             held[job[0]].append(c)
