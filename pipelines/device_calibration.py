@@ -44,6 +44,7 @@ import polars as pl
 
 from pipelines.capture import find_capture
 from pipelines.ingest_logs import find_measured
+from pipelines.progress import Progress
 from replay.mech.device.schema import DEVICE, TRANSFER_REF_BYTES
 
 MIB = float(1 << 20)
@@ -554,13 +555,16 @@ def fit(workloads: list[Workload]) -> DeviceFit:
                      workloads=[asdict(w) for w in workloads], fitted=fitted)
 
 
-def holdout(workloads: list[Workload]) -> dict:
+def holdout(workloads: list[Workload], full: DeviceFit | None = None, progress: Progress | None = None) -> dict:
     """Leave each capture out, fit on the rest, predict it: per capture and the mean absolute
-    errors of IOPS and mean latency (%)."""
+    errors of IOPS and mean latency (%). ``full``: the fit on all of them, when made already;
+    ``progress(fits done, fits)``."""
     if len(workloads) < 2:
         raise ValueError("--holdout needs at least 2 captures (one to leave out, one to fit on)")
     rows = []
     for i, w in enumerate(workloads):
+        if progress:
+            progress(i, len(workloads))
         rest = workloads[:i] + workloads[i + 1:]
         f = fit(rest)
         m = predict(f.params, w)
@@ -569,7 +573,9 @@ def holdout(workloads: list[Workload]) -> dict:
                      "lat_mean_ms_measured": w.lat_mean_ms, "lat_mean_ms_model": m["lat_mean_ms"],
                      "lat_error_pct": _err(m["lat_mean_ms"], w.lat_mean_ms),
                      "fell_back": [x["parameter"] for x in f.not_identified]})
-    full = {x["parameter"] for x in fit(workloads).not_identified}
+    if progress:
+        progress(len(workloads), len(workloads))
+    full = {x["parameter"] for x in (full or fit(workloads)).not_identified}
     covered = [r for r in rows if not set(r["fell_back"]) - full]
     for r in rows:
         r["lost"] = sorted(set(r["fell_back"]) - full)  # identified only by this capture
@@ -584,19 +590,26 @@ def holdout(workloads: list[Workload]) -> dict:
 
 
 def calibrate_device(data_dir: str | Path, refs: list[str], *, with_holdout: bool = False,
-                     name: str = "device") -> DeviceFit:
+                     name: str = "device", progress: Progress | None = None) -> DeviceFit:
     """Fit ``[device]`` from the captures ``refs``; with ``with_holdout`` its out-of-sample error too,
-    written into the scenario (comments and ``holdout_*_error_pct``)."""
+    written into the scenario (comments and ``holdout_*_error_pct``). ``progress(fits done, fits)``:
+    one fit, and one per capture with ``with_holdout`` (~15 s each for a 24-capture suite here)."""
     if len(set(refs)) != len(refs):
         raise ValueError("a capture is given twice with --measured")
     workloads = [workload_of(data_dir, r) for r in refs]
+    fits = 1 + (len(workloads) if with_holdout else 0)
+    if progress:
+        progress(0, fits)
     f = fit(workloads)
+    if progress:
+        progress(1, fits)
     comments = [f"tiercast calibrate: [device] from {len(workloads)} captures: "
                 + ", ".join(f"{w.label} ({w.capture_id})" for w in workloads)]
     for m in f.not_identified:
         comments.append(f"not identified: {m['parameter']} = default {m['default']} ({m['why']})")
     if with_holdout:
-        f.holdout = holdout(workloads)
+        f.holdout = holdout(workloads, full=f,
+                            progress=(lambda done, _n: progress(1 + done, fits)) if progress else None)
         h = f.holdout
         f.params["holdout_iops_error_pct"] = round(h["mean_abs_iops_error_pct"], 2)
         f.params["holdout_latency_error_pct"] = round(h["mean_abs_lat_error_pct"], 2)

@@ -343,6 +343,16 @@ def test_holdout_names_the_parameters_a_capture_alone_identifies(suite_holdout):
         holdout(_suite()[:1])
 
 
+def test_holdout_reports_progress_and_reuses_the_full_fit():
+    """--holdout counts its fits (one per capture left out) and, given the fit on all captures,
+    does not make it again: the same result."""
+    sub = [w for w in _suite() if w.iodepth == 1]
+    calls = []
+    h = holdout(sub, full=fit(sub), progress=lambda done, n: calls.append((done, n)))
+    assert calls == [(i, len(sub)) for i in range(len(sub) + 1)]
+    assert h == holdout(sub)
+
+
 def test_a_calibration_is_kept_and_loaded_into_the_warehouse(data_dir, suite_holdout):
     import duckdb
 

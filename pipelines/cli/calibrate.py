@@ -24,6 +24,7 @@ from pipelines.cli.common import (
     one_of,
     out,
     print_json,
+    progress_bar,
     table,
     write_text,
 )
@@ -127,7 +128,8 @@ def _calibrate_device(measured: list[str], holdout: bool, name: str | None, scen
     if scenario_out:
         check_out_option(scenario_out, "--scenario-out")
     dd = data_dir_of(data_dir)
-    f = calibrate_device(dd, measured, with_holdout=holdout, name=name or "device")
+    with progress_bar("calibrate", "fits") as cb:
+        f = calibrate_device(dd, measured, with_holdout=holdout, name=name or "device", progress=cb)
     f.stored = str(store_calibration(dd, f))
     if scenario_out:
         write_text(scenario_out, f.scenario_toml, "--scenario-out")
