@@ -555,9 +555,9 @@ def fit(workloads: list[Workload]) -> DeviceFit:
                      workloads=[asdict(w) for w in workloads], fitted=fitted)
 
 
-def holdout(workloads: list[Workload], full: DeviceFit | None = None, progress: Progress | None = None) -> dict:
+def holdout(workloads: list[Workload], full_fit: DeviceFit | None = None, progress: Progress | None = None) -> dict:
     """Leave each capture out, fit on the rest, predict it: per capture and the mean absolute
-    errors of IOPS and mean latency (%). ``full``: the fit on all of them, when made already;
+    errors of IOPS and mean latency (%). ``full_fit``: the fit on all of them, when made already;
     ``progress(fits done, fits)``."""
     if len(workloads) < 2:
         raise ValueError("--holdout needs at least 2 captures (one to leave out, one to fit on)")
@@ -575,7 +575,7 @@ def holdout(workloads: list[Workload], full: DeviceFit | None = None, progress: 
                      "fell_back": [x["parameter"] for x in f.not_identified]})
     if progress:
         progress(len(workloads), len(workloads))
-    full = {x["parameter"] for x in (full or fit(workloads)).not_identified}
+    full = {x["parameter"] for x in (full_fit or fit(workloads)).not_identified}
     covered = [r for r in rows if not set(r["fell_back"]) - full]
     for r in rows:
         r["lost"] = sorted(set(r["fell_back"]) - full)  # identified only by this capture
@@ -608,7 +608,7 @@ def calibrate_device(data_dir: str | Path, refs: list[str], *, with_holdout: boo
     for m in f.not_identified:
         comments.append(f"not identified: {m['parameter']} = default {m['default']} ({m['why']})")
     if with_holdout:
-        f.holdout = holdout(workloads, full=f,
+        f.holdout = holdout(workloads, full_fit=f,
                             progress=(lambda done, _n: progress(1 + done, fits)) if progress else None)
         h = f.holdout
         f.params["holdout_iops_error_pct"] = round(h["mean_abs_iops_error_pct"], 2)

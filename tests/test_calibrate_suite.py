@@ -348,7 +348,7 @@ def test_holdout_reports_progress_and_reuses_the_full_fit():
     does not make it again: the same result."""
     sub = [w for w in _suite() if w.iodepth == 1]
     calls = []
-    h = holdout(sub, full=fit(sub), progress=lambda done, n: calls.append((done, n)))
+    h = holdout(sub, full_fit=fit(sub), progress=lambda done, n: calls.append((done, n)))
     assert calls == [(i, len(sub)) for i in range(len(sub) + 1)]
     assert h == holdout(sub)
 
