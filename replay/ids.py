@@ -142,7 +142,9 @@ class IdMap:
     ``assign(keys)`` returns the ids of ``keys`` (int64), giving unseen keys the next free ids
     in order of appearance; ``n_ids`` is how many distinct keys it has seen."""
 
-    initial_slots: int = 1 << 16
+    #: small: a fresh map costs its table's fill (a 64 k-slot table was a third of a short device
+    #: replay, ``pipelines.device_calibration.predict``), and doubling to any size is amortised
+    initial_slots: int = 1 << 10
     direct_max: int = 0  # > 0: key-indexed array while every key is below this (see module doc)
     table: np.ndarray = field(init=False, repr=False)  # slot s: table[2s] key, table[2s+1] id
     direct: np.ndarray = field(init=False, repr=False)  # direct[key] = id or -1 (direct mode)
