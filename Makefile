@@ -34,13 +34,10 @@ lint: $(STAMP)
 
 # Tests run on TEST_WORKERS processes (pytest-xdist; one test file stays on one worker, so module
 # fixtures are built once), then the `serial` ones (timing and device-throughput assertions) alone.
-# `tiercast warm` first: on a fresh venv every worker compiled the same kernels at its first replay
-# (tests/test_warm.py still warms a cache of its own from nothing).
 TEST_WORKERS ?= 3
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(MAKE) --no-print-directory docs
-	$(VENV)/bin/tiercast warm
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" --durations=15
 	$(PY) -m pytest -q -p no:xdist -m serial
 
