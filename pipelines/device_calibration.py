@@ -593,7 +593,7 @@ def calibrate_device(data_dir: str | Path, refs: list[str], *, with_holdout: boo
                      name: str = "device", progress: Progress | None = None) -> DeviceFit:
     """Fit ``[device]`` from the captures ``refs``; with ``with_holdout`` its out-of-sample error too,
     written into the scenario (comments and ``holdout_*_error_pct``). ``progress(fits done, fits)``:
-    one fit, and one per capture with ``with_holdout`` (~15 s each for a 24-capture suite here)."""
+    one fit, and one per capture with ``with_holdout`` (~8 s each for a 24-capture suite here)."""
     if len(set(refs)) != len(refs):
         raise ValueError("a capture is given twice with --measured")
     workloads = [workload_of(data_dir, r) for r in refs]
