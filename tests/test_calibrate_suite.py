@@ -437,6 +437,10 @@ HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2",
 #: longer moves it. The test holds 40 % on each: it fails a calibration as poor as one QD1 capture's
 #: (-75 % IOPS at QD8, -47 % for the mix); the issue's bar is reported (docs/guide/calibrating.md)
 EACH_TOL = 0.40
+#: the issue's bar (15 % IOPS, 20 % latency) on the mean |error| of the four: in the twelve runs of
+#: docs/guide/calibrating.md with this model the means were 1.9-11.8 % (IOPS) and 2.2-12.1 % (latency),
+#: while one workload missed the bar in two of the twelve (the 4 KiB QD8 reads: the disk's drift)
+MEAN_IOPS_TOL, MEAN_LAT_TOL = 0.15, 0.20
 JOB_S = 3  # the suite's (calibrate-suite's least: two whole iostat intervals in a depth-1 job)
 HELD_OUT_JOB_S = 2  # 12 held-out runs, each compared as the median of three: 12 s less, and the test in 3 minutes
 SUITE_ROUNDS = 2  # each held-out workload runs before, between and after them: SUITE_ROUNDS + 1 times
@@ -459,9 +463,10 @@ def test_median_run_ignores_one_disturbed_run():
 def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir, tmp_path):
     """calibrate-suite (3 s jobs, 64 MiB), calibrate from its captures, then four workloads outside
     the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
-    scenario: IOPS and mean latency of each within 40 % of fio's (the issue asks 15 / 20 %: met in
-    nine of eleven runs with the suite's 32 KiB QD1 job, four in CI; both misses were the 4 KiB QD8
-    reads, -21 and -17 %, which average -9 %; see ``EACH_TOL`` and docs/guide/calibrating.md); the
+    scenario: IOPS and mean latency of each within 40 % of fio's and within the issue's 15 / 20 % on
+    the mean |error| of the four (the issue asks it of each: met in ten of twelve runs with the
+    suite's 32 KiB QD1 job, four in CI; both misses were the 4 KiB QD8 reads, -21 and -17 %, which
+    average -9 %; see ``EACH_TOL`` and docs/guide/calibrating.md); the
     table is printed for the record. It takes 159-161 s here (the issue asks 3 minutes at most; no
     timed assertion: the note has the figure).
 
@@ -531,3 +536,5 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     print(f"\n{json.dumps(fitted)}\nsuite {suite_s:.0f} s (two rounds), test {time.monotonic() - t0:.0f} s\n{table}")
     for n, fi, mi, fl, ml, _ in rows:
         assert abs(mi / fi - 1) <= EACH_TOL and abs(ml / fl - 1) <= EACH_TOL, f"{n}\n{table}"
+    assert sum(abs(mi / fi - 1) for _, fi, mi, _, _, _ in rows) / len(rows) <= MEAN_IOPS_TOL, table
+    assert sum(abs(ml / fl - 1) for _, _, _, fl, ml, _ in rows) / len(rows) <= MEAN_LAT_TOL, table
