@@ -85,7 +85,10 @@ def params(sc) -> DeviceParams:
     d = sc.device
     if d is None:
         one = np.ones(qk.GAIN_TABLE)
-        return DeviceParams(0, 0, 0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, one, one, one, one, 0.0, 0.0, 0.0, 0.0)
+        return DeviceParams(on=0, host_ns=0, write_host_ns=0, read_ns=0.0, read_ns_per_byte=0.0, read_ref_ns=0.0,
+                            read_size_exponent=1.0, write_ns=0.0, write_ns_per_byte=0.0, gain_table=one,
+                            write_gain_table=one, xfer_gain_table=one, write_xfer_gain_table=one, cap_ns_per_byte=0.0,
+                            cache_bytes=0.0, drain_ns_per_byte=0.0, drain_latency_ns=0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
     gain = qk.gain_table(d.parallel_exponent, d.parallelism)
     write_gain = qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
