@@ -31,7 +31,7 @@ from pipelines.progress import Progress
 #: (pattern, requests per volume, region bytes, volumes): one volume, enough requests to run every
 #: kernel of a replay (flushes, promotions, interval ends); two volumes (page keys beyond the
 #: dense-id map's direct array) with more distinct pages than its table takes before it first
-#: grows (2^15). Small enough that the work takes no time.
+#: grows (half its initial slots, ``replay.ids.IdMap``). Small enough that the work takes no time.
 TRACES = (("database", 3000, 64 << 20, 1), ("randrw-70-30", 24_000, 1 << 30, 2))
 #: an ``iostat -x`` sample: device rows that take the reader's compiled fast path
 IOSTAT_SAMPLE = """Linux 5.15.0 (warm) 01/02/2026 _x86_64_ (2 CPU)
