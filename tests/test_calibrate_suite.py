@@ -21,7 +21,8 @@ MIB = 1 << 20
 #: a device whose every parameter the suite identifies (write cache left out: it only shows when filled)
 TRUE = {"host_us": 20.0, "write_host_us": 30.0, "read_latency_us": 40.0, "read_mib_per_s": 1200.0,
         "write_latency_us": 60.0, "write_mib_per_s": 900.0, "parallelism": 12, "parallel_exponent": 0.4,
-        "write_parallel_exponent": 0.25, "max_mib_per_s": 1500.0, "write_cache_bytes": 0}
+        "write_parallel_exponent": 0.25, "max_mib_per_s": 1500.0, "write_cache_bytes": 0,
+        "read_gain_at_2": 1.2}  # the law gives 2 ** 0.4 = 1.32
 
 
 def _w(label, rw, bs, depth, read_share, params=TRUE, host=None):
@@ -47,6 +48,7 @@ def _suite(params=TRUE):
             _w("randread-32k-qd1", "randread", 32 << 10, 1, 1.0, params, params["host_us"]),
             _w("read-128k-qd1", "read", 128 << 10, 1, 1.0, params, params["host_us"]),
             _w("write-128k-qd1", "write", 128 << 10, 1, 0.0, params, params["write_host_us"]),
+            _w("randread-4k-qd2", "randread", 4096, 2, 1.0, params),
             _w("randread-4k-qd4", "randread", 4096, 4, 1.0, params),
             _w("randread-4k-qd32", "randread", 4096, 32, 1.0, params),
             _w("randread-32k-qd8", "randread", 32 << 10, 8, 1.0, params),
@@ -57,7 +59,8 @@ def _suite(params=TRUE):
 
 # ---- the kernel against closed forms ------------------------------------------------------
 def _device(**kw):
-    return {**{k: v for k, v in TRUE.items() if k not in ("write_host_us", "write_parallel_exponent")},
+    return {**{k: v for k, v in TRUE.items() if k not in ("write_host_us", "write_parallel_exponent",
+                                                          "read_gain_at_2")},
             "max_mib_per_s": 0.0, **kw}
 
 
@@ -87,6 +90,14 @@ def test_device_with_ideal_channels_serves_q_at_once():
     # beyond N the gain stops: Q = 64 on N = 16 runs at 16 / S
     m = predict(dict(p, parallelism=16), _w("x", "randread", 4096, 64, 1.0, p), n=40_000)
     assert m["iops"] == pytest.approx(16 / s_ms * 1e3, rel=5e-3)  # service times rounded to whole ns
+    # read_gain_at_2 replaces g(2) only: Q = 2 at 1.5 / S, Q = 8 still at 8 / S; writes keep the law
+    m = predict(dict(p, read_gain_at_2=1.5), _w("x", "randread", 4096, 2, 1.0, p), n=40_000)
+    assert m["iops"] == pytest.approx(1.5 / s_ms * 1e3, rel=2e-3)
+    m = predict(dict(p, read_gain_at_2=1.5), _w("x", "randread", 4096, 8, 1.0, p), n=40_000)
+    assert m["iops"] == pytest.approx(8 / s_ms * 1e3, rel=2e-3)
+    w_ms = (60.0 + 4096 / (900.0 * MIB) * 1e6) / 1e3
+    m = predict(dict(p, read_gain_at_2=1.5), _w("x", "randwrite", 4096, 2, 0.0, p), n=40_000)
+    assert m["iops"] == pytest.approx(2 / w_ms * 1e3, rel=2e-3)
 
 
 def test_the_fit_builds_the_scenario_the_written_file_gives():
@@ -282,6 +293,7 @@ def test_fit_recovers_a_known_device_and_says_what_it_could_not_identify():
         assert p[k] == pytest.approx(TRUE[k], rel=0.02), k
     assert p["parallel_exponent"] == pytest.approx(0.4, abs=0.01) and p["parallelism"] == 12
     assert p["write_parallel_exponent"] == pytest.approx(0.25, abs=0.01)
+    assert p["read_gain_at_2"] == pytest.approx(1.2, abs=0.02) and "randread-4k-qd2" in f.sources["read_gain_at_2"]
     assert p["max_mib_per_s"] == pytest.approx(1500.0, rel=0.03)
     assert p["write_cache_bytes"] == 0  # writes are slower than reads here
     names = {m["parameter"]: m for m in f.not_identified}
@@ -289,7 +301,7 @@ def test_fit_recovers_a_known_device_and_says_what_it_could_not_identify():
     assert "knee" in f.sources["parallelism"]
     assert p["transfer_overlap"] >= 0.9 and f.sources["transfer_overlap"].startswith("the overlap")
     # with small reads at one depth the knee is not placed: the default, said so
-    g = fit([w for w in _suite() if w.label != "randread-4k-qd4"])
+    g = fit([w for w in _suite() if w.label not in ("randread-4k-qd2", "randread-4k-qd4")])
     miss = {m["parameter"]: m for m in g.not_identified}
     assert miss["parallelism"]["default"] == 32 and "one depth only (32)" in miss["parallelism"]["why"]
     assert all(abs(r["iops_error_pct"]) < 2 and abs(r["lat_error_pct"]) < 2 for r in f.fitted)
@@ -331,7 +343,9 @@ def test_holdout_names_the_parameters_a_capture_alone_identifies(suite_holdout):
     h = suite_holdout[1]
     rows = {r["workload"]: r for r in h["captures"]}
     assert rows["read-128k-qd16"]["lost"] == ["max_mib_per_s"]
-    assert rows["randread-4k-qd32"]["lost"] == ["parallelism"]  # QD4 alone places no knee
+    # g(2) needs depth 2 and two deeper depths; without QD32, QD2 and QD4 place a knee of at most 4
+    assert rows["randread-4k-qd2"]["lost"] == rows["randread-4k-qd4"]["lost"] == ["read_gain_at_2"]
+    assert "read_gain_at_2" in rows["randread-4k-qd32"]["lost"]
     assert rows["randread-32k-qd8"]["lost"] == ["transfer_overlap"]
     assert rows["randread-32k-qd1"]["lost"] == ["read_size_exponent"]  # two read sizes make a line
     assert rows["randrw50-4k-qd16"]["lost"] == []  # spanned by the rest: predicted from them
@@ -371,12 +385,12 @@ def test_a_calibration_is_kept_and_loaded_into_the_warehouse(data_dir, suite_hol
     load(data_dir)
     con = duckdb.connect(str(data_dir / "tiercast.duckdb"), read_only=True)
     [c] = con.sql("SELECT * FROM device_calibrations").pl().iter_rows(named=True)
-    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == len(ws) == 11
+    assert c["calibration_id"] == f.calibration_id and c["n_captures"] == len(ws) == 12
     assert c["parallel_exponent"] == pytest.approx(f.params["parallel_exponent"])
     assert c["holdout_mean_abs_iops_error_pct"] == pytest.approx(f.holdout["mean_abs_iops_error_pct"])
     assert c["not_identified"] == "write_cache_bytes"
     rows = con.sql("SELECT * FROM device_calibration_holdout ORDER BY capture_id").pl()
-    assert rows.height == 11 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
+    assert rows.height == 12 and rows.filter(pl.col("workload") == "read-128k-qd16")["holdout_lost"].item() == \
         "max_mib_per_s"
     by = {r["capture_id"]: r for r in f.holdout["captures"]}
     for r in rows.iter_rows(named=True):
@@ -437,9 +451,9 @@ HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2",
 #: longer moves it. The test holds 40 % on each: it fails a calibration as poor as one QD1 capture's
 #: (-75 % IOPS at QD8, -47 % for the mix); the issue's bar is reported (docs/guide/calibrating.md)
 EACH_TOL = 0.40
-#: the issue's bar (15 % IOPS, 20 % latency) on the mean |error| of the four: in the twelve runs of
-#: docs/guide/calibrating.md with this model the means were 1.9-11.8 % (IOPS) and 2.2-12.1 % (latency),
-#: while one workload missed the bar in two of the twelve (the 4 KiB QD8 reads: the disk's drift)
+#: the issue's bar (15 % IOPS, 20 % latency) on the mean |error| of the four: over ten saved runs
+#: replayed with this model (docs/guide/calibrating.md, read_gain_at_2) the means were 1.1-13.6 % (IOPS)
+#: and 1.0-11.3 % (latency), while one workload missed the bar in two of the ten
 MEAN_IOPS_TOL, MEAN_LAT_TOL = 0.15, 0.20
 JOB_S = 3  # the suite's (calibrate-suite's least: two whole iostat intervals in a depth-1 job)
 HELD_OUT_JOB_S = 2  # 12 held-out runs, each compared as the median of three: 12 s less, and the test in 3 minutes
@@ -464,9 +478,10 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     """calibrate-suite (3 s jobs, 64 MiB), calibrate from its captures, then four workloads outside
     the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
     scenario: IOPS and mean latency of each within 40 % of fio's and within the issue's 15 / 20 % on
-    the mean |error| of the four (the issue asks it of each: met in ten of twelve runs with the
-    suite's 32 KiB QD1 job, four in CI; both misses were the 4 KiB QD8 reads, -21 and -17 %, which
-    average -9 %; see ``EACH_TOL`` and docs/guide/calibrating.md); the
+    the mean |error| of the four (the issue asks it of each: met in eight of ten saved runs replayed
+    with this model, and in the live run after it; the misses: 4 KiB QD8 reads -16.5 % in one run, and a
+    run of the older suite, 4 KiB QD8 +16.7 % and 64 KiB +18.9 %; see ``EACH_TOL`` and
+    docs/guide/calibrating.md); the
     table is printed for the record. It takes 159-161 s here (the issue asks 3 minutes at most; no
     timed assertion: the note has the figure).
 

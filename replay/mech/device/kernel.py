@@ -91,6 +91,8 @@ def params(sc) -> DeviceParams:
                             cache_bytes=0.0, drain_ns_per_byte=0.0, drain_latency_ns=0.0)
     drain = d.drain_mib_per_s or d.read_mib_per_s
     gain = qk.gain_table(d.parallel_exponent, d.parallelism)
+    if d.read_gain_at_2 is not None:
+        gain[2] = d.read_gain_at_2
     write_gain = qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
                                else d.write_parallel_exponent, d.parallelism)
     return DeviceParams(

@@ -40,6 +40,11 @@ DEVICE = Section("device", (
     Param("parallel_exponent", "float", 1.0, "", "with q <= N requests queued the device serves them q ** this "
           "times faster than one (1: N independent channels; below 1: channels that share a controller or host "
           "thread)", "estimate", "1: ideal channels", minimum=0, maximum=1),
+    Param("read_gain_at_2", "float", None, "", "g(2) of reads, when two requests in the device gain less (or more) "
+          "over one than min(2, N) ** e: the host's time per I/O, a delay the model hides behind the other request "
+          "from two on, is not all hidden on a virtual disk (None: the law's)", "measured",
+          "tiercast calibrate: depth-2 reads, with reads at two deeper depths for the law", optional=True,
+          minimum=1, maximum=2),
     Param("write_parallel_exponent", "float", None, "", "the exponent of writes when they share the channels "
           "differently from reads (None: parallel_exponent)", "estimate", "as reads", minimum=0, maximum=1,
           optional=True),
