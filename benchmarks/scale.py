@@ -10,7 +10,9 @@ step (LRU at the simulated size; one LRU run for the exact curve's 20 sizes).
 
 ``--pairs N``: after the path's own ``simulate`` and libCacheSim runs, N more of each, alternated
 (the machine's speed drifts between minutes: only a run and its partner are compared), with each
-pair's wall ratio and their mean.
+pair's wall ratio and their mean. ``--cold`` drops the kernel's page cache before each of those
+runs (root only): both read their input from the disk, as with a trace larger than the machine's
+memory (at a billion requests the 4 KiB page stream is 25 GB, libCacheSim's file 24 GB).
 
 The trace: Zipf(1.0) 4 KiB requests, 70 % reads, over ``--region-gib`` (default 64), generated in
 10 M-request parts (``traces.synth``, one seed per part, appended to one Parquet file: bounded
@@ -109,6 +111,13 @@ def disk_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def drop_page_cache(really: bool) -> None:
+    """Write back and drop the kernel's page cache (``--cold``), so the next run reads from disk."""
+    if really:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("requests", type=int, nargs="?", default=100_000_000)
@@ -116,6 +125,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="work directory to keep (default: a temporary one, deleted)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--pairs", type=int, default=0, help="then this many more simulate / libCacheSim runs, alternated")
+    ap.add_argument("--cold", action="store_true",
+                    help="drop the page cache before each simulate / libCacheSim pair run (root only)")
     ap.add_argument("--drop-after-use", action="store_true",
                     help="delete the synthesized Parquet after ingest and the 4 KiB page stream after simulate "
                          "(a billion requests: the peak work directory ~56 instead of ~88 GB)")
@@ -162,8 +173,11 @@ def main() -> None:
         lcs = step("libCacheSim LRU 1 % (C reader)", peer, peer=True)
         ratios = [lcs["wall_s"] / sim["wall_s"]]
         for i in range(args.pairs):
-            a = step(f"  pair {i + 1}: simulate", simulate)
-            b = step(f"  pair {i + 1}: libCacheSim", peer, peer=True)
+            cold = " (cold)" if args.cold else ""
+            drop_page_cache(args.cold)
+            a = step(f"  pair {i + 1}: simulate{cold}", simulate)
+            drop_page_cache(args.cold)
+            b = step(f"  pair {i + 1}: libCacheSim{cold}", peer, peer=True)
             ratios.append(b["wall_s"] / a["wall_s"])
         print(f"  simulate vs libCacheSim, wall, each run against its partner: "
               f"{', '.join(f'{r:.1f}x' for r in ratios)} (mean {sum(ratios) / len(ratios):.1f}x)", flush=True)
