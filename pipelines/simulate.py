@@ -136,9 +136,8 @@ class TraceSegments:
     then removes it and runs again from the Parquet files."""
 
     def __init__(self, trace: TraceRef, page_size: int, batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True,
-                 max_requests: int | None = None, times: bool = True, positions: bool = True):
+                 max_requests: int | None = None):
         self.trace, self.page_size, self.batch_rows = trace, check_page_size(page_size), batch_rows
-        self.times, self.positions = times, positions
         self.max_requests = max_requests
         self.record = record and max_requests is None  # a stream is written from a whole pass only
         self.stream = open_page_stream(trace, self.page_size)
@@ -174,7 +173,7 @@ class TraceSegments:
 
     def _segments(self) -> Iterator[Segment]:
         if self.stream is not None:
-            yield from prefetch(self.stream.segments(self.batch_rows, self.times, self.positions), depth=1)
+            yield from prefetch(self.stream.segments(self.batch_rows), depth=1)
             return
         builder = self.builder
         built = (builder.build(df) for df in prefetch(read_frames(self.trace, self.batch_rows), depth=1))
@@ -223,20 +222,18 @@ class TraceSegments:
 
 
 def replay_with_stream(trace: TraceRef, page_size: int, run: Callable[[TraceSegments], T],
-                       batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True, times: bool = True,
-                       positions: bool = True) -> T:
+                       batch_rows: int = DEFAULT_BATCH_ROWS, record: bool = True) -> T:
     """``run(segments)`` over ``TraceSegments(trace, page_size, ...)``; when the page stream proves
     damaged mid-way, it is removed and ``run`` called again on segments built from the Parquet
-    files (``run`` must start from a fresh state each call). ``times`` / ``positions`` False: ``run``
-    needs no ``ts_ns`` / no ``offset`` and ``page_no``, which a stream then does not read."""
-    segments = TraceSegments(trace, page_size, batch_rows, record, times=times, positions=positions)
+    files (``run`` must start from a fresh state each call)."""
+    segments = TraceSegments(trace, page_size, batch_rows, record)
     try:
         return run(segments)
     except StreamError:
         if not segments.from_stream:
             raise
         shutil.rmtree(segments.stream.dir, ignore_errors=True)
-    return run(TraceSegments(trace, page_size, batch_rows, record, times=times, positions=positions))
+    return run(TraceSegments(trace, page_size, batch_rows, record))
 
 
 def _accesses(segment: Segment, *page_values: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -278,8 +275,7 @@ def simulate(trace: TraceRef, data_dir: str | Path | None, policy: str, cache_by
                 progress(done, segments.total)
         return state, agg, segments.n_ids
 
-    state, agg, n_ids = replay_with_stream(trace, model.page_size_bytes, run, batch_rows, page_stream,
-                                           times=interval is not None, positions=False)
+    state, agg, n_ids = replay_with_stream(trace, model.page_size_bytes, run, batch_rows, page_stream)
     c = model.counters(state)
     summary = {"trace_id": trace.trace_id, "policy": model.name, "cache_bytes": model.cache_bytes,
                "page_size": model.page_size_bytes, "distinct_pages": n_ids,
@@ -333,7 +329,7 @@ def mrc(trace: TraceRef, data_dir: str | Path | None, page_size: int = 4096,
                     progress(done, segments.total)
             return sd
 
-        sd = replay_with_stream(trace, page_size, run, batch_rows, page_stream, times=False, positions=False)
+        sd = replay_with_stream(trace, page_size, run, batch_rows, page_stream)
         footprint = sd.distinct_pages
         estimator, sample_rate, name = sd, 1.0, "exact"
     else:

@@ -64,18 +64,15 @@ class Segment:
       within this segment (non-decreasing), ``page_bytes`` int64 bytes of the request inside the
       page (sums to ``size_bytes`` per request).
     A request of size 0 (e.g. a flush) touches no page.
-    ``ts_ns`` and ``offset`` with ``page_no`` are None in segments read from a page stream for a
-    consumer that needs no times or no addresses (``PageStream.segments``): an exact-curve pass reads 9 of a
-    one-page request's 25 stored bytes, ``simulate`` with intervals 17.
     """
 
-    ts_ns: np.ndarray | None
+    ts_ns: np.ndarray
     op: np.ndarray
     volume: np.ndarray
-    offset: np.ndarray | None
+    offset: np.ndarray
     size_bytes: np.ndarray
     page_id: np.ndarray
-    page_no: np.ndarray | None
+    page_no: np.ndarray
     page_req: np.ndarray
     page_bytes: np.ndarray
     page_size: int
@@ -84,7 +81,7 @@ class Segment:
 
     @property
     def n_requests(self) -> int:
-        return len(self.op)
+        return len(self.ts_ns)
 
     @property
     def n_pages(self) -> int:

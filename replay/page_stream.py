@@ -212,36 +212,27 @@ class PageStream:
         return np.fromfile(self.dir / f"{name}.npy", dtype=dt, count=stop - start,
                            offset=HEADER_BYTES + start * dt.itemsize)
 
-    def segments(self, batch_rows: int, times: bool = True, positions: bool = True) -> Iterator[Segment]:
+    def segments(self, batch_rows: int) -> Iterator[Segment]:
         """The stream as ``Segment`` objects of at most ``batch_rows`` requests, with the dtypes of
-        ``replay.model.Segment`` (the same segments a ``SegmentBuilder`` makes from the trace).
-        ``times=False``: ``ts_ns`` is not read (None); ``positions=False``: nor ``offset``, and
-        ``page_no`` is None. A trace larger than the page cache is read from disk on every pass, so
-        what a pass does not read is time saved (the exact curve reads 9 of 25 B per one-page request, ``simulate`` 17)."""
+        ``replay.model.Segment`` (the same segments a ``SegmentBuilder`` makes from the trace)."""
         shift = self.page_size.bit_length() - 1
         n_ids = 0
         page_at = 0
         for a in range(0, self.n_requests, batch_rows):
             b = min(a + batch_rows, self.n_requests)
-            offset = self._window("offset", a, b) if positions else None
+            offset = self._window("offset", a, b)
             size_bytes = self._window("size_bytes", a, b).astype(np.int64)
             volume = (self._window("volume", a, b) if self.multi_volume
                       else np.zeros(b - a, dtype=np.int32))
             if self.single_page:
                 n_pages = b - a
-                if positions:
-                    page_req, page_no, page_bytes = single_page_segment(offset, size_bytes, shift)
-                else:
-                    page_req, page_no, page_bytes = np.arange(b - a, dtype=np.int64), None, size_bytes
+                page_req, page_no, page_bytes = single_page_segment(offset, size_bytes, shift)
             else:
                 counts = self._window("page_count", a, b)
                 n_pages = int(counts.sum(dtype=np.int64))
                 if (counts.size and counts.min() < 0) or page_at + n_pages > self.n_pages:
                     raise StreamError(f"{self.dir}: page counts do not add up to the manifest's {self.n_pages}")
-                if positions:
-                    page_req, page_no = expand_pages(offset, counts, shift)
-                else:
-                    page_req, page_no = np.repeat(np.arange(b - a, dtype=np.int64), counts), None
+                page_req, page_no = expand_pages(offset, counts, shift)
                 page_bytes = self._window("page_bytes", page_at, page_at + n_pages).astype(np.int64)
             page_id = self._window("page_id", page_at, page_at + n_pages).astype(np.int64)
             if n_pages:
@@ -250,7 +241,7 @@ class PageStream:
                     raise StreamError(f"{self.dir}: page id {lo if lo < 0 else hi} outside 0..{self.n_ids - 1}")
                 n_ids = max(n_ids, hi + 1)
             page_at += n_pages
-            yield Segment(ts_ns=self._window("ts_ns", a, b) if times else None, op=self._window("op", a, b), volume=volume,
+            yield Segment(ts_ns=self._window("ts_ns", a, b), op=self._window("op", a, b), volume=volume,
                         offset=offset, size_bytes=size_bytes, page_id=page_id, page_no=page_no, page_req=page_req,
                         page_bytes=page_bytes, page_size=self.page_size, first_request=a, n_ids=n_ids)
         if page_at != self.n_pages:

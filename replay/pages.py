@@ -121,12 +121,8 @@ def segment_head(segment: Segment, n: int) -> Segment:
     """The first ``n`` requests of ``segment`` and their page accesses (``n_ids`` kept: ids stay
     below it)."""
     cut = int(np.searchsorted(segment.page_req, n))
-
-    def head(a: np.ndarray | None, k: int) -> np.ndarray | None:
-        return None if a is None else a[:k]
-
-    return Segment(ts_ns=head(segment.ts_ns, n), op=segment.op[:n], volume=segment.volume[:n], offset=head(segment.offset, n),
-                 size_bytes=segment.size_bytes[:n], page_id=segment.page_id[:cut], page_no=head(segment.page_no, cut),
+    return Segment(ts_ns=segment.ts_ns[:n], op=segment.op[:n], volume=segment.volume[:n], offset=segment.offset[:n],
+                 size_bytes=segment.size_bytes[:n], page_id=segment.page_id[:cut], page_no=segment.page_no[:cut],
                  page_req=segment.page_req[:cut], page_bytes=segment.page_bytes[:cut], page_size=segment.page_size,
                  first_request=segment.first_request, n_ids=segment.n_ids)
 

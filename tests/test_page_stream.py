@@ -96,18 +96,6 @@ def test_stream_segments_equal_the_builders(mixed):
         a, b = getattr(got, name), getattr(built, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
     assert got.n_ids == built.n_ids == stream.n_ids
-    # a pass that needs no times or addresses (simulate without intervals, the exact curve) reads
-    # neither: the same pages and bytes, ts_ns / offset / page_no None, their files not opened
-    read = []
-    window = stream._window
-    stream._window = lambda name, a, b: read.append(name) or window(name, a, b)
-    (lean,) = list(stream.segments(1 << 20, times=False, positions=False))
-    assert lean.ts_ns is None and lean.offset is None and lean.page_no is None
-    assert sorted(set(read)) == ["op", "page_bytes", "page_count", "page_id", "size_bytes", "volume"]
-    for name in ("op", "volume", "size_bytes", "page_id", "page_req", "page_bytes"):
-        a, b = getattr(lean, name), getattr(built, name)
-        assert a.dtype == b.dtype and np.array_equal(a, b), name
-    assert lean.n_requests == built.n_requests and lean.n_ids == built.n_ids
 
 
 def test_single_page_single_volume_stream_has_no_page_columns(tmp_path):
@@ -120,11 +108,6 @@ def test_single_page_single_volume_stream_has_no_page_columns(tmp_path):
     assert sorted(p.name for p in d.iterdir()) == ["manifest.json", "offset.npy", "op.npy", "page_id.npy",
                                                    "size_bytes.npy", "ts_ns.npy"]
     assert sim.simulate(trace, None, "lru", 50 * PAGE, PAGE, interval="5s", batch_rows=128) == ref
-    (lean,) = list(PageStream(d).segments(1 << 20, times=False, positions=False))
-    built = SegmentBuilder(PAGE).build(pl.concat(list(sim.read_frames(trace))))
-    assert lean.ts_ns is None and lean.offset is None and lean.page_no is None
-    for name in ("op", "size_bytes", "page_id", "page_req", "page_bytes"):
-        assert np.array_equal(getattr(lean, name), getattr(built, name)), name
     # the files are plain .npy: numpy maps them
     ids = np.load(d / "page_id.npy", mmap_mode="r")
     assert ids.shape == (3000,) and ids.dtype == np.int32 and int(ids.max()) + 1 == ref["distinct_pages"]
