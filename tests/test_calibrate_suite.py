@@ -98,6 +98,11 @@ def test_device_with_ideal_channels_serves_q_at_once():
     w_ms = (60.0 + 4096 / (900.0 * MIB) * 1e6) / 1e3
     m = predict(dict(p, read_gain_at_2=1.5), _w("x", "randwrite", 4096, 2, 0.0, p), n=40_000)
     assert m["iops"] == pytest.approx(2 / w_ms * 1e3, rel=2e-3)
+    # a knee at 2 (the law: 2 ** 0.5 = 1.41 from two requests on) under a g(2) of 1.8: deeper queues
+    # gain 1.8 too, never less than two requests
+    m = predict(dict(p, parallelism=2, parallel_exponent=0.5, read_gain_at_2=1.8), _w("x", "randread", 4096, 8, 1.0, p),
+                n=40_000)
+    assert m["iops"] == pytest.approx(1.8 / s_ms * 1e3, rel=2e-3)
 
 
 def test_the_fit_builds_the_scenario_the_written_file_gives():

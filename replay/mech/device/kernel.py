@@ -92,7 +92,9 @@ def params(sc) -> DeviceParams:
     drain = d.drain_mib_per_s or d.read_mib_per_s
     gain = qk.gain_table(d.parallel_exponent, d.parallelism)
     if d.read_gain_at_2 is not None:
+        # g(2) above the law's g(3) (a knee at 2): deeper queues gain at least as much as two requests
         gain[2] = d.read_gain_at_2
+        gain[3:] = np.maximum(gain[3:], gain[2])
     write_gain = qk.gain_table(d.parallel_exponent if d.write_parallel_exponent is None
                                else d.write_parallel_exponent, d.parallelism)
     return DeviceParams(
