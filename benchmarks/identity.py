@@ -45,6 +45,9 @@ JSON_FIELDS = ("raid_groups", "tiers")
 #: summary fields a later revision added that describe the run, not its results (a baseline saved
 #: before them still checks)
 DESCRIPTIVE_KEYS = {"mechanisms"}
+#: counters a later revision added, left out while 0 (a baseline saved before them still checks; any
+#: other value is a change)
+ADDED_COUNTERS = {"write_aside_pages", "write_aside_superseded_pages", "write_aside_stripes"}
 
 
 def traces() -> dict[str, pl.DataFrame]:
@@ -76,7 +79,7 @@ def _canon(v):
 
 def summary_hash(s: dict) -> str:
     s = {k: (json.loads(v) if k in JSON_FIELDS and isinstance(v, str) else v) for k, v in s.items()
-         if k not in DESCRIPTIVE_KEYS}
+         if k not in DESCRIPTIVE_KEYS and not (k in ADDED_COUNTERS and v == 0)}
     return hashlib.sha256(json.dumps(_canon(s), sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -283,7 +283,8 @@ def mass_balance(summary: dict) -> list[dict]:
     host = summary["write_pages"]
     parts = {"coalesced": summary["write_hit_pages"], "written through": summary["write_through_pages"],
              "flushed": summary["flush_pages"], "still dirty": summary["dirty_pages"],
-             "trimmed": summary["trimmed_dirty_pages"]}
+             "trimmed": summary["trimmed_dirty_pages"], "written aside": summary.get("write_aside_pages", 0),
+             "superseded by write-aside": summary.get("write_aside_superseded_pages", 0)}
     if host == sum(parts.values()):
         return []
     return [finding("mass_balance", MODEL_ERROR, f"host page writes {host:,} != " + " + ".join(

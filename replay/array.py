@@ -246,9 +246,14 @@ def run_requests(params, state, req, shift, start, out, tmp):
                 out.snapshot_first_writes[i] = first
                 out.snapshot_map_updates[i] = upd
                 out.snapshot_map_ios[i] = mios
-            done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0,
-                                                            p1, req.unit, req.pbit, req.unit_no, tw, tmp)
-            stall += st
+            if dc.bypasses(dp, req.size[i]):
+                done, wp, bios, bbusy, rg_req = dc.write_aside(dp, ds, bp, bs, sp, ss, ev, logs.ssd_promotion, utab,
+                                                               shift, v, p0, p1, req.unit, req.pbit, req.unit_no, tw,
+                                                               tmp)
+            else:
+                done, wp, wh, st, thr, bbusy, rg_req = dc.write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0,
+                                                                p1, req.unit, req.pbit, req.unit_no, tw, tmp)
+                stall += st
         elif o == OP_TRIM:
             rg_req = dc.trim(dp, ds, p0, p1, req.unit, req.pbit)
         # OP_FLUSH (a host cache flush): the write cache is mirrored and battery backed: ack at once

@@ -105,6 +105,58 @@ def test_full_stripe_write_avoids_the_penalty():
     assert (c["full_stripe_writes"], c["flush_ops"], c["flush_pages"], c["backend_write_ios"]) == (0, 3, 24, 12)
 
 
+#: FLARE with write-aside at 128 KiB (the read cache small enough to leave a write cache of 48 MiB)
+WRITE_ASIDE = '[dram.flare]\nread_cache_bytes = "16MiB"\nwrite_aside_bytes = "128KiB"\n'
+
+
+def flare(level: int, width: int, extra: str = WRITE_ASIDE):
+    return loads(scenario(level, width, extra).replace('mode = "mcx"', 'mode = "flare"'), "t.toml")
+
+
+def assert_mass_balance(c: dict) -> None:
+    assert c["write_pages"] == (c["write_hit_pages"] + c["write_through_pages"] + c["write_aside_pages"]
+                                + c["flush_pages"] + c["dirty_pages"] + c["trimmed_dirty_pages"]
+                                + c["write_aside_superseded_pages"])
+
+
+def test_flare_write_aside_goes_past_the_cache():
+    """Writes above ``write_aside_bytes`` (128 KiB) are not cached: 256 KiB at offset 0 is one
+    full stripe of the 4+1 group (5 writes, no reads, the host waits for the drives: ms, not the
+    0.1 ms mirror hop); 192 KiB covers 3 units of a stripe: 3 read-modify-writes (3 data drives
+    x 2 + parity 3 x 2 = 12 I/Os); 64 KiB is cached (8 dirty pages, no drive I/O). Nothing is
+    flushed, and every host page is accounted for."""
+    rows = [(0, "a", "write", 0, 256 << 10), (10**9, "a", "write", 512 << 10, 192 << 10),
+            (2 * 10**9, "a", "write", 2 << 20, 64 << 10)]
+    sc = flare(5, 5)
+    c = assert_segmenting_invariant(sc, rows, [1, 2])
+    m, st, out, _ = replay_rows(sc, rows)
+    assert (c["write_aside_stripes"], c["write_aside_pages"], c["write_pages"], c["dirty_pages"]) == (1, 56, 64, 8)
+    assert (c["flush_ops"], c["full_stripe_writes"], c["backend_write_ios"], c["backend_read_ios"]) == (0, 0, 17, 0)
+    assert out["backend_ios"].tolist() == [5, 12, 0]
+    latency_ms = (out["done_ns"] - out["arrival_ns"]) / MS
+    assert latency_ms[0] > 3 and latency_ms[1] > latency_ms[0] and latency_ms[2] < 0.5
+    assert_mass_balance(c)
+    off = flare(5, 5, WRITE_ASIDE.replace('"128KiB"', "0"))
+    m, st, _, _ = replay_rows(off, rows)
+    c = m.counters(st)
+    assert (c["write_aside_pages"], c["dirty_pages"]) == (0, 64)
+
+
+def test_write_aside_supersedes_dirty_pages_and_mcx_has_none():
+    """A cached 8 KiB write, then a 256 KiB write-aside over it: the dirty page is superseded (never
+    flushed), the stripe written whole. MCx has no write-aside: the same setting changes nothing."""
+    rows = [(0, "a", "write", 0, 8 << 10), (10**6, "a", "write", 0, 256 << 10)]
+    m, st, _, _ = replay_rows(flare(5, 5), rows)
+    c = m.counters(st)
+    assert (c["write_aside_superseded_pages"], c["write_aside_pages"], c["write_aside_stripes"]) == (1, 32, 1)
+    assert (c["flush_pages"], c["dirty_pages"], c["backend_write_ios"]) == (0, 0, 5)
+    assert_mass_balance(c)
+    mcx = loads(scenario(5, 5, WRITE_ASIDE), "t.toml")
+    m, st, _, _ = replay_rows(mcx, rows)
+    c = m.counters(st)
+    assert (c["write_aside_pages"], c["write_pages"], c["write_hit_pages"]) == (0, 33, 1)
+
+
 def test_raid5_placement_rotates_parity():
     sc = loads(scenario(5, 5), "t.toml")
     m = ArrayModel(sc)

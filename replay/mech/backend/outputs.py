@@ -4,8 +4,9 @@ from replay.outputs import Column, Line
 
 OUTCOMES = (
     Column("rg", "", "RAID group of the request's first page (-1: none)"),
-    Column("backend_ios", "I/Os", "host-read drive operations the request caused"),
-    Column("backend_busy_ns", "ns", "drive time of those operations"),
+    Column("backend_ios", "I/Os", "drive operations the request waited for: its read misses' and its FLARE "
+                                  "write-aside writes'"),
+    Column("backend_busy_ns", "ns", "drive time of those operations (and of page writes the cache could not hold)"),
 )
 
 RECORDS: dict = {}

@@ -176,6 +176,7 @@ CACHE = record([(n, I8) for n in (
     "vh", "vt",  # volumes with dirty units, least recently active at the tail
     "read_pages", "read_hits", "write_pages", "write_hits", "trimmed_pages",
     "trimmed_dirty", "through_pages",  # dirty pages a trim discarded; page writes the cache could not hold
+    "aside_pages", "aside_dirty", "aside_stripes",  # FLARE write-aside: pages, dirty pages superseded, full stripes
     "forced_n", "forced_stall_ns", "full_waits", "full_stripes",
     "flush_ops", "idle_flush_ops", "flush_pages", "flush_bytes",
 )])
@@ -200,6 +201,7 @@ class DramParams(NamedTuple):
     idle_after_ns: int  # ns
     idle_flush_outstanding: int
     mirror_latency_ns: int  # ns: write ack after mirroring
+    write_aside_bytes: int  # FLARE: a host write larger than this bypasses the cache (0: never)
     adapt_interval_ns: int  # ns: MCx adaptation interval
     page_bits: int
     min_age_ns: float
@@ -258,6 +260,7 @@ def params(sc) -> DramParams:
         idle_after_ns=int(d.flare.idle_after_ms * 1e6),
         idle_flush_outstanding=int(d.flare.idle_flush_outstanding),
         mirror_latency_ns=int(d.mirror_latency_us * 1e3),
+        write_aside_bytes=int(d.flare.write_aside_bytes) if d.mode == "flare" else 0,
         adapt_interval_ns=max(1, int(m.adapt_interval_ms * 1e6)), page_bits=int(page_bits),
         min_age_ns=float(m.min_age_ms * 1e6), max_age_ns=float(m.max_age_ms * 1e6),
         rate_alpha=float(rate_alpha(m.adapt_interval_ms, m.rate_window_ms)),
@@ -688,12 +691,21 @@ def forget_placement(dp, ds, utab, shift, v, first, n):
 @kernel
 def drop_pages(dp, ds, u, bits):
     """Trim: forget pages ``bits`` of unit u (dirty ones are discarded, not written)."""
+    n, nd = forget_pages(dp, ds, u, bits)
+    ds.c[0].trimmed_dirty += nd
+    return n
+
+
+@kernel
+def forget_pages(dp, ds, u, bits):
+    """Forget pages ``bits`` of unit u, dirty ones without writing them; returns (pages, dirty
+    pages) forgotten."""
     x = ds.units[u]
     if x.part < 0:
-        return 0
+        return 0, 0
     bits = bits & x.valid
     if bits == 0:
-        return 0
+        return 0, 0
     r = x.rg
     dbits = bits & x.dirty
     nd = popcount(dbits)
@@ -701,7 +713,6 @@ def drop_pages(dp, ds, u, bits):
     if nd > 0:
         x.dirty = x.dirty & ~dbits
         ds.c[0].dirty -= nd
-        ds.c[0].trimmed_dirty += nd
         ds.groups[r].dirty_pages -= nd
         if x.dirty == 0:
             _leave_dirty_lists(dp, ds, u, r)
@@ -713,7 +724,7 @@ def drop_pages(dp, ds, u, bits):
         if x.flags & F_CLEAN:
             lru_remove(ds, u)
         x.part = -1
-    return n
+    return n, nd
 
 
 # ---- MCx control law ----------------------------------------------------------------------
@@ -1375,6 +1386,82 @@ def write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0, p1, punit, pbit,
     c.write_pages += wp
     c.write_hits += wh
     return done, wp, wh, stall, thr, bbusy, rg_req
+
+
+@step
+def bypasses(dp, size):
+    """FLARE write-aside: whether a host write of ``size`` bytes goes past the write cache."""
+    return dp.write_aside_bytes > 0 and size > dp.write_aside_bytes
+
+
+@step
+def write_aside(dp, ds, bp, bs, sp, ss, ev, plog, utab, shift, v, p0, p1, punit, pbit, puno, tc, tmp):
+    """A FLARE write-aside at tc of pages p0..p1 (:func:`bypasses`): the cache's copies of its pages
+    are forgotten (dirty ones superseded, never flushed), each whole stripe it covers is written as
+    a full stripe (a sequential stream's next stripe keeps the drives in place, as a flush does), the
+    rest of each unit by read-modify-write; acknowledged when the drives are done, with no mirror
+    hop. Returns (done, pages, backend I/Os, backend busy, RAID group)."""
+    un = ds.units
+    c = ds.c[0]
+    page = dp.page_bytes
+    ppu = dp.pages_per_unit
+    full = full_mask(ppu)
+    done = tc
+    ios = 0
+    busy = np.int64(0)
+    rg_req = -1
+    j = p0
+    while j < p1:
+        u = punit[j]
+        x = un[u]
+        if not (x.flags & F_PLACED):
+            place(dp, ds, bp, bs, u, v, puno[j], tmp)
+        r = x.rg
+        if rg_req < 0:
+            rg_req = r
+        lvl = bp.groups[r].level
+        nsu = x.sunits
+        span = nsu * ppu
+        if (lvl == 5 or lvl == 6) and nsu > 0 and puno[j] == x.sfirst and pbit[j] == 0 and j + span <= p1 \
+                and puno[j + span - 1] == x.sfirst + nsu - 1:
+            ok = True
+            for k in range(nsu):
+                w = punit[j + k * ppu]
+                if not (un[w].flags & F_PLACED):
+                    place(dp, ds, bp, bs, w, v, puno[j + k * ppu], tmp)
+                if un[w].rg != r or ssd.holds(sp, ss, w):
+                    ok = False
+            if ok:
+                g = ds.groups[r]
+                batch = 1.0
+                if v == g.seq_vol and x.sfirst == g.seq_next:
+                    batch = qk.SEQUENTIAL
+                g.seq_vol = v
+                g.seq_next = x.sfirst + nsu
+                for k in range(nsu):
+                    c.aside_dirty += forget_pages(dp, ds, punit[j + k * ppu], full)[1]
+                dn, s, k_ios = be.write_stripe(bp, bs, r, tc, batch)
+                done = max(done, dn)
+                busy += s
+                ios += k_ios
+                c.aside_stripes += 1
+                j += span
+                continue
+        mask = np.uint64(0)
+        e = j
+        while e < p1 and punit[e] == u:
+            mask |= np.uint64(1) << np.uint64(pbit[e])
+            e += 1
+        c.aside_dirty += forget_pages(dp, ds, u, mask)[1]
+        dn, s, k_ios, _ = ssd.write(sp, ss, bp, bs, ev, plog, u, r, x.data, x.p1, x.p2, pbit[j], tc,
+                                    be.write_ops(r, bp), (e - j) * page, 1.0, 1)
+        done = max(done, dn)
+        busy += s
+        ios += k_ios
+        j = e
+    c.write_pages += p1 - p0
+    c.aside_pages += p1 - p0
+    return done, p1 - p0, ios, busy, rg_req
 
 
 @step

@@ -62,7 +62,9 @@ FLUSH_KINDS = ("flush", "full_stripe", "idle_flush")
 COUNTERS = {
     "read_pages": "read_pages", "read_hit_pages": "read_hits", "write_pages": "write_pages",
     "write_hit_pages": "write_hits", "write_through_pages": "through_pages", "trimmed_dirty_pages": "trimmed_dirty",
-    "trimmed_pages": "trimmed_pages", "forced_flush_count": "forced_n", "forced_flush_stall_ns": "forced_stall_ns",
+    "trimmed_pages": "trimmed_pages",
+    "write_aside_pages": "aside_pages", "write_aside_superseded_pages": "aside_dirty",
+    "write_aside_stripes": "aside_stripes", "forced_flush_count": "forced_n", "forced_flush_stall_ns": "forced_stall_ns",
     "cache_full_waits": "full_waits", "full_stripe_writes": "full_stripes", "flush_ops": "flush_ops",
     "idle_flush_ops": "idle_flush_ops", "flush_pages": "flush_pages", "flush_bytes": "flush_bytes",
     "dirty_pages": "dirty", "dirty_pages_max": "dirty_max", "dirty_units": "dirty_units",

@@ -43,6 +43,10 @@ FLARE = Section("dram.flare", (
           minimum=0),
     Param("idle_flush_outstanding", "int", 4, "writes", "idle flushing is gentle: writes in flight array-wide",
           minimum=0),
+    Param("write_aside_bytes", "size", 0, "B", "write-aside: a host write larger than this bypasses the write cache "
+          "and is acknowledged when the drives have it (whole stripes written as full stripes); 0: every write is "
+          "cached. FLARE sets it per LUN; its default is in none of the sources at hand, so it is off unless set",
+          "choice", minimum=0),
 ), doc="FLARE (VNX1/CLARiiON) write cache: watermarks, idle, watermark and forced flushing.")
 
 MCX = Section("dram.mcx", (
