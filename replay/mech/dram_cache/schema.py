@@ -46,7 +46,8 @@ FLARE = Section("dram.flare", (
     Param("write_aside_bytes", "size", 0, "B", "write-aside: a host write larger than this bypasses the write cache "
           "and is acknowledged when the drives have it (whole stripes written as full stripes); 0: every write is "
           "cached. FLARE sets it per LUN; its default is in none of the sources at hand, so it is off unless set",
-          "choice", minimum=0),
+          "choice", "a VNX pool LUN reports Write Aside Size 0 (navicli getlun output of a VNX5400 in "
+          "sodafoundation/delfin's VNX test fixtures); seed 004 wrote to a pool LUN", minimum=0),
 ), doc="FLARE (VNX1/CLARiiON) write cache: watermarks, idle, watermark and forced flushing.")
 
 MCX = Section("dram.mcx", (
