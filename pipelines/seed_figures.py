@@ -596,7 +596,8 @@ FIGURES = [
     Figure("s003_write", "seed 003: same, 4 KB random write, QD 128 (over whole forced-flush cycles)", 1660.0,
            "1,660", 1184, "miss: the back end drains in age order, 4 writes per drive in flight "
            "(est: QSAN publishes neither); address order with 16 per drive would give 1,669, not adopted: "
-           "that would be a fit to this very figure",
+           "that would be a fit to this very figure; so would the drives' own write caches (QSAN's setting "
+           "unpublished): 1,473 at 16 MiB, and the dual-controller write then +122 %",
            VAL + "test_validation_figure_within_15_percent[s003_write]"),
     Figure("s000_fc150_fill", "seed 000: FAST Cache (100 GB) filled after the 75-min ramp (12 -> 192 outstanding), "
            "150 GB hot set", 20.0, "~20 %", 19.4, "`fill_mib_per_s` 6.0 (promotion copy bandwidth) was fitted to it",

@@ -60,26 +60,45 @@ def db_path(data_dir: str | Path) -> Path:
     return Path(data_dir) / DB_NAME
 
 
+#: DuckDB's file header (a main header and two database headers of 4 KiB): a shorter file is one
+#: another process is creating right now
+DUCKDB_HEADER_BYTES = 3 * 4096
+
+
 def _is_lock_error(e: Exception) -> bool:
     text = str(e).lower()
     return "lock" in text and ("could not set" in text or "conflicting" in text)
 
 
+def _is_being_created(e: Exception, database: str | Path) -> bool:
+    """A file another process has created but not yet given its header: DuckDB refuses it as "not
+    a valid DuckDB database file" for that moment (two loaders racing to create the warehouse)."""
+    if "not a valid duckdb database file" not in str(e).lower():
+        return False
+    try:
+        return Path(database).stat().st_size < DUCKDB_HEADER_BYTES
+    except FileNotFoundError:
+        return True
+
+
 def connect(database: str | Path, read_only: bool, timeout_s: float = LOCK_TIMEOUT_S) -> duckdb.DuckDBPyConnection:
-    """Open ``database``; while another process holds it, retry with jittered exponential backoff
-    up to ``timeout_s`` (then :class:`WarehouseBusy`). A caller that wants ``con.sql`` relations
-    imports ``duckdb`` (this module uses only the engine: pipelines/duckdb_engine.py)."""
+    """Open ``database``; while another process holds it or is creating it, retry with jittered
+    exponential backoff up to ``timeout_s`` (then :class:`WarehouseBusy`). A caller that wants
+    ``con.sql`` relations imports ``duckdb`` (this module uses only the engine:
+    pipelines/duckdb_engine.py)."""
     deadline = time.monotonic() + timeout_s
     delay, cap = LOCK_BACKOFF_S
     while True:
         try:
             return duckdb.connect(str(database), read_only=read_only)
         except duckdb.IOException as e:
-            if not _is_lock_error(e):
+            if not (_is_lock_error(e) or _is_being_created(e, database)):
                 raise
             if time.monotonic() >= deadline:
                 raise WarehouseBusy(f"{database}: still locked by another process after {timeout_s:.0f} s "
-                                    "(a `tiercast load` or a DuckDB session holding it open)") from None
+                                    "(a `tiercast load` or a DuckDB session holding it open), or shorter than a "
+                                    "DuckDB header all that time (a creation that never finished: remove the file)"
+                                    ) from None
         time.sleep(delay * (0.5 + random.random()))
         delay = min(cap, delay * 2)
 

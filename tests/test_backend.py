@@ -199,6 +199,50 @@ def test_hdd_service_time_is_the_planning_rate_at_queue_depth_one():
     assert done2 == done + svc2
 
 
+def test_drive_write_cache_acknowledges_early_and_keeps_the_platters_time():
+    """A drive with a 32 KiB write cache and 8 KiB flush writes: the platters' time is what it is
+    without the cache (free_all, the service), but a write is acknowledged once at most four
+    writes' platter time is ahead of it: the first ones after the command overhead and the
+    transfer, later ones at media_done - 4 x their service. A read-modify-write's read goes to the
+    platters first."""
+    plain, cached = (be.build(loads(scenario(5, 5, "").replace('rpm = 10000', f'rpm = 10000\n{x}')))
+                     for x in ("", 'write_cache_bytes = "32KiB"'))
+    assert cached.drives[0]["wcache_bytes"] == 32 << 10 and plain.drives[0]["wcache_bytes"] == 0
+    q_plain, q_cached = qk.new_queues(5), qk.new_queues(5)
+    dv = cached.drives[0]
+    for i in range(8):
+        d1, s1 = qk.drive_submit(plain.drives, q_plain, 0, 0, 1, 8192, 1.0, qk.BG_WRITE)
+        d2, s2 = qk.drive_submit(cached.drives, q_cached, 0, 0, 1, 8192, 1.0, qk.BG_WRITE)
+        assert s2 == s1 and q_cached[0]["free_all"] == q_plain[0]["free_all"] == d1
+        taken = dv["overhead_ns"] + 8192 * dv["xfer_ns_per_byte"]
+        assert d2 == pytest.approx(max(taken, d1 - 4 * s1), abs=2) and d2 < d1, i  # s1: this write's service
+        if i == 0:
+            assert d2 == pytest.approx(taken, abs=1)
+    assert d2 == pytest.approx(d1 - 4 * s1, abs=2)  # the eighth: four writes' platter time before its own end
+    # a read-modify-write (2 operations) on an idle drive: its read first, then the cache takes the write
+    q = qk.new_queues(5)
+    d, s = qk.drive_submit(cached.drives, q, 1, 0, 2, 8192, 1.0, qk.BG_WRITE)
+    assert q[1]["free_all"] == s and d == pytest.approx(s / 2 + dv["overhead_ns"] + 8192 * dv["xfer_ns_per_byte"], abs=2)
+    # host reads are not affected
+    assert qk.drive_submit(cached.drives, qk.new_queues(5), 0, 0, 1, 8192, 1.0, qk.HOST_READ) == \
+        qk.drive_submit(plain.drives, qk.new_queues(5), 0, 0, 1, 8192, 1.0, qk.HOST_READ)
+
+
+def test_drive_write_caches_lift_a_write_bound_array():
+    """Seed 003's 4 KB random writes at QD 128 on ``xs5224d`` (its cache cut to 1 GiB so 600,000
+    writes run six forced-flush cycles): with the drives' 16 MiB write caches on, the flushers keep
+    more writes queued, the drives reorder them, and the sustained IOPS rise by over 15 % (1,047 ->
+    1,323); no host read is involved."""
+    from pipelines.seed_figures import seed003, scenario_of
+
+    small = ["dram.cache_bytes=1GiB", "dram.flare.read_cache_bytes=256MiB"]
+    off, s_off = seed003("write", scenario_of("xs5224d", small), requests=600_000)
+    on, s_on = seed003("write", scenario_of("xs5224d", [*small, "drive_classes.nlsas7k.write_cache_bytes=16MiB"]),
+                       requests=600_000)
+    assert s_off["forced_flush_count"] >= 3 and s_on["forced_flush_count"] >= 3
+    assert on > 1.15 * off
+
+
 def test_sorted_sweep_seeks_short_and_host_reads_jump_the_flush_queue():
     ba = be.build(loads(scenario(5, 5)))
     drives = ba.drives

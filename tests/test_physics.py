@@ -271,6 +271,27 @@ def test_flare_write_aside_on_every_real_trace(real_traces, real_runs):
                 assert s["write_aside_pages"] > 0 and real_runs[(t, p)]["write_aside_pages"] == 0, p
 
 
+def test_drive_write_caches_on_every_real_trace(real_traces, real_runs):
+    """Every preset with HDDs, their write caches enabled (16 MiB), on every real trace: the
+    physics checks pass (the mass balance with flushes acknowledged before the platters have
+    them), and the host sees what it saw: its writes are acknowledged by the controller's cache
+    either way, and at these traces' rates the drives are idle enough that their reads wait no
+    longer (mean latency within 2 %)."""
+    d, traces = real_traces
+    for p in preset_names():
+        sc = load(p)
+        hdd = [name for name, dc in sc.drive_classes.items() if dc.kind == "hdd"]
+        if sc.cloud or sc.flash or not hdd:
+            continue
+        over = [f"drive_classes.{name}.write_cache_bytes=16MiB" for name in hdd]
+        for t, trace in traces.items():
+            s = replay_trace(trace, None, load(p, over))
+            base = real_runs[(t, p)]
+            assert physics.model_errors(s["warnings"]) == [], (p, t)
+            assert s["requests"] == base["requests"], (p, t)
+            assert s["latency_mean_ms"] == pytest.approx(base["latency_mean_ms"], rel=0.02), (p, t)
+
+
 #: a measured SSD (a calibrated [device]) behind gp3's token buckets: the composition of issue 32 item 4
 DEVICE_BEHIND_GP3 = ("device.host_us=10.0", "device.read_latency_us=90.0", "device.write_latency_us=30.0",
                      "device.parallelism=32", "device.parallel_exponent=0.8", "device.transfer_overlap=0.5")

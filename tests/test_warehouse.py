@@ -27,8 +27,10 @@ from pipelines.load import load, query
 from pipelines.replay import replay_trace, sweep_trace
 from pipelines.simulate import mrc
 from pipelines.warehouse import (
+    DUCKDB_HEADER_BYTES,
     MIGRATIONS,
     SCHEMA_VERSION,
+    WarehouseBusy,
     connect,
     db_path,
     reader,
@@ -323,6 +325,30 @@ def _loader(root: Path) -> subprocess.Popen:
 def _many_runs(root: Path, rid: str, n: int) -> None:
     for i in range(n):
         clone_run(root, rid, scenario=f"clone-{i:03d}")
+
+
+def test_connect_waits_for_a_warehouse_another_process_is_creating(tmp_path):
+    """DuckDB refuses a file shorter than its header ("not a valid DuckDB database file"): for the
+    moment another loader has created it and not yet written the header, ``connect`` retries (here
+    the file goes away after 0.2 s and the retry creates the warehouse); one that stays short
+    times out naming the file; a longer invalid file is refused at once."""
+    import threading
+
+    short = tmp_path / "a.duckdb"
+    short.write_bytes(b"")
+    threading.Timer(0.2, short.unlink).start()
+    connect(short, read_only=False, timeout_s=10).close()
+    assert short.stat().st_size >= DUCKDB_HEADER_BYTES
+    stuck = tmp_path / "b.duckdb"
+    stuck.write_bytes(b"\0" * 100)
+    with pytest.raises(WarehouseBusy, match="b.duckdb.*shorter than a DuckDB header"):
+        connect(stuck, read_only=True, timeout_s=0.3)
+    bad = tmp_path / "c.duckdb"
+    bad.write_bytes(b"\0" * (2 * DUCKDB_HEADER_BYTES))
+    t = time.monotonic()
+    with pytest.raises(duckdb.IOException, match="not a valid DuckDB database file"):
+        connect(bad, read_only=True, timeout_s=10)
+    assert time.monotonic() - t < 5
 
 
 def test_two_loaders_racing_load_each_run_once(data):

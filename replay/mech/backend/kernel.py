@@ -188,6 +188,7 @@ def build(sc: Scenario) -> BackendArrays:
             x["seek_d0"] = 1.0
         x["nominal_ns"] = x["pos_rand_ns"] + page * x["xfer_ns_per_byte"]
         x["write_cost"] = dc.write_cost
+        x["wcache_bytes"] = dc.write_cache_bytes
         if dc.parallelism:  # SSD: P requests in service at once (gain q up to P)
             x["gain_table"] = qk.gain_table(1.0, dc.parallelism)
         elif dc.kind == "hdd" and dc.reordering == "sptf":

@@ -59,6 +59,7 @@ DRIVE = np.dtype([
     ("nominal_ns", np.float64),  # a single-page op at queue depth 1 (queue-length estimates)
     ("seek_rand_ns", np.float64),  # random seek within the span alone
     ("write_cost", np.float64),  # a write's service relative to a read (SSD: read_iops / write_iops)
+    ("wcache_bytes", np.float64),  # the drive's own write cache (0: disabled)
     ("gain_table", np.float64, (GAIN_TABLE,)),  # gain(q) for q = 0 .. GAIN_TABLE - 1
 ])
 
@@ -171,10 +172,25 @@ def drive_submit(drives, queues, d, t, nops, nbytes, batch, kind):
         done = (free_all if free_all > t else t) + svc
         dq.free_all = done
         dq.last_bg_ns = svc / nops
+        if kind == BG_WRITE and dv.wcache_bytes > 0.0:
+            done = cached_write_ack(dv, t, done, nops, one, nbytes)
     dq.gain = g
     dq.fg_share = share + FG_SHARE_WEIGHT * ((1.0 if fg else 0.0) - share)
     dq.busy_ns += svc
     return done, svc
+
+
+@step
+def cached_write_ack(dv, t, media_done, nops, one, nbytes):
+    """When a background write to a drive with its write cache enabled is acknowledged: its
+    read-modify-write reads (``nops`` - 1 operations of ``one`` ns) go to the platters first, then
+    the data is taken into the cache (the command overhead and its transfer) as soon as what is
+    ahead of it on the platters fits there: ``media_done`` less the time the platters take for a
+    cache full of such writes. The platters' time is unchanged (``media_done``); the flusher sees
+    the early acknowledgement and keeps more writes queued, which the drive then reorders."""
+    ack = t + np.int64((nops - 1) * one + dv.overhead_ns + nbytes * dv.xfer_ns_per_byte + 0.5)
+    room = media_done - np.int64(dv.wcache_bytes / nbytes * one + 0.5)
+    return ack if ack > room else room
 
 
 @kernel

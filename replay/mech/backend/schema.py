@@ -53,6 +53,10 @@ DRIVE_CLASS = Section("drive_classes.NAME", (
           "tagged commands the drive takes)", "estimate", "vendor guidance: deep queues give up to 2-2.5x (docs/models/sources.md)", minimum=1,
           maximum=1024),
     Param("capacity_bytes", "size", 0, "B", "drive capacity (FAST VP tiers fill by it; 0: unknown)"),
+    Param("write_cache_bytes", "size", 0, "B", "HDD: the drive's own write cache, enabled: a flush write is "
+          "acknowledged once what is ahead of it on the platters fits in the cache, so the array keeps more writes "
+          "queued and the drive reorders them (up to queue_depth_max). 0: disabled, as arrays with a mirrored "
+          "controller cache run their drives: a drive's cache is lost with its power", "choice", minimum=0),
     Param("read_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random reads per second at depth (0: planning_iops and the "
           "HDD queue law)", minimum=0),
     Param("write_iops", "float", 0.0, "IOPS", "SSD: 4 KiB random writes per second at depth (0: as reads)",
