@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipelines.seed_figures import scenario_of, seed003
 from replay.array import ArrayModel
 from replay.mech.backend import kernel as be
 from replay.mech.backend import queueing as qk
@@ -233,8 +234,6 @@ def test_drive_write_caches_lift_a_write_bound_array():
     writes run six forced-flush cycles): with the drives' 16 MiB write caches on, the flushers keep
     more writes queued, the drives reorder them, and the sustained IOPS rise by over 15 % (1,047 ->
     1,323); no host read is involved."""
-    from pipelines.seed_figures import seed003, scenario_of
-
     small = ["dram.cache_bytes=1GiB", "dram.flare.read_cache_bytes=256MiB"]
     off, s_off = seed003("write", scenario_of("xs5224d", small), requests=600_000)
     on, s_on = seed003("write", scenario_of("xs5224d", [*small, "drive_classes.nlsas7k.write_cache_bytes=16MiB"]),
