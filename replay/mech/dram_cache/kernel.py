@@ -570,6 +570,13 @@ def place(dp, ds, bp, bs, u, v, unit_no, tmp):
     x.flags |= F_PLACED
 
 
+@step
+def ensure_placed(dp, ds, bp, bs, u, v, unit_no, tmp):
+    """:func:`place` unit u on its first touch."""
+    if not (ds.units[u].flags & F_PLACED):
+        place(dp, ds, bp, bs, u, v, unit_no, tmp)
+
+
 @kernel
 def evict_unit(ds, u):
     x = ds.units[u]
@@ -1413,9 +1420,8 @@ def write_aside(dp, ds, bp, bs, sp, ss, ev, plog, utab, shift, v, p0, p1, punit,
     j = p0
     while j < p1:
         u = punit[j]
+        ensure_placed(dp, ds, bp, bs, u, v, puno[j], tmp)
         x = un[u]
-        if not (x.flags & F_PLACED):
-            place(dp, ds, bp, bs, u, v, puno[j], tmp)
         r = x.rg
         if rg_req < 0:
             rg_req = r
@@ -1427,8 +1433,7 @@ def write_aside(dp, ds, bp, bs, sp, ss, ev, plog, utab, shift, v, p0, p1, punit,
             ok = True
             for k in range(nsu):
                 w = punit[j + k * ppu]
-                if not (un[w].flags & F_PLACED):
-                    place(dp, ds, bp, bs, w, v, puno[j + k * ppu], tmp)
+                ensure_placed(dp, ds, bp, bs, w, v, puno[j + k * ppu], tmp)
                 if un[w].rg != r or ssd.holds(sp, ss, w):
                     ok = False
             if ok:
