@@ -101,7 +101,7 @@ def prepare(requests: int, work: Path):
     p = work / "db15g.parquet"
     synth.write(w, p)
     trace = find_trace(work, ingest_file(p, work, validate="off").trace_id)
-    frames = list(sim.read_frames(trace))
+    frames = list(sim.read_frames(trace, rp.ARRAY_BATCH_ROWS))  # the end-to-end replay's segments
     builder = SegmentBuilder(8192)
     segments = [builder.build(df) for df in frames]
     rec = np.zeros(sum(c.n_pages for c in segments), ORACLE_RECORD)

@@ -76,7 +76,7 @@ from pipelines import tiering as tier_tables
 from pipelines.catalog import TraceRef, write_json_atomic
 from pipelines.dataset import package_version
 from pipelines.progress import Progress
-from pipelines.simulate import DEFAULT_BATCH_ROWS, read_frames, replay_with_stream, total_rows
+from pipelines.simulate import read_frames, replay_with_stream, total_rows
 from pipelines.workers import run_all
 from replay import groupby
 from replay.array import ArrayModel
@@ -95,6 +95,11 @@ SORTED_LOGS = ("forced_flush", "relocation")
 #: per-interval sums of requests and flushes in compiled code (``replay.groupby``); False: Polars
 #: group-bys on frames of them (the reference the tests compare with)
 COMPILED_SUMS = True
+#: requests per segment of an array replay. Segments of 2 M requests made arrays of 16-350 MB per
+#: segment (the outcome columns, the request tables' scratch), which the allocator maps and unmaps
+#: each time: 0.2-1.5 s of page-fault system time per 10 M requests, 15-20 % of an end-to-end
+#: replay; at 512 k it stays at ~0.2 s and user time is unchanged (docs/performance.md)
+ARRAY_BATCH_ROWS = 1 << 19
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
 
@@ -976,7 +981,7 @@ def resolve_mode(scenario: Scenario, trace: TraceRef) -> tuple[Scenario, list[di
 
 
 def replay_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, *,
-                 batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None,
+                 batch_rows: int = ARRAY_BATCH_ROWS, progress: Progress | None = None,
                  force: bool = False) -> dict:
     """Replay an ingested trace through ``scenario`` (its mode resolved by :func:`resolve_mode`),
     write the outputs (unless ``data_dir`` is None) and return the run summary. A finished run
@@ -1061,7 +1066,7 @@ def _sweep_rows(trace: TraceRef, scenario: Scenario, outstanding: list[int], max
 
 def sweep_trace(trace: TraceRef, data_dir: str | Path | None, scenario: Scenario, outstanding: list[int], *,
                 max_requests: int | None = None, warmup_pct: float | None = 20.0,
-                batch_rows: int = DEFAULT_BATCH_ROWS, progress: Progress | None = None, jobs: int = 1) -> list[dict]:
+                batch_rows: int = ARRAY_BATCH_ROWS, progress: Progress | None = None, jobs: int = 1) -> list[dict]:
     """``sweep_frames`` over an ingested trace; writes ``sweep_path(data_dir, sweep_id)`` (unless
     ``data_dir`` is None). Each row carries its ``sweep_id``: hash of (trace, scenario, counts,
     request limit, warm-up, model version). ``jobs`` > 1: the queue depths replay in that many

@@ -180,7 +180,7 @@ def drive_submit(drives, queues, d, t, nops, nbytes, batch, kind):
     return done, svc
 
 
-@step
+@kernel  # a call: inlined in drive_submit, a branch no preset takes made the MCx kernel slower
 def cached_write_ack(dv, t, media_done, nops, one, nbytes):
     """When a background write to a drive with its write cache enabled is acknowledged: its
     read-modify-write reads (``nops`` - 1 operations of ``one`` ns) go to the platters first, then
