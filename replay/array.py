@@ -152,10 +152,15 @@ def split_units(page_no, page_req, volume, shift, page_bits, unit_no, pbit, keys
 
 
 @kernel
-def run_requests(params, state, req, shift, start, out, tmp):
+def run_requests(params, state, req, shift, start, out, tmp, aside):
     """Process requests ``start..``; returns the index of the first request not processed (the
     record buffer would overflow: drain it and call again; or FAST VP's ranking is due: rank and
-    call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.mech.backend.kernel.PLACE`` scratch record."""
+    call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.mech.backend.kernel.PLACE`` scratch record.
+    ``aside``: FLARE's write-aside size (``dram_cache.kernel.write_aside``: a host write larger than
+    this bypasses the cache), or None when it is off. None is a type of its own to numba, which
+    compiles that specialization without the write-aside path (it prunes a branch on ``is None``
+    of an argument): in the loop, the never-taken path made every preset's kernel 6-9 % slower
+    (``benchmarks/array.py --against``, best of 5)."""
     hp = params.host
     dp = params.dram_cache
     bp = params.backend
@@ -246,7 +251,10 @@ def run_requests(params, state, req, shift, start, out, tmp):
                 out.snapshot_first_writes[i] = first
                 out.snapshot_map_updates[i] = upd
                 out.snapshot_map_ios[i] = mios
-            if dc.bypasses(dp, req.size[i]):
+            aside_now = False
+            if aside is not None:  # pruned at compile time when None (see the docstring)
+                aside_now = req.size[i] > aside
+            if aside_now:
                 done, wp, bios, bbusy, rg_req = dc.write_aside(dp, ds, bp, bs, sp, ss, ev, logs.ssd_promotion, utab,
                                                                shift, v, p0, p1, req.unit, req.pbit, req.unit_no, tw,
                                                                tmp)
@@ -593,6 +601,8 @@ class ArrayModel(Model):
                            size=np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
                            pstart=pstart, unit=unit, pbit=pbit, unit_no=unit_no)
             tmp = be.new_place()
+            wa = self.kernel_params.dram_cache.write_aside_bytes
+            aside = np.int64(wa) if wa > 0 else None
             i = 0
             if flash_on:
                 i = run_flash_requests(self.kernel_params, state.kernel_state(), req, 0, out)
@@ -600,7 +610,8 @@ class ArrayModel(Model):
                 i = run_volume_requests(self.kernel_params, state.kernel_state(), req,
                                         np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
             while i < n:
-                nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp)
+                nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp,
+                                   aside)
                 if state.tiering.c[0]["rank_due"]:
                     state.tiering = self.tiering.rank(state.tiering, state.backend, int(state.events[0]["now"]))
                 elif nxt == i and not any(log.n[0] for log in state.logs):  # one request needs more room

@@ -1395,19 +1395,13 @@ def write(dp, ds, bp, bs, sp, ss, ev, logs, utab, shift, v, p0, p1, punit, pbit,
     return done, wp, wh, stall, thr, bbusy, rg_req
 
 
-@step
-def bypasses(dp, size):
-    """FLARE write-aside: whether a host write of ``size`` bytes goes past the write cache."""
-    return dp.write_aside_bytes > 0 and size > dp.write_aside_bytes
-
-
 @kernel  # a call, not inlined: its loop inlined in the request loop made every cached preset's kernel 25-37 % slower
 def write_aside(dp, ds, bp, bs, sp, ss, ev, plog, utab, shift, v, p0, p1, punit, pbit, puno, tc, tmp):
-    """A FLARE write-aside at tc of pages p0..p1 (:func:`bypasses`): the cache's copies of its pages
-    are forgotten (dirty ones superseded, never flushed), each whole stripe it covers is written as
-    a full stripe (a sequential stream's next stripe keeps the drives in place, as a flush does), the
-    rest of each unit by read-modify-write; acknowledged when the drives are done, with no mirror
-    hop. Returns (done, pages, backend I/Os, backend busy, RAID group)."""
+    """A FLARE write-aside at tc of pages p0..p1 (a host write larger than ``write_aside_bytes``):
+    the cache's copies of its pages are forgotten (dirty ones superseded, never flushed), each whole
+    stripe it covers is written as a full stripe (a sequential stream's next stripe keeps the drives
+    in place, as a flush does), the rest of each unit by read-modify-write; acknowledged when the
+    drives are done, with no mirror hop. Returns (done, pages, backend I/Os, backend busy, RAID group)."""
     un = ds.units
     c = ds.c[0]
     page = dp.page_bytes
