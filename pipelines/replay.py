@@ -96,9 +96,9 @@ SORTED_LOGS = ("forced_flush", "relocation")
 #: group-bys on frames of them (the reference the tests compare with)
 COMPILED_SUMS = True
 #: requests per segment of an array replay. Segments of 2 M requests made arrays of 16-350 MB per
-#: segment (the outcome columns, the request tables' scratch), which the allocator maps and unmaps
-#: each time: 0.2-1.5 s of page-fault system time per 10 M requests, 15-20 % of an end-to-end
-#: replay; at 512 k it stays at ~0.2 s and user time is unchanged (docs/performance.md)
+#: segment (the outcome columns, the request tables' scratch), mapped afresh for each: in a fresh
+#: process, 10 M requests, 1.7-2.1 s of page-fault system time (vnx5400-fastcache; vnx2-mcx
+#: 0.6-0.8 s); at 512 k 0.3-0.6 s, user time unchanged, half the peak RSS (docs/performance.md)
 ARRAY_BATCH_ROWS = 1 << 19
 LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
 _LOG_BASE = math.log(LAT_BASE)
