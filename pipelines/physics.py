@@ -58,6 +58,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from replay.scenario import Scenario
@@ -214,12 +215,31 @@ def throttle_vs_utilisation(sc: Scenario, rg: pl.DataFrame, interval_ns: int) ->
                     f"{mean_ms:,.0f} ms on average, drives {busy:.0%} busy over that time")]
 
 
-def stall_trigger(rg: pl.DataFrame, interval_ns: int, stall_spans: Sequence[tuple[int, int]]) -> list[dict]:
+def union_spans(spans) -> tuple[np.ndarray, np.ndarray]:
+    """The union of closed spans [start, end] (ns) as disjoint spans sorted by start: (starts, ends).
+    ``spans``: (start, end) pairs, or an (n, 2) array. A long FLARE run logs millions of forced
+    flushes; their union stays as small as the time they cover allows."""
+    a = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    if not len(a):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    a = a[np.argsort(a[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(a[:, 1])
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = a[1:, 0] > reach[:-1]  # a span that starts after all before it end opens a new one
+    last = np.append(np.flatnonzero(first)[1:] - 1, len(a) - 1)
+    return a[first, 0], reach[last]
+
+
+def stall_trigger(rg: pl.DataFrame, interval_ns: int, stall_spans) -> list[dict]:
     """FLARE: every interval with stalled requests overlaps a forced flush."""
     if "stalled_requests" not in rg.columns:
         return []
-    stalled = rg.filter(pl.col("stalled_requests") > 0)["interval_start_ns"].unique().sort().to_list()
-    missing = [t for t in stalled if not any(a < t + interval_ns and b >= t for a, b in stall_spans)]
+    stalled = rg.filter(pl.col("stalled_requests") > 0)["interval_start_ns"].unique().sort().to_numpy()
+    starts, ends = union_spans(stall_spans)
+    # the spans starting before each interval ends; the last of them ends latest (disjoint, sorted)
+    before = np.searchsorted(starts, stalled + interval_ns, side="left")
+    covered = (before > 0) & (ends[np.maximum(before - 1, 0)] >= stalled) if len(ends) else before > 0
+    missing = stalled[~covered].tolist()
     if not missing:
         return []
     return [finding("stall_trigger", MODEL_ERROR, f"{len(missing)} interval(s) with stalled requests and no forced "
@@ -322,7 +342,7 @@ def fast_vp_window(sc: Scenario, summary: dict) -> list[dict]:
 
 
 def check(sc: Scenario, summary: dict, vol: pl.DataFrame, rg: pl.DataFrame, interval_ns: int,
-          stall_spans: Sequence[tuple[int, int]] = (), cloud: pl.DataFrame | None = None) -> list[dict]:
+          stall_spans=(), cloud: pl.DataFrame | None = None) -> list[dict]:
     """Every check on one finished run; the findings in the order of the module docstring
     (``cloud``: a cloud volume's ``cloud_intervals`` table)."""
     return [*latency_vs_utilisation(sc, rg, vol, interval_ns), *throttle_trigger(sc, rg, interval_ns),

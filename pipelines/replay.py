@@ -276,7 +276,7 @@ class _Aggregates:
                      "stall_sum_ns": 0, "stalled_requests": 0, "throttle_sum_ns": 0, "throttled_requests": 0,
                      "backend_ios": 0}
         self._pending_write_ios: list[tuple[np.ndarray, np.ndarray]] = []
-        self.stall_spans: list[tuple[int, int]] = []  # forced flushes: (start, end) ns
+        self.stall_spans = np.zeros((0, 2), dtype=np.int64)  # the time forced flushes ran: (start, end) ns
         self.ts_resolution_ns = 0  # the step every timestamp difference is a multiple of (0: one instant)
         self.ts_at_one_instant_max = 0  # the most requests sharing one timestamp
         self._ts_last: tuple[int, int] | None = None  # the last timestamp and its requests so far
@@ -335,8 +335,9 @@ class _Aggregates:
         add_all(work)
         stalls = logs.get("forced_flush")
         if stalls is not None:
-            self.stall_spans += zip(stalls["ts_ns"].to_list(), (stalls["ts_ns"] + stalls["stall_ns"]).to_list(),
-                                    strict=True)
+            start = stalls["ts_ns"].to_numpy()
+            spans = np.concatenate([self.stall_spans, np.stack([start, start + stalls["stall_ns"].to_numpy()], axis=1)])
+            self.stall_spans = np.stack(physics.union_spans(spans), axis=1)
         if self.moves is not None and "relocation" in logs:
             self.moves.add(logs["relocation"])
         if self.mech:

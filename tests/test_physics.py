@@ -341,3 +341,14 @@ def test_a_trace_without_timestamps_goes_closed_loop_and_says_so(tmp_path):
     assert (s["mode"], s["outstanding"]) == ("closed", 12)  # the preset's closed-loop depth
     [u] = [f for f in s["warnings"] if f["check"] == "untimed_trace"]
     assert "replayed closed loop at 12 outstanding" in u["message"] and u["severity"] == physics.CAVEAT
+
+
+def test_forced_flush_spans_are_kept_as_their_union():
+    starts, ends = physics.union_spans([(10, 20), (0, 5), (20, 30), (5, 6), (40, 45), (41, 42)])
+    assert starts.tolist() == [0, 10, 40] and ends.tolist() == [6, 30, 45]  # touching spans join
+    assert [a.tolist() for a in physics.union_spans([])] == [[], []]
+    # intervals of 60 s: one inside a span, one a span only touches at its start, one no span reaches
+    df = pl.DataFrame([rg_row(stalled_requests=1, interval_start_ns=k * 60 * SEC) for k in (1, 2, 4)])
+    found = physics.stall_trigger(df, 60 * SEC, [(0, 70 * SEC), (100 * SEC, 120 * SEC), (300 * SEC, 301 * SEC)])
+    assert checks(found) == ["stall_trigger"]
+    assert found[0]["message"].startswith("1 interval(s)") and "first at 240.0 s" in found[0]["message"]
