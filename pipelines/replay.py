@@ -202,18 +202,32 @@ def _lat_bucket(latency_ns: pl.Expr) -> pl.Expr:
 
 
 def _percentiles(hist: pl.DataFrame, keys: list[str], qs=(0.5, 0.95, 0.99)) -> pl.DataFrame:
-    """p50/p95/p99 (ms) per key group from a latency histogram (keys + lat_bucket + n)."""
-    if hist.height == 0:
-        return pl.DataFrame(schema={**{k: hist.schema[k] for k in keys},
-                                    **{f"latency_p{int(q * 100)}_ms": pl.Float64 for q in qs}})
-    # one lazy query (a replay asks for this per table; eager steps cost a Polars collect each)
+    """p50/p95/p99 (ms) per key group from a latency histogram (keys + lat_bucket + n): the lowest
+    bucket whose running count reaches q of the group's."""
     names = [f"latency_p{int(q * 100)}_ms" for q in qs]
-    return (hist.lazy().sort([*keys, "lat_bucket"])
-            .with_columns(cum=pl.col("n").cum_sum().over(keys), tot=pl.col("n").sum().over(keys))
-            .group_by(keys).agg(pl.col("lat_bucket").filter(pl.col("cum") >= q * pl.col("tot")).min().alias(name)
-                                for q, name in zip(qs, names, strict=True))
-            .with_columns(((LAT_BASE ** (pl.col(name).cast(pl.Float64) + 0.5)) / 1e6).alias(name) for name in names)
-            .collect())
+    if hist.height == 0:
+        return pl.DataFrame(schema={**{k: hist.schema[k] for k in keys}, **{name: pl.Float64 for name in names}})
+    # one sort, then a binary search per quantile in the running count of the whole table (groups
+    # follow each other, so it rises through them): a Polars window query (cum_sum over the keys,
+    # then a filter per quantile) took 0.1 s on the 400 k rows of a 10 M-request replay's groups
+    h = hist.sort([*keys, "lat_bucket"])
+    new = np.zeros(h.height, dtype=bool)
+    new[0] = True
+    for k in keys:
+        v = h[k].to_numpy()
+        new[1:] |= v[1:] != v[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], h.height) - 1
+    run = np.cumsum(h["n"].to_numpy())
+    before = np.where(first > 0, run[first - 1], 0)
+    total = run[last] - before
+    bucket = h["lat_bucket"].to_numpy()
+    # an integer count reaches q * total where it reaches ceil(q * total)
+    cols = {name: bucket[np.searchsorted(run, before + np.ceil(q * total), side="left")]
+            for q, name in zip(qs, names, strict=True)}
+    # the bucket's middle by Polars' power (numpy's differs from it in the last bit for a third of them)
+    return pl.DataFrame({**{k: h[k].gather(first) for k in keys}, **cols}).with_columns(
+        ((LAT_BASE ** (pl.col(name).cast(pl.Float64) + 0.5)) / 1e6).alias(name) for name in names)
 
 
 @dataclass

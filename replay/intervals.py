@@ -151,7 +151,7 @@ class IntervalAggregator:
 
     def _merge(self, parts: list[pl.DataFrame]) -> pl.DataFrame:
         keys = ["interval_start_ns", *self.by]
-        return (pl.concat(parts).group_by(keys, maintain_order=True)
+        return (pl.concat(parts).group_by(keys)
                 .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes),
                      *(pl.col(c).min() for c in self.mins)).sort(keys))
 

@@ -98,3 +98,18 @@ def test_compare_summary_confidence_on_the_real_traces(tmp_path, sample, fmt, n_
     assert c["metrics"]["latency_p95_ms"]["worst_window"] == max(
         w["latency_p95_ms"] for w in best["windows"] if w["requests"])
     assert [w[:len(p)] for w, p in zip(c["warnings"], cautions, strict=True)] == cautions
+
+
+def test_percentiles_are_the_lowest_bucket_whose_running_count_reaches_q():
+    """Unsorted rows of several key groups against a per-group count by hand: a group of 100 with
+    50 at bucket 3 reaches p50 there (exactly 50), not at the next bucket."""
+    hist = pl.DataFrame({"interval_start_ns": [S, 0, 0, S, 0, S], "rg": [1, 0, 0, 1, 0, 0],
+                         "lat_bucket": [9, 7, 3, 2, 1000, 5], "n": [1, 45, 50, 99, 5, 1]})
+    got = _percentiles(hist, ["interval_start_ns", "rg"]).sort("interval_start_ns", "rg")
+    assert got.columns == ["interval_start_ns", "rg", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms"]
+    # (0, 0): 50 at bucket 3, 45 at 7, 5 at 1000; (1 s, 0): one at 5; (1 s, 1): 99 at 2, one at 9
+    want = [(3, 7, 1000), (5, 5, 5), (2, 2, 2)]
+    assert got.select("interval_start_ns", "rg").rows() == [(0, 0), (S, 0), (S, 1)]
+    for row, buckets in zip(got.iter_rows(), want, strict=True):
+        assert list(row[2:]) == pytest.approx([_mid_ms(b) for b in buckets], rel=1e-12)
+    assert _percentiles(hist.clear(), ["interval_start_ns", "rg"]).height == 0
