@@ -11,6 +11,7 @@ worker imports the package and loads the compiled kernels from the on-disk numba
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
@@ -42,6 +43,23 @@ def _call_reporting(fn: Callable[..., T], index: int, args: tuple) -> T:
     """``fn(*args, progress=...)`` in a worker, its progress sent to the parent as ``(index, done, total)``."""
     q = _progress_queue
     return fn(*args, progress=lambda done, total: q.put((index, done, total)))
+
+
+@contextlib.contextmanager
+def _one_polars_thread():
+    """Workers started inside get one Polars thread (``POLARS_MAX_THREADS``, read when Polars is
+    imported, so it must be in the environment they are spawned with). ``jobs`` processes already
+    fill the cores; a second Polars thread per process only contends with the others' kernels (a 10 M
+    request replay spent ~0.3 CPU-s more with two threads than with one, in the same time)."""
+    before = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["POLARS_MAX_THREADS"]
+        else:
+            os.environ["POLARS_MAX_THREADS"] = before
 
 
 def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
@@ -105,8 +123,9 @@ def run_all(fn: Callable[..., T], calls: Sequence[tuple], jobs: int,
             record(i, f.result())
             block = False
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                             initializer=_start if each else None, initargs=(q,) if each else ()) as ex:
+    with _one_polars_thread(), ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                                   initializer=_start if each else None,
+                                                   initargs=(q,) if each else ()) as ex:
         def submit() -> None:
             i = take()
             if i is not None:

@@ -44,3 +44,20 @@ def test_a_workers_exception_is_raised_here():
 
 def test_one_job_runs_in_this_process():
     assert {p for _, p in run_all(_pid_after, [(i, 0.0) for i in range(3)], jobs=1)} == {os.getpid()}
+
+
+def _polars_threads(i: int) -> tuple[int, int]:
+    import polars as pl
+
+    time.sleep(0.3)  # long enough for the workers to take calls
+    return os.getpid(), pl.thread_pool_size()
+
+
+def test_workers_run_one_polars_thread_and_this_process_keeps_its_own():
+    import polars as pl
+
+    before = os.environ.get("POLARS_MAX_THREADS")
+    out = run_all(_polars_threads, [(i,) for i in range(6)], jobs=3)
+    assert {n for p, n in out if p != os.getpid()} == {1}
+    assert {n for p, n in out if p == os.getpid()} <= {pl.thread_pool_size()}
+    assert os.environ.get("POLARS_MAX_THREADS") == before
