@@ -101,6 +101,26 @@ def _reduce(gid, ng, sums, n_sums, maxes, n_maxes):
 
 
 @njit
+def _reduce_rows(gid, ng, sums, highs):
+    """:func:`_reduce` with the columns as rows of two 2-D arrays: one compiled type whatever the
+    number of columns (a tuple of k arrays is a type of its own for each k, each compiled anew)."""
+    out_s = np.zeros((sums.shape[0], ng), dtype=np.int64)
+    out_h = np.full((highs.shape[0], ng), np.iinfo(np.int64).min, dtype=np.int64)
+    for c in range(sums.shape[0]):
+        col = sums[c]
+        acc = out_s[c]
+        for r in range(gid.shape[0]):
+            acc[gid[r]] += col[r]
+    for c in range(highs.shape[0]):
+        col = highs[c]
+        acc = out_h[c]
+        for r in range(gid.shape[0]):
+            if col[r] > acc[gid[r]]:
+                acc[gid[r]] = col[r]
+    return out_s, out_h
+
+
+@njit
 def lat_buckets(latency_ns, log_base):
     """``floor(ln(max(latency, 1)) / log_base)`` per request, as int32 (the Polars expression
     ``pipelines.replay._lat_bucket``: the same libm ``log``)."""
@@ -208,6 +228,15 @@ def group_reduce(key: np.ndarray, sums: tuple[np.ndarray, ...], maxes: tuple[np.
     m = tuple(as64[len(sums):]) or (zero,)
     counts, out_s, out_m = _reduce(gid, ng, s, len(sums), m, len(maxes))
     return gkeys, counts, out_s, out_m
+
+
+def group_reduce_rows(key: np.ndarray, sums: np.ndarray, highs: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct key (first-appearance order): the key, the sums of each row of ``sums`` and
+    the maxima of each row of ``highs`` (int64 2-D arrays, one column per table row)."""
+    gid, gkeys = group_ids(key)
+    out_s, out_h = _reduce_rows(gid, gkeys.shape[0], sums, highs)
+    return gkeys, out_s, out_h
 
 
 def coarser_ids(ids: tuple[np.ndarray, np.ndarray], shift: int) -> tuple[np.ndarray, np.ndarray]:

@@ -151,9 +151,45 @@ class IntervalAggregator:
 
     def _merge(self, parts: list[pl.DataFrame]) -> pl.DataFrame:
         keys = ["interval_start_ns", *self.by]
-        return (pl.concat(parts).group_by(keys)
-                .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes),
-                     *(pl.col(c).min() for c in self.mins)).sort(keys))
+        both = pl.concat(parts)
+        query = (both.lazy().group_by(keys)
+                 .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes),
+                      *(pl.col(c).min() for c in self.mins)).sort(keys))
+        merged = self._merged_compiled(both, query.collect_schema())
+        return query.collect() if merged is None else merged
+
+    def _merged_compiled(self, rows: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame | None:
+        """:meth:`_merge` by compiled group sums (``groupby.group_reduce`` on packed keys, then the
+        groups sorted): the same table, types as Polars' (``schema``). A 10 M-request replay's
+        histogram merges 1-2 M rows; Polars' group-by and sort of them took most of its ~0.3 s of
+        merges. None (Polars does it) when a column is not an integer, holds nulls, or the keys do
+        not pack into one integer."""
+        if rows.height == 0 or not all(t.is_integer() for t in rows.schema.values()) or any(rows.null_count().row(0)):
+            return None
+        n = self.interval_ns
+        start = rows["interval_start_ns"].to_numpy()
+        if (start % n).any():
+            return None
+        fields = [start // n, *(rows[k].to_numpy() for k in self.by)]
+        packed = groupby.pack_keys(fields)
+        if packed is None:
+            return None
+        key, layout = packed
+        def matrix(cols: list[str], sign: int = 1) -> np.ndarray:
+            m = np.empty((len(cols), rows.height), dtype=np.int64)
+            for i, c in enumerate(cols):
+                m[i] = rows[c].to_numpy()
+            return m if sign > 0 else -m
+
+        highs = np.concatenate([matrix(list(self.maxes)), matrix(list(self.mins), -1)])
+        gkeys, sums, highest = groupby.group_reduce_rows(key, matrix(list(self.sums)), highs)
+        order = np.argsort(gkeys)  # packed keys sort as the fields do, field by field
+        out = dict(zip(["interval_start_ns", *self.by], groupby.unpack_keys(gkeys[order], layout), strict=True))
+        out["interval_start_ns"] = out["interval_start_ns"] * n
+        out.update((c, sums[i][order]) for i, c in enumerate(self.sums))
+        out.update((c, highest[i][order]) for i, c in enumerate(self.maxes))
+        out.update((c, -highest[len(self.maxes) + i][order]) for i, c in enumerate(self.mins))
+        return pl.DataFrame({c: out[c] for c in schema}).cast(dict(schema))
 
     def coarsen(self, interval_ns: int) -> None:
         """Re-cut what was summed so far into ``interval_ns`` windows (a multiple of the current

@@ -109,3 +109,28 @@ def test_auto_interval_chain(span_ns, expected_ns):
     assert all(b % a == 0 and b // a <= 5 for a, b in itertools.pairwise(AUTO_INTERVALS_NS))
     if span_ns >= 60 * 10**6 and expected_ns < AUTO_INTERVALS_NS[-1]:
         assert 60 <= span_ns // expected_ns + 1 <= AUTO_MAX_INTERVALS
+
+
+def test_merge_by_compiled_group_sums_equals_polars():
+    """Parts of several segments (keys of mixed integer types, sums, maxima, minima) merged by
+    packed keys and compiled sums: the same table, order and types as Polars' group-by; a part
+    with a null goes to Polars."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    agg = IntervalAggregator(5 * S, by=["volume", "rg", "lat_bucket"], sums={"n": pl.len(), "b": pl.col("b").sum()},
+                             ratios={}, maxes={"hi": pl.col("b").max()}, mins={"lo": pl.col("b").min()})
+    for _ in range(7):
+        m = int(rng.integers(1, 3000))
+        agg.add(pl.DataFrame({"ts_ns": rng.integers(0, 600 * S, m), "volume": rng.integers(0, 40, m).astype(np.int32),
+                              "rg": rng.integers(3, 9, m), "lat_bucket": rng.integers(900, 1900, m).astype(np.int32),
+                              "b": rng.integers(-10**12, 10**12, m)}))
+    rows = pl.concat(agg._parts)
+    want = (rows.group_by("interval_start_ns", "volume", "rg", "lat_bucket")
+            .agg(pl.col("n").sum(), pl.col("b").sum(), pl.col("hi").max(), pl.col("lo").min())
+            .sort("interval_start_ns", "volume", "rg", "lat_bucket"))
+    got = agg._merged_compiled(rows, want.schema)
+    assert got is not None and got.height > 1000 and got.equals(want) and got.schema == want.schema
+    assert agg.result().drop([]).equals(want)
+    with_null = pl.concat([rows, rows.head(1).with_columns(hi=None)])
+    assert agg._merged_compiled(with_null, want.schema) is None
