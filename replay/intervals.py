@@ -150,46 +150,7 @@ class IntervalAggregator:
             self._parts = [self._merge(self._parts)]
 
     def _merge(self, parts: list[pl.DataFrame]) -> pl.DataFrame:
-        keys = ["interval_start_ns", *self.by]
-        both = pl.concat(parts)
-        query = (both.lazy().group_by(keys)
-                 .agg(*(pl.col(c).sum() for c in self.sums), *(pl.col(c).max() for c in self.maxes),
-                      *(pl.col(c).min() for c in self.mins)).sort(keys))
-        merged = self._merged_compiled(both, query.collect_schema())
-        return query.collect() if merged is None else merged
-
-    def _merged_compiled(self, rows: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame | None:
-        """:meth:`_merge` by compiled group sums (``groupby.group_reduce`` on packed keys, then the
-        groups sorted): the same table, types as Polars' (``schema``). A 10 M-request replay's
-        histogram merges 1-2 M rows; Polars' group-by and sort of them took most of its ~0.3 s of
-        merges. None (Polars does it) when a column is not an integer, holds nulls, or the keys do
-        not pack into one integer."""
-        if rows.height == 0 or not all(t.is_integer() for t in rows.schema.values()) or any(rows.null_count().row(0)):
-            return None
-        n = self.interval_ns
-        start = rows["interval_start_ns"].to_numpy()
-        if (start % n).any():
-            return None
-        fields = [start // n, *(rows[k].to_numpy() for k in self.by)]
-        packed = groupby.pack_keys(fields)
-        if packed is None:
-            return None
-        key, layout = packed
-        def matrix(cols: list[str], sign: int = 1) -> np.ndarray:
-            m = np.empty((len(cols), rows.height), dtype=np.int64)
-            for i, c in enumerate(cols):
-                m[i] = rows[c].to_numpy()
-            return m if sign > 0 else -m
-
-        highs = np.concatenate([matrix(list(self.maxes)), matrix(list(self.mins), -1)])
-        gkeys, sums, highest = groupby.group_reduce_rows(key, matrix(list(self.sums)), highs)
-        order = np.argsort(gkeys)  # packed keys sort as the fields do, field by field
-        out = dict(zip(["interval_start_ns", *self.by], groupby.unpack_keys(gkeys[order], layout), strict=True))
-        out["interval_start_ns"] = out["interval_start_ns"] * n
-        out.update((c, sums[i][order]) for i, c in enumerate(self.sums))
-        out.update((c, highest[i][order]) for i, c in enumerate(self.maxes))
-        out.update((c, -highest[len(self.maxes) + i][order]) for i, c in enumerate(self.mins))
-        return pl.DataFrame({c: out[c] for c in schema}).cast(dict(schema))
+        return group_sums(pl.concat(parts), ["interval_start_ns", *self.by], self.sums, self.maxes, self.mins)
 
     def coarsen(self, interval_ns: int) -> None:
         """Re-cut what was summed so far into ``interval_ns`` windows (a multiple of the current
@@ -216,6 +177,49 @@ class IntervalAggregator:
             pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den)).otherwise(None).alias(name)
             for name, (num, den) in self.ratios.items()
         )
+
+
+def group_sums(rows: pl.DataFrame, keys: Sequence[str], sums: Sequence[str], maxes: Sequence[str] = (),
+               mins: Sequence[str] = ()) -> pl.DataFrame:
+    """Per distinct ``keys``, sorted by them: the sum of each ``sums`` column, the maximum of each
+    ``maxes`` one, the minimum of each ``mins`` one; the table and types of Polars' group-by.
+
+    Integer columns without nulls whose keys pack into one integer (``groupby.pack_keys``; each key
+    as steps of its values' greatest common step from the lowest, so interval starts in ns take
+    the bits of their count, not of their span) are summed by
+    compiled group sums on the packed keys, then the groups sorted; anything else by Polars. A 10
+    M-request replay merges 1-2 M histogram rows: Polars' group-by and sort of them took 0.2 CPU-s."""
+    keys = list(keys)
+    query = (rows.lazy().group_by(keys)
+             .agg(*(pl.col(c).sum() for c in sums), *(pl.col(c).max() for c in maxes),
+                  *(pl.col(c).min() for c in mins)).sort(keys))
+    schema = query.collect_schema()
+    packed = None
+    if rows.height and all(rows.schema[c].is_integer() for c in schema) \
+            and not any(rows.select(schema.names()).null_count().row(0)):
+        fields = [rows[k].to_numpy().astype(np.int64) for k in keys]
+        low = [int(f.min()) for f in fields]
+        step = [max(1, int(np.gcd.reduce(f - lo))) for f, lo in zip(fields, low, strict=True)]
+        packed = groupby.pack_keys([(f - lo) // d for f, lo, d in zip(fields, low, step, strict=True)])
+    if packed is None:
+        return query.collect()
+    key, layout = packed
+
+    def matrix(cols: Sequence[str]) -> np.ndarray:
+        m = np.empty((len(cols), rows.height), dtype=np.int64)
+        for i, c in enumerate(cols):
+            m[i] = rows[c].to_numpy()
+        return m
+
+    highs = np.concatenate([matrix(maxes), -matrix(mins)])  # a minimum is the negated maximum of the negated
+    gkeys, s, high = groupby.group_reduce_rows(key, matrix(sums), highs)
+    order = np.argsort(gkeys)  # packed keys sort as their fields do, field by field
+    out = {k: f * d + lo for k, f, d, lo in zip(keys, groupby.unpack_keys(gkeys[order], layout), step, low,
+                                               strict=True)}
+    out.update((c, s[i][order]) for i, c in enumerate(sums))
+    out.update((c, high[i][order]) for i, c in enumerate(maxes))
+    out.update((c, -high[len(maxes) + i][order]) for i, c in enumerate(mins))
+    return pl.DataFrame({c: out[c] for c in schema}).cast(dict(schema))
 
 
 def add_all(work: Sequence[tuple[IntervalAggregator, pl.DataFrame]]) -> None:
