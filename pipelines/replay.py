@@ -209,7 +209,10 @@ def _lat_bucket(latency_ns: pl.Expr) -> pl.Expr:
 
 
 def _sorted_by(df: pl.DataFrame, cols: list[str]) -> bool:
-    """Whether ``df``'s rows are in the order of ``cols`` (lexicographic, ascending)."""
+    """Whether ``df``'s rows are in the order of ``cols`` (lexicographic, ascending); False when a
+    column is not an integer (FAST VP's tier names: Polars sorts those)."""
+    if not all(df.schema[c].is_integer() for c in cols):
+        return False
     tie = np.ones(max(df.height - 1, 0), dtype=bool)  # the pairs of rows equal so far
     for c in cols:
         step = np.diff(df[c].to_numpy().astype(np.int64))

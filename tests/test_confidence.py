@@ -113,3 +113,14 @@ def test_percentiles_are_the_lowest_bucket_whose_running_count_reaches_q():
     for row, buckets in zip(got.iter_rows(), want, strict=True):
         assert list(row[2:]) == pytest.approx([_mid_ms(b) for b in buckets], rel=1e-12)
     assert _percentiles(hist.clear(), ["interval_start_ns", "rg"]).height == 0
+
+
+def test_percentiles_with_a_name_key_sorted_or_not():
+    """FAST VP's per-tier table keys on tier names; a one-interval histogram is sorted on its first
+    key, so only the names decide the order."""
+    hist = pl.DataFrame({"interval_start_ns": [0, 0, 0], "tier": ["performance", "capacity", "performance"],
+                         "lat_bucket": [4, 9, 2], "n": [1, 1, 3]})
+    got = _percentiles(hist, ["interval_start_ns", "tier"]).sort("tier")
+    assert got["tier"].to_list() == ["capacity", "performance"]
+    assert got["latency_p50_ms"].to_list() == pytest.approx([_mid_ms(9), _mid_ms(2)])
+    assert got["latency_p99_ms"].to_list() == pytest.approx([_mid_ms(9), _mid_ms(4)])
