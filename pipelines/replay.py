@@ -593,21 +593,17 @@ class _Aggregates:
         return LAT_BASE ** (b + 0.5) / 1e6
 
 
-def _by(df: pl.DataFrame, keys: list[str], sums: list[str], maxes: list[str]) -> pl.DataFrame:
-    """Collapse (interval, volume, rg) rows onto ``keys``."""
-    return group_sums(df, keys, sums, maxes)
-
-
 def _finish_intervals(req: pl.DataFrame, hist: pl.DataFrame, flush: pl.DataFrame, stalls: pl.DataFrame, key: str,
                       interval_ns: int, cache_pages: int, ssd: pl.DataFrame | None = None,
                       ssd_slots: int = 0) -> pl.DataFrame:
     """``ssd``: with an SSD cache, per (interval, volume) promotions and the array's fill."""
     keys = ["interval_start_ns", key]
     on = ssd is not None
-    sums = _by(req, keys, list(_req_sums()) + (list(_SSD_REQ_SUMS) if on else []),
-               list(_REQ_MAXES) + (list(_SSD_REQ_MAXES) if on else []))
-    pct = _percentiles(_by(hist, [*keys, "lat_bucket"], ["n"], []), keys)
-    fl = _by(flush, keys, list(_FLUSH_SUMS) + (list(_SSD_FLUSH_SUMS) if on else []), ["rg_dirty_flush_max"])
+    # (interval, volume, rg) rows collapsed onto the keys
+    sums = group_sums(req, keys, list(_req_sums()) + (list(_SSD_REQ_SUMS) if on else []),
+                      list(_REQ_MAXES) + (list(_SSD_REQ_MAXES) if on else []))
+    pct = _percentiles(group_sums(hist, [*keys, "lat_bucket"], ["n"]), keys)
+    fl = group_sums(flush, keys, list(_FLUSH_SUMS) + (list(_SSD_FLUSH_SUMS) if on else []), ["rg_dirty_flush_max"])
     sec = interval_ns / 1e9
     df = (sums.join(pct, on=keys, how="left")
           .join(fl, on=keys, how="full", coalesce=True)
