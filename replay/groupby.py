@@ -27,18 +27,15 @@ def _slot(k, mask, shift):
 
 
 @njit
-def _table_ids(key, cap_bits):
-    """Group id per row (first-appearance order) and the packed key of each group."""
+def _ids_until_full(key, r0, table, gkeys, gid, ng, cap_bits):
+    """:func:`_table_ids` from row ``r0`` until the end, or until a new key would fill the table
+    past half: returns (the next row, the groups so far). The tables are arguments, never rebound
+    in the loop (numba would incref them on every row: ``request_tables``' note)."""
     n = key.shape[0]
-    cap = np.int64(1) << cap_bits
-    mask = cap - 1
-    table = np.full(cap, -1, dtype=np.int64)  # slot -> group id
-    gkeys = np.empty(max(16, cap // 2), dtype=np.int64)
-    gid = np.empty(n, dtype=np.int64)
-    ng = 0
+    mask = (np.int64(1) << cap_bits) - 1
     last_k = -1
     last_g = -1
-    for r in range(n):
+    for r in range(r0, n):
         k = key[r]
         if k == last_k:  # runs of one key (one volume, one window) skip the table
             gid[r] = last_g
@@ -47,21 +44,8 @@ def _table_ids(key, cap_bits):
         while True:
             g = table[s]
             if g < 0:
-                if 2 * (ng + 1) > cap:  # keep the load under 1/2: grow, re-insert the groups
-                    cap_bits += 1
-                    cap = np.int64(1) << cap_bits
-                    mask = cap - 1
-                    table = np.full(cap, -1, dtype=np.int64)
-                    bigger = np.empty(cap // 2, dtype=np.int64)
-                    bigger[:ng] = gkeys[:ng]
-                    gkeys = bigger
-                    for q in range(ng):
-                        t = _slot(gkeys[q], mask, 64 - cap_bits)
-                        while table[t] >= 0:
-                            t = (t + 1) & mask
-                        table[t] = q
-                    s = _slot(k, mask, 64 - cap_bits)
-                    continue
+                if 2 * (ng + 1) > table.shape[0]:  # keep the load under 1/2: the caller grows it
+                    return r, ng
                 table[s] = ng
                 gkeys[ng] = k
                 g = ng
@@ -73,6 +57,32 @@ def _table_ids(key, cap_bits):
         gid[r] = g
         last_k = k
         last_g = g
+    return n, ng
+
+
+@njit
+def _table_ids(key, cap_bits):
+    """Group id per row (first-appearance order) and the packed key of each group."""
+    n = key.shape[0]
+    cap = np.int64(1) << cap_bits
+    table = np.full(cap, -1, dtype=np.int64)  # slot -> group id
+    gkeys = np.empty(max(16, cap // 2), dtype=np.int64)
+    gid = np.empty(n, dtype=np.int64)
+    r, ng = _ids_until_full(key, 0, table, gkeys, gid, 0, cap_bits)
+    while r < n:  # grow, re-insert the groups
+        cap_bits += 1
+        cap = np.int64(1) << cap_bits
+        mask = cap - 1
+        table = np.full(cap, -1, dtype=np.int64)
+        bigger = np.empty(cap // 2, dtype=np.int64)
+        bigger[:ng] = gkeys[:ng]
+        gkeys = bigger
+        for q in range(ng):
+            t = _slot(gkeys[q], mask, 64 - cap_bits)
+            while table[t] >= 0:
+                t = (t + 1) & mask
+            table[t] = q
+        r, ng = _ids_until_full(key, r, table, gkeys, gid, ng, cap_bits)
     return gid, gkeys[:ng].copy()
 
 
@@ -306,6 +316,84 @@ def _grown(a, rows, fill):
 
 
 @njit
+def _tally(r0, arr, done, op, size, vol, rg, rg_lo, cols, ssd, interval_ns, log_base, op_read, op_write,
+           rb, rk, rs, rm, rn, bits, near, state, group, bucket):
+    """:func:`request_tables`' pass from request ``r0`` until the end, or until a new group would
+    fill the hash table past half: returns (the next request, the groups so far). ``state``: the
+    interval and volume ``near`` maps, carried between calls.
+    The tables are arguments and never rebound here: numba increfs an array variable that a loop
+    rebinds on every iteration (two atomic operations per array and request, most of the pass)."""
+    n = arr.shape[0]
+    lw, lv = state[0], state[1]
+    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], \
+        cols[8], cols[9]
+    c10, c11, c12, c13, c14 = cols[10], cols[11], cols[12], cols[13], cols[14]
+    r = r0
+    while r < n:
+        # unsigned indices: numba skips its negative-index wraparound for them, which kept every
+        # column's length live (register spills; 44 -> 39 ns a request with the SSD sums)
+        u = np.uint64(r)
+        a = arr[u]
+        lat = done[u] - a
+        w = a // interval_ns
+        v = np.int64(vol[u])
+        g = rg[u]
+        if w != lw or v != lv:
+            near[:] = -1
+            lw, lv = w, v
+        q = near[g - rg_lo]
+        if q < 0:
+            if 2 * (rn + 1) > rb.shape[0]:
+                break
+            q = _find(rb, rk, w, v, g, 0, bits)
+            if q < 0:
+                rb[-1 - q] = rn
+                rk[rn, 0] = w
+                rk[rn, 1] = v
+                rk[rn, 2] = g
+                q = rn
+                rn += 1
+            near[g - rg_lo] = q
+        bucket[u] = np.int32(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
+        group[u] = q
+        uq = np.uint64(q)
+        o = op[u]
+        rs[uq, 0] += 1
+        rs[uq, 1] += o == op_read
+        rs[uq, 2] += o == op_write
+        rs[uq, 3] += c0[u]
+        rs[uq, 4] += c1[u]
+        rs[uq, 5] += c2[u]
+        rs[uq, 6] += c3[u]
+        rs[uq, 7] += size[u]
+        rs[uq, 8] += lat
+        st = c4[u]
+        rs[uq, 9] += st
+        rs[uq, 10] += st > 0
+        th = c5[u]
+        rs[uq, 11] += th
+        rs[uq, 12] += th > 0
+        rs[uq, 13] += c6[u]
+        rs[uq, 14] += c7[u]
+        d = c8[u]
+        gd = c9[u]
+        rs[uq, 15] += d
+        rs[uq, 16] += gd
+        rm[uq, 0] = max(rm[uq, 0], lat)
+        rm[uq, 1] = max(rm[uq, 1], d)
+        rm[uq, 2] = max(rm[uq, 2], gd)
+        if ssd:
+            rs[uq, 17] += c10[u]
+            rs[uq, 18] += c11[u]
+            rs[uq, 19] += c12[u]
+            rs[uq, 20] += c13[u]
+            rm[uq, 3] = max(rm[uq, 3], c14[u])
+        r += 1
+    state[0], state[1] = lw, lv
+    return r, rn
+
+
+@njit
 def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, interval_ns, log_base, op_read, op_write):
     """One pass over a segment's requests: the request sums and maxima per (interval, volume, RAID
     group) (``REQUEST_SUMS`` [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]) in a hash
@@ -322,73 +410,21 @@ def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, interv
     rk = np.empty((1 << (rbits - 1), 3), dtype=np.int64)
     rs = np.zeros((1 << (rbits - 1), ns), dtype=np.int64)
     rm = np.full((1 << (rbits - 1), nm), low, dtype=np.int64)
-    rn = 0
-    lw = lv = -1
-    q = -1
     near = np.full(rg_hi - rg_lo + 1, -1, dtype=np.int64)  # RAID group -> row, this interval and volume
+    state = np.array([-1, -1], dtype=np.int64)  # the interval and volume of ``near``
     group = np.empty(n, dtype=np.int32)
     bucket = np.empty(n, dtype=np.int32)
-    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], \
-        cols[8], cols[9]
-    for r in range(n):
-        a = arr[r]
-        lat = done[r] - a
-        w = a // interval_ns
-        v = np.int64(vol[r])
-        g = rg[r]
-        bucket[r] = np.int32(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
-        if w != lw or v != lv:
-            near[:] = -1
-            lw, lv = w, v
-        q = near[g - rg_lo]
-        if q < 0:
-            if 2 * (rn + 1) > rb.shape[0]:
-                rbits += 1
-                rk = _grown(rk, 1 << (rbits - 1), 0)
-                rs = _grown(rs, 1 << (rbits - 1), 0)
-                rm = _grown(rm, 1 << (rbits - 1), low)
-                rb = _rehash(rk, rn, rbits)
-            q = _find(rb, rk, w, v, g, 0, rbits)
-            if q < 0:
-                rb[-1 - q] = rn
-                rk[rn, 0] = w
-                rk[rn, 1] = v
-                rk[rn, 2] = g
-                q = rn
-                rn += 1
-            near[g - rg_lo] = q
-        group[r] = q
-        o = op[r]
-        rs[q, 0] += 1
-        rs[q, 1] += o == op_read
-        rs[q, 2] += o == op_write
-        rs[q, 3] += c0[r]
-        rs[q, 4] += c1[r]
-        rs[q, 5] += c2[r]
-        rs[q, 6] += c3[r]
-        rs[q, 7] += size[r]
-        rs[q, 8] += lat
-        st = c4[r]
-        rs[q, 9] += st
-        rs[q, 10] += st > 0
-        th = c5[r]
-        rs[q, 11] += th
-        rs[q, 12] += th > 0
-        rs[q, 13] += c6[r]
-        rs[q, 14] += c7[r]
-        d = c8[r]
-        gd = c9[r]
-        rs[q, 15] += d
-        rs[q, 16] += gd
-        rm[q, 0] = max(rm[q, 0], lat)
-        rm[q, 1] = max(rm[q, 1], d)
-        rm[q, 2] = max(rm[q, 2], gd)
-        if ssd:
-            rs[q, 17] += cols[10][r]
-            rs[q, 18] += cols[11][r]
-            rs[q, 19] += cols[12][r]
-            rs[q, 20] += cols[13][r]
-            rm[q, 3] = max(rm[q, 3], cols[14][r])
+    r, rn = np.int64(0), np.int64(0)
+    while True:
+        r, rn = _tally(r, arr, done, op, size, vol, rg, rg_lo, cols, ssd, interval_ns, log_base, op_read, op_write,
+                       rb, rk, rs, rm, rn, rbits, near, state, group, bucket)
+        if r >= n:
+            break
+        rbits += 1
+        rk = _grown(rk, 1 << (rbits - 1), 0)
+        rs = _grown(rs, 1 << (rbits - 1), 0)
+        rm = _grown(rm, 1 << (rbits - 1), low)
+        rb = _rehash(rk, rn, rbits)
     return rk[:rn].copy(), rs[:rn].copy(), rm[:rn].copy(), group, bucket
 
 

@@ -37,6 +37,49 @@ def test_group_reduce_equals_polars_group_by():
         zip(k2, c2, strict=True))
 
 
+@pytest.mark.parametrize("ssd", [False, True])
+def test_request_tables_equal_polars_group_by(ssd):
+    """The one-pass request tables against a Polars group-by per (interval, volume, RAID group),
+    with enough groups that the hash table grows several times within one segment."""
+    rng = np.random.default_rng(11)
+    n = 60_000
+    arr = np.sort(rng.integers(0, 50 * 10**9, n))
+    done = arr + rng.integers(0, 10**8, n)
+    op = rng.choice(np.array([rp.OP_READ, rp.OP_WRITE, 3], dtype=np.uint8), n)
+    size = rng.integers(512, 1 << 20, n)
+    vol = rng.integers(0, 40, n).astype(np.int32)
+    rg = rng.integers(-1, 7, n)
+    cols = tuple(rng.integers(0, 1000, n) for _ in groupby.REQUEST_COLUMNS)
+    if not ssd:
+        cols = cols[:10] + (np.zeros(0, dtype=np.int64),) * 5
+    interval_ns = 10**9
+    rk, rs, rm, group, bucket = groupby.request_tables(arr, done, op, size, vol, rg, -1, 6, cols, ssd, interval_ns,
+                                                       rp._LOG_BASE, rp.OP_READ, rp.OP_WRITE)
+    assert rk.shape[0] > 4_000  # past the first table of 128 groups, several growths
+    assert np.array_equal(rk[group], np.stack([arr // interval_ns, vol, rg], axis=1))
+    assert np.array_equal(bucket, groupby.lat_buckets(done - arr, rp._LOG_BASE))
+    c = dict(zip(groupby.REQUEST_COLUMNS, cols, strict=True))
+    lat = done - arr
+    df = pl.DataFrame({"w": arr // interval_ns, "v": vol.astype(np.int64), "g": rg, "op": op, "size": size,
+                       "lat": lat, **{k: v for k, v in c.items() if v.size}})
+    sums = [pl.len().cast(pl.Int64), (pl.col("op") == rp.OP_READ).sum().cast(pl.Int64),
+            (pl.col("op") == rp.OP_WRITE).sum().cast(pl.Int64),
+            *(pl.col(k).sum() for k in ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages", "size", "lat",
+                                        "stall_ns")),
+            (pl.col("stall_ns") > 0).sum().cast(pl.Int64), pl.col("throttle_ns").sum(),
+            (pl.col("throttle_ns") > 0).sum().cast(pl.Int64),
+            *(pl.col(k).sum() for k in ("backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages"))]
+    maxes = [pl.col(k).max() for k in ("lat", "dirty_pages", "rg_dirty_pages")]
+    if ssd:
+        sums += [pl.col(k).sum() for k in ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses")]
+        maxes.append(pl.col("ssd_dirty_slots").max())
+    want = df.group_by("w", "v", "g", maintain_order=True).agg(
+        *(e.alias(f"s{i}") for i, e in enumerate(sums)), *(e.alias(f"m{i}") for i, e in enumerate(maxes)))
+    assert np.array_equal(rk, want.select("w", "v", "g").to_numpy())
+    assert np.array_equal(rs, want.select(f"s{i}" for i in range(len(sums))).to_numpy())
+    assert np.array_equal(rm, want.select(f"m{i}" for i in range(len(maxes))).to_numpy())
+
+
 def test_keys_too_wide_to_pack_are_refused():
     wide = np.array([0, 1 << 40], dtype=np.int64)
     assert groupby.pack_keys([wide, wide]) is None
