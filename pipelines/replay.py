@@ -346,12 +346,15 @@ class _Aggregates:
         self._note_timestamps(segment.ts_ns)
         frame = None
         grouped = self._grouped(segment, out)
-        if self.flash is not None or not grouped:
+        flash_done = False
+        if self.flash is not None:
+            write_bytes = np.where(segment.op == OP_WRITE, segment.size_bytes.astype(np.int64), 0)
+            self._split_at_cliff(segment, out, write_bytes)
+            flash_done = grouped and self._grouped_flash(out, write_bytes)
+        if not grouped or (self.flash is not None and not flash_done):
             frame = outcome_frame(segment, out).with_columns(
                 ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
             frame = frame.with_columns(lat_bucket=_lat_bucket(pl.col("latency_ns")))
-        if self.flash is not None:
-            self._split_at_cliff(segment, out)
         self._count_write_ios(records["flush"])
         # the flush log, the largest, summed in compiled code; the other logs (and the flush log
         # when its keys do not pack) by Polars
@@ -362,7 +365,7 @@ class _Aggregates:
         logs = {kind: pl.DataFrame(cols) for kind, cols in records.items() if len(cols["ts_ns"])}
         logs = {kind: df.sort("ts_ns") if kind in SORTED_LOGS or self.mech else df for kind, df in logs.items()}
         work = [(a, frame) for a in (self.req, self.hist, self.ssd_fine, self.flash)
-                if a is not None and frame is not None and not (a is not self.flash and self._done_grouped)]
+                if a is not None and frame is not None and not (self._done_grouped if a is not self.flash else flash_done)]
         for kind, agg in (("flush", self.flush), ("forced_flush", self.stalls), ("throttle", self.throttles),
                           ("cache_full_wait", self.full_waits), ("ssd_promotion", self.promo),
                           ("flush", self.ssd_fine_flush)):
@@ -537,7 +540,19 @@ class _Aggregates:
         self.ts_at_one_instant_max = max(self.ts_at_one_instant_max, int(runs.max()))
         self._ts_last = (int(ts[-1]), int(runs[-1]))
 
-    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray]) -> None:
+    def _grouped_flash(self, out: dict[str, np.ndarray], write_bytes: np.ndarray) -> bool:
+        """The all-flash interval sums (``_FLASH_SUMS``) of one segment by compiled group sums; False
+        (nothing added) when an outcome column is not int64."""
+        cols = [out[c] for c in ("arrival_ns", "flash_gc_bytes", "throttle_ns", "flash_free_bytes")]
+        if not all(c.dtype == np.int64 for c in cols):
+            return False
+        arrival, gc, wait, free = cols
+        self.flash.add_arrays(arrival, {"flash_host_write_bytes": write_bytes, "flash_gc_bytes": gc,
+                                        "flash_gc_wait_ns": wait, "flash_gc_waits": (wait > 0).astype(np.int64)},
+                              {"flash_used_max": self.flash_free_full - free})
+        return True
+
+    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray], write_bytes: np.ndarray) -> None:
         """All-flash, over all requests (the warm-up included: the cliff may come during it): the
         writes *completed* before the cliff (the arrival of the first write that waited for GC)
         and the writes *issued* from that one on, which GC admits at its rate (the writes in
@@ -551,22 +566,25 @@ class _Aggregates:
         writes = segment.op == OP_WRITE
         cut = 0
         if c["ns"] is None:
-            waited = np.flatnonzero(writes & (out["throttle_ns"] > 0))
-            cut = int(waited[0]) if waited.size else segment.n_requests
-            if waited.size:
+            waited = writes & (out["throttle_ns"] > 0)
+            found = bool(waited.any())
+            cut = int(waited.argmax()) if found else segment.n_requests
+            if found:
                 c["req"] = segment.first_request + cut
                 c["ns"] = int(out["arrival_ns"][cut])
-            w = writes[:cut]
-            done = np.concatenate([c["pending_done"], out["done_ns"][:cut][w]])
-            size = np.concatenate([c["pending_size"], segment.size_bytes[:cut][w].astype(np.int64)])
-            bound = c["ns"] if c["ns"] is not None else int(out["arrival_ns"][-1])
-            pre = done < bound
-            c["pre_writes"] += int(pre.sum())
-            c["pre_bytes"] += int(size[pre].sum())
-            c["pending_done"], c["pending_size"] = done[~pre], size[~pre]
-        w = writes[cut:]
-        c["post_writes"] += int(w.sum())
-        c["post_bytes"] += int(segment.size_bytes[cut:][w].sum())
+            bound = c["ns"] if found else int(out["arrival_ns"][-1])
+            # masks over the segment, not copies of its writes: most are done before the bound
+            done, size = out["done_ns"][:cut], write_bytes[:cut]
+            pre = writes[:cut] & (done < bound)
+            late = writes[:cut] & ~pre
+            old_done, old_size = c["pending_done"], c["pending_size"]
+            old_pre = old_done < bound
+            c["pre_writes"] += int(np.count_nonzero(pre)) + int(np.count_nonzero(old_pre))
+            c["pre_bytes"] += int(np.where(pre, size, 0).sum()) + int(old_size[old_pre].sum())
+            c["pending_done"] = np.concatenate([old_done[~old_pre], done[late]])
+            c["pending_size"] = np.concatenate([old_size[~old_pre], size[late]])
+        c["post_writes"] += int(np.count_nonzero(writes[cut:]))
+        c["post_bytes"] += int(write_bytes[cut:].sum())
 
     def _count_write_ios(self, flushes: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""

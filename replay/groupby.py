@@ -160,7 +160,7 @@ def timestamp_stats(ts, has_last, last_ts, last_run, gcd0):
             run = last_run + 1 if has_last and t == last_ts else 1
         else:
             d = t - prev
-            if d > 0 and d != last_d:
+            if d > 0 and d != last_d and g != 1:  # (a gcd of 1 stays 1: ns-resolution traces)
                 g = _gcd(g, d)
                 last_d = d
             if d != 0:

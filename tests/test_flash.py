@@ -109,6 +109,23 @@ def test_the_cliff_comes_when_written_bytes_exceed_free_space_plus_what_gc_freed
     assert lat.max() < 0.2e6
 
 
+def test_flash_tables_compiled_equal_the_polars_path(monkeypatch):
+    """The all-flash interval sums and the cliff's split by compiled group sums equal the Polars
+    group-by (``COMPILED_SUMS`` off), with the cliff inside the fourth of eight segments."""
+    from pipelines import replay as rp
+    sc = small("1GiB", "replay.interval=100ms").with_replay(mode="closed", outstanding=4096)
+    df = synth.generate(synth.pattern("randwrite-4k", requests=400_000, region_bytes=GIB, seed=5))
+    frames = [df.slice(i, 50_000) for i in range(0, df.height, 50_000)]
+    fast = replay_frames(frames, sc, "cliff", total=df.height)
+    assert 150_000 < fast.summary["flash_cliff_req"] < 200_000
+    monkeypatch.setattr(rp, "COMPILED_SUMS", False)
+    slow = replay_frames(frames, sc, "cliff", total=df.height)
+    assert fast.rg_intervals["flash_gc_waits"].sum() > 0
+    assert fast.rg_intervals.equals(slow.rg_intervals)
+    assert fast.volume_intervals.equals(slow.volume_intervals)
+    assert fast.summary == slow.summary
+
+
 def test_steady_state_write_rate_is_gc_bandwidth_over_wa_minus_1():
     """Closed loop 4 KiB writes, 4096 in flight, past the cliff: every 100 ms interval after it
     carries GC bandwidth / (WA - 1) = 818.5 / 1.3642 = 600.0 MiB/s of host writes, GC copies
