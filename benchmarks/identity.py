@@ -47,7 +47,8 @@ JSON_FIELDS = ("raid_groups", "tiers")
 DESCRIPTIVE_KEYS = {"mechanisms"}
 #: counters a later revision added, left out while 0 (a baseline saved before them still checks; any
 #: other value is a change)
-ADDED_COUNTERS = {"write_aside_pages", "write_aside_superseded_pages", "write_aside_stripes"}
+ADDED_COUNTERS = {"write_aside_pages", "write_aside_superseded_pages", "write_aside_stripes", "flash_rmw_writes",
+                  "flash_rmw_reads"}
 
 
 def traces() -> dict[str, pl.DataFrame]:

@@ -316,9 +316,10 @@ def cacheless_outcome(out, i, arr, done, thr, rg):
 
 
 @kernel
-def run_flash_requests(params, state, req, start, out):
+def run_flash_requests(params, state, req, offset, start, out):
     """The all-flash array's event loop (``[flash]``, ``replay.mech.flash.kernel``): issue, storage
     processor, the flash path; no DRAM cache, SSD cache or RAID back end, so no background work.
+    ``offset``: the requests' byte offsets (partial blocks).
     A loop of its own: its code in :func:`run_requests` made the cached arrays' loop ~25 %
     slower (a larger loop body that LLVM optimizes less well), though never taken there."""
     hp = params.host
@@ -336,7 +337,7 @@ def run_flash_requests(params, state, req, start, out):
         if ev.now < tc:
             ev.now = tc
         gc0 = fc.gc_moved
-        done, thr = fl.request(fp, fs, o, req.size[i], tc, hs.c[0].requests)
+        done, thr = fl.request(fp, fs, o, offset[i], req.size[i], tc, hs.c[0].requests)
         cacheless_outcome(out, i, arr, done, thr, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
         out.flash_free_bytes[i] = np.int64(fc.free + 0.5)
         out.flash_gc_bytes[i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
@@ -605,7 +606,8 @@ class ArrayModel(Model):
             aside = np.int64(wa) if wa > 0 else None
             i = 0
             if flash_on:
-                i = run_flash_requests(self.kernel_params, state.kernel_state(), req, 0, out)
+                i = run_flash_requests(self.kernel_params, state.kernel_state(), req,
+                                       np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
             elif cloud_on or device_on:
                 i = run_volume_requests(self.kernel_params, state.kernel_state(), req,
                                         np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)

@@ -26,6 +26,7 @@ from traces import synth
 GIB = 1 << 30
 MIB = 1 << 20
 US = 1_000
+MS = 1_000_000
 
 
 def small(capacity: str = "1GiB", *extra: str):
@@ -81,6 +82,50 @@ def test_preset_parameters_derived_from_the_published_figures():
     assert (fp.stripe_bytes, fp.media_factor) == (4096, 1.25)
     assert fp.free_full_bytes == pytest.approx(0.3 * (17 << 40))
     assert fp.gc_free_bytes_per_ns * 1e9 / MIB == pytest.approx(818.5 / (fl.write_amplification(0.3) - 1))  # ~600 MiB/s
+
+
+# -- blocks: the LUN's and the stripe unit's ------------------------------------------------------
+def _fe(size: int) -> float:
+    """The controller's time for a request (violin6232: 0.25 us + its bytes at 3,200 MB/s), ns."""
+    return 0.25 * US + size / 3200e6 * 1e9
+
+
+@pytest.mark.parametrize("lun", [512, 4096])
+def test_partial_blocks_are_read_before_the_write_and_requests_widened_to_lun_blocks(lun):
+    """One request at a time on an idle array, by hand. Flash read hold S_r, write ack A_w, media
+    m ns a byte. A write covering part of a block (the LUN block, or the 1 KiB stripe unit when
+    that is larger) reads it while its own data crosses the media after the read's, and its whole
+    blocks are programmed as full 4 KiB stripes once the read is done (S_r outlasts the transfer):
+    - 4 KiB at 0: aligned on either LUN: fe + 5 KiB x m + A_w (146 us by construction);
+    - 512 B at 512: a 512 B LUN reads its 1 KiB unit, a 4 KiB LUN its 4 KiB block: fe + block x m
+      + S_r + A_w; one stripe;
+    - 4 KiB at 512: two partial ends read in parallel (their media transfers one after the other):
+      fe + 2 blocks x m + S_r + A_w; a 512 B LUN writes units 0-4 (2 stripes), a 4 KiB LUN blocks 0-1;
+    - 512 B read at 512: the LUN's block(s) only, no read-modify-write."""
+    sc = small("1GiB", f"flash.lun_block_bytes={lun}").with_replay(mode="open")
+    fp = ArrayModel(sc).kernel_params.flash
+    m = 1e9 / (2750 * MIB)
+    g = max(lun, 1024)
+    rows = [(0, "lun0", "write", 0, 4096), (MS, "lun0", "write", 512, 512), (2 * MS, "lun0", "write", 512, 4096),
+            (3 * MS, "lun0", "read", 512, 512)]
+    model, st, out, _ = replay_rows(sc, rows)
+    lat = out["done_ns"] - out["arrival_ns"]
+    want = [_fe(4096) + 5120 * m + fp.ack_ns,
+            _fe(512) + g * m + fp.read_ns + fp.ack_ns,
+            _fe(4096) + 2 * g * m + fp.read_ns + fp.ack_ns,
+            _fe(512) + lun * m + fp.read_ns]
+    assert lat == pytest.approx(want, abs=3)
+    assert lat[0] == pytest.approx(146 * US, abs=3)
+    c = model.counters(st)
+    assert (c["flash_rmw_writes"], c["flash_rmw_reads"]) == (2, 3)
+    assert c["flash_write_bytes"] == 4096 + 512 + 4096  # the host's bytes
+    assert c["flash_data_bytes"] == 4096 * (1 + 1 + 2)
+    assert c["flash_media_read_bytes"] == 3 * g + lun
+
+
+def test_lun_block_must_be_a_power_of_two():
+    with pytest.raises(ValueError, match=r"\[flash\] lun_block_bytes: 1000 is not a power of two"):
+        small("1GiB", "flash.lun_block_bytes=1000")
 
 
 # -- the cliff ------------------------------------------------------------------------------------

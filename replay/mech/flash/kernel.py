@@ -21,6 +21,18 @@ and the jobs=1 latencies come out; one pool for both makes a 70/30 mix reach
 ``1 / (0.7 / read_iops + 0.3 / write_iops)`` (a prediction), and writes reach
 ``media x data / (data + parity)`` bandwidth (another one).
 
+**Blocks smaller than a request's reach** (``lun_block_bytes``, seed 001's 512 B vs 4 KiB LUN
+groups). The host issues whole LUN blocks: a request is widened to the blocks it touches. A
+write that covers only part of a block (of the LUN block, or of the stripe unit when that is
+larger) needs that block's other bytes for the new stripe: the block is read (one flash read per
+partial end, both ends in parallel; on a 4 KiB LUN the host does this read, modelled the same
+way: est) while the new data crosses the media, and the whole blocks are programmed as full
+stripes once both are there. (The write's transfer is not held back behind the read: booked on
+the one FCFS media server after the read, it would leave the media idle meanwhile and queue every
+later request behind it.) 4 KiB-aligned I/O, as in
+every fio run of seed 001, does neither on either LUN, so the model gives the two LUN groups the
+same results; real traces carry 512 B-aligned writes that do.
+
 **Free space and GC** (a fluid model in bytes of user data; parity is outside it). Physical space
 ``(1 + r) x user capacity`` (r = ``spare_factor`` = spare / user), of which ``valid_pct`` of the
 user capacity holds data (every host write then overwrites valid data: the valid amount stays
@@ -61,9 +73,10 @@ FLASH = record([(n, I8) for n in (
     "cliff_ns",  # when that write reached the media (-1: none yet)
     "gc_waits", "gc_wait_ns",  # writes that waited for GC, and their waits added up
     "reads", "writes", "read_bytes", "write_bytes",  # host I/O through the flash path
-    "data_bytes",  # host writes rounded up to full stripes: user data written to flash
+    "data_bytes",  # host writes widened to whole blocks and full stripes: user data written to flash
     "media_read_bytes", "media_write_bytes",  # host I/O on the media (writes with parity)
     "busy_ns",  # flash server occupancy
+    "rmw_writes", "rmw_reads",  # writes that covered part of a block, and the partial blocks read first
 )] + [("free", F8), ("gc_moved", F8)])  # free space (bytes), valid bytes GC copied
 
 
@@ -77,6 +90,8 @@ class FlashParams(NamedTuple):
     ack_ns: float  # A_w
     media_ns_per_byte: float
     stripe_bytes: int  # data bytes of a full stripe
+    lun_block_bytes: int  # the host's smallest I/O: requests are widened to whole blocks
+    rmw_block_bytes: int  # a write covering part of such a block reads it first (LUN block or stripe unit)
     media_factor: float  # (data + parity) / data
     free_full_bytes: float  # physical - valid: free space once GC has caught up
     gc_start_free_bytes: float  # GC runs while free space is below this
@@ -126,7 +141,7 @@ def params(sc) -> FlashParams:
     """Kernel parameters from the scenario (see the module docstring for the derivation)."""
     f = sc.flash
     if f is None:
-        return FlashParams(0, 1, 0.0, 0.0, 0.0, 0.0, 4096, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+        return FlashParams(0, 1, 0.0, 0.0, 0.0, 0.0, 4096, 512, 1024, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
     ctl = sc.controller
     fe = ctl.overhead_us * 1e3 + 4096 * 1e9 / (ctl.bandwidth_mb_per_s * 1e6)
     mpb = 1e9 / (f.media_mib_per_s * (1 << 20))
@@ -150,7 +165,8 @@ def params(sc) -> FlashParams:
     gc_bytes_per_ns = f.gc_mib_per_s * (1 << 20) / 1e9
     return FlashParams(
         on=1, servers=int(servers), read_ns=servers * 1e9 / f.read_iops, write_ns=s_w, ack_ns=ack,
-        media_ns_per_byte=mpb, stripe_bytes=int(stripe), media_factor=factor, free_full_bytes=full,
+        media_ns_per_byte=mpb, stripe_bytes=int(stripe), lun_block_bytes=int(f.lun_block_bytes),
+        rmw_block_bytes=int(max(f.lun_block_bytes, f.stripe_unit_bytes)), media_factor=factor, free_full_bytes=full,
         gc_start_free_bytes=full * f.gc_start_pct / 100.0,
         gc_free_bytes_per_ns=gc_bytes_per_ns / (wa - 1.0) if wa > 1.0 else 1e30, copy_per_free=wa - 1.0,
         write_amplification=wa)
@@ -179,12 +195,15 @@ def advance_gc(fp, c, t):
 
 
 @step
-def _media_then_flash(fp, fs, t, media_bytes, hold_ns, ack_ns):
-    """Transfer over the media server, then one flash server held ``hold_ns``; returns the ack time."""
+def _media_then_flash(fp, fs, t, media_bytes, hold_ns, ack_ns, ready):
+    """Transfer over the media server, then one flash server held ``hold_ns``, from ``ready`` at the
+    earliest (a read-modify-write's old block); returns the ack time."""
     c = fs.c[0]
     start = c.media_free if c.media_free > t else t
     t = start + np.int64(media_bytes * fp.media_ns_per_byte + 0.5)
     c.media_free = t
+    if ready > t:
+        t = ready
     heap = fs.heap
     start = heap[0] if heap[0] > t else t
     qk.heap_replace_top(heap, fp.servers, start + np.int64(hold_ns + 0.5))
@@ -193,21 +212,57 @@ def _media_then_flash(fp, fs, t, media_bytes, hold_ns, ack_ns):
 
 
 @step
-def request(fp, fs, op, size, tc, n_done):
-    """A host request that left the controller at tc (``n_done``: requests processed before it).
-    Returns (done, time it waited for GC)."""
+def _widened(offset, size, block):
+    """Bytes of the whole ``block``-sized blocks that ``size`` bytes at ``offset`` touch."""
+    return ((offset + size + block - 1) // block - offset // block) * block
+
+
+@step
+def _partial_blocks(offset, size, block):
+    """How many ``block``-sized blocks a write covers only in part (0, 1 or 2)."""
+    end = offset + size
+    head = offset % block != 0
+    tail = end % block != 0
+    if head and tail and offset // block == (end - 1) // block:
+        return 1
+    return np.int64(head) + np.int64(tail)
+
+
+@step
+def request(fp, fs, op, offset, size, tc, n_done):
+    """A host request of ``size`` bytes at byte ``offset`` that left the controller at tc
+    (``n_done``: requests processed before it). Returns (done, time it waited for GC).
+    The host issues whole LUN blocks; a write covering part of a block (LUN block or stripe unit)
+    reads that block (both partial ends in parallel) while its own data crosses the media, and its
+    stripe is programmed once both are there (a read-modify-write: the new stripe needs the
+    block's other bytes). Aligned I/O (seed 001's fio runs) does neither."""
     c = fs.c[0]
     advance_gc(fp, c, tc)
     if op == OP_READ:
         c.reads += 1
         c.read_bytes += size
-        c.media_read_bytes += size
-        return _media_then_flash(fp, fs, tc, size, fp.read_ns, fp.read_ns), np.int64(0)
+        blocks = _widened(offset, size, fp.lun_block_bytes)
+        c.media_read_bytes += blocks
+        return _media_then_flash(fp, fs, tc, blocks, fp.read_ns, fp.read_ns, tc), np.int64(0)
     if op != OP_WRITE:
         return tc, np.int64(0)
-    data = (size + fp.stripe_bytes - 1) // fp.stripe_bytes * fp.stripe_bytes
+    g = fp.rmw_block_bytes
+    k = _partial_blocks(offset, size, g)
+    lb = fp.lun_block_bytes
     c.writes += 1
     c.write_bytes += size
+    blocks = _widened(offset, size, lb)
+    first = offset // lb * lb
+    ready = tc  # the old blocks read: the new stripe can be programmed
+    if k:
+        c.rmw_writes += 1
+        c.rmw_reads += k
+        c.media_read_bytes += k * g
+        for _ in range(k):
+            d = _media_then_flash(fp, fs, tc, g, fp.read_ns, fp.read_ns, tc)
+            if d > ready:
+                ready = d
+    data = (_widened(first, blocks, g) + fp.stripe_bytes - 1) // fp.stripe_bytes * fp.stripe_bytes
     c.data_bytes += data
     t = tc
     if c.free >= data:
@@ -228,7 +283,7 @@ def request(fp, fs, op, size, tc, n_done):
         c.gc_wait_ns += t - tc
     media = data * fp.media_factor
     c.media_write_bytes += np.int64(media + 0.5)
-    return _media_then_flash(fp, fs, t, media, fp.write_ns, fp.ack_ns), t - tc
+    return _media_then_flash(fp, fs, t, media, fp.write_ns, fp.ack_ns, ready), t - tc
 
 
 def counters(sc, p, state) -> dict[str, int | float]:
@@ -237,7 +292,7 @@ def counters(sc, p, state) -> dict[str, int | float]:
     c = state.flash.c[0]
     out: dict[str, int | float] = {f"flash_{k}": int(c[k]) for k in (
         "reads", "writes", "read_bytes", "write_bytes", "data_bytes", "media_read_bytes", "media_write_bytes",
-        "gc_waits", "gc_wait_ns", "busy_ns", "cliff_req", "cliff_ns")}
+        "gc_waits", "gc_wait_ns", "busy_ns", "cliff_req", "cliff_ns", "rmw_writes", "rmw_reads")}
     out["flash_gc_bytes"] = int(round(float(c["gc_moved"])))
     out["flash_free_bytes"] = int(round(float(c["free"])))
     out["flash_free_full_bytes"] = int(round(fp.free_full_bytes))

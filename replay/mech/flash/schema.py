@@ -20,6 +20,9 @@ FLASH = Section("flash", (
     Param("gc_start_pct", "float", 100.0, "%", "GC reclaims while free space is below this share of the space not "
           "holding data", maximum=100, **_POS),
     Param("stripe_unit_bytes", "size", 1024, "B", "vRAID stripe unit", "seed", "seed 001: 1 KB", minimum=512),
+    Param("lun_block_bytes", "size", 512, "B", "the LUNs' logical block: the smallest I/O the host can issue; "
+          "a write covering part of a block (or of a stripe unit, when that is larger) reads it first", "seed",
+          "seed 001: 512 B LUN blocks in test groups 1-2, 4 KiB in group 3", minimum=512),
     Param("stripe_data_units", "int", 4, "units", "data units per stripe", "seed", "seed 001: RAID 5 (4+P)",
           minimum=1, maximum=64),
     Param("stripe_parity_units", "int", 1, "units", "parity units per stripe", "seed", "seed 001", minimum=0,
@@ -48,8 +51,10 @@ def parse(w, t: dict, sc) -> Flash:
     an all-flash array has no SSD cache, FAST VP or snapshots."""
     sec = "flash"
     f = Flash(**w.read(sec, FLASH, t))
-    if f.stripe_unit_bytes & (f.stripe_unit_bytes - 1):
-        raise w.error(sec, "stripe_unit_bytes", f"{f.stripe_unit_bytes} is not a power of two")
+    for name in ("stripe_unit_bytes", "lun_block_bytes"):
+        v = getattr(f, name)
+        if v & (v - 1):
+            raise w.error(sec, name, f"{v} is not a power of two")
     if f.enabled:
         # the all-flash path (replay.array.run_flash_requests) runs none of them
         for name, what in (("ssd_cache", "SSD cache"), ("tiering", "FAST VP tiers"),
