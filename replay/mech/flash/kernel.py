@@ -21,7 +21,7 @@ and the jobs=1 latencies come out; one pool for both makes a 70/30 mix reach
 ``1 / (0.7 / read_iops + 0.3 / write_iops)`` (a prediction), and writes reach
 ``media x data / (data + parity)`` bandwidth (another one).
 
-**Blocks smaller than a request's reach** (``lun_block_bytes``, seed 001's 512 B vs 4 KiB LUN
+**LUN blocks and partial writes** (``lun_block_bytes``, seed 001's 512 B vs 4 KiB LUN
 groups). The host issues whole LUN blocks: a request is widened to the blocks it touches. A
 write that covers only part of a block (of the LUN block, or of the stripe unit when that is
 larger) needs that block's other bytes for the new stripe: the block is read (one flash read per
@@ -248,11 +248,8 @@ def request(fp, fs, op, offset, size, tc, n_done):
         return tc, np.int64(0)
     g = fp.rmw_block_bytes
     k = _partial_blocks(offset, size, g)
-    lb = fp.lun_block_bytes
     c.writes += 1
     c.write_bytes += size
-    blocks = _widened(offset, size, lb)
-    first = offset // lb * lb
     ready = tc  # the old blocks read: the new stripe can be programmed
     if k:
         c.rmw_writes += 1
@@ -262,7 +259,8 @@ def request(fp, fs, op, offset, size, tc, n_done):
             d = _media_then_flash(fp, fs, tc, g, fp.read_ns, fp.read_ns, tc)
             if d > ready:
                 ready = d
-    data = (_widened(first, blocks, g) + fp.stripe_bytes - 1) // fp.stripe_bytes * fp.stripe_bytes
+    # g is a multiple of the LUN block: the g-blocks a request touches are those of its LUN blocks
+    data = (_widened(offset, size, g) + fp.stripe_bytes - 1) // fp.stripe_bytes * fp.stripe_bytes
     c.data_bytes += data
     t = tc
     if c.free >= data:
