@@ -208,6 +208,22 @@ def _all_at_once(progress: Callable[[str], Progress | None] | None, n: int, jobs
     return each
 
 
+#: relative CPU cost of a replay by what its scenario models, for ``compare --jobs``' order (longest
+#: first): end-to-end CPU-s per 10 M requests of ``benchmarks/array.py`` (2026-11-28): vnx1-flare 2.0,
+#: vnx2-mcx 2.1, vnx5400 2.3 (DRAM cache and RAID), + FAST Cache 1.0 (vnx5400-fastcache 3.3), + FAST VP
+#: 1.3 (vnx5400-fastvp 3.6), aws-gp3 1.5, violin6232 1.3; snapshots: est (not benchmarked)
+REPLAY_COST = {"base": 2.2, "cloud:": 1.5, "all_flash": 1.3, "ssd_cache:": 1.0, "fast_vp:": 1.3, "snapshots:": 0.5}
+
+
+def replay_cost(sc: Scenario) -> float:
+    """A replay's expected CPU per request, relative (``REPLAY_COST``): only the order matters."""
+    f = sc.features()
+    if any(x.startswith("cloud:") for x in f):
+        return REPLAY_COST["cloud:"]
+    base = REPLAY_COST["all_flash"] if "all_flash" in f else REPLAY_COST["base"]
+    return base + sum(REPLAY_COST[k] for k in ("ssd_cache:", "fast_vp:", "snapshots:") if any(x.startswith(k) for x in f))
+
+
 def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario],
             progress: Callable[[str], Progress | None] | None = None, measured: Sequence[str] | None = None,
             warn: Callable[[str], None] | None = None, outstanding: int | None = None, jobs: int = 1) -> list[dict]:
@@ -230,7 +246,8 @@ def compare(trace: TraceRef, data_dir: str | Path, scenarios: Sequence[Scenario]
     if jobs > 1 and n > 1:
         total = total_rows(trace) if progress else 0
         each = _all_at_once(progress, n, jobs, total)
-        rows = run_all(_replay_row, [(trace, Path(data_dir), sc) for sc in scenarios], jobs, each=each)
+        rows = run_all(_replay_row, [(trace, Path(data_dir), sc) for sc in scenarios], jobs, each=each,
+                       cost=[replay_cost(sc) for sc in scenarios])
         if each:
             for i in range(n):  # a reused run reports nothing: count every run as done at the end
                 each(i, total, total)
