@@ -264,6 +264,7 @@ class _Aggregates:
     tiering: bool = False  # FAST VP: keep the relocation records
     flash_free_full: int = 0  # all-flash: the space GC can free (0: not an all-flash array)
     mcx: bool = False  # MCx: throttle and cache-full wait records per RAID group
+    cacheless: bool = False  # no page, stall, back-end or dirty outcomes (``ArrayModel.cacheless``)
     req: IntervalAggregator = field(init=False)
     promo: IntervalAggregator | None = field(init=False, default=None)
     ssd_fine: IntervalAggregator | None = field(init=False, default=None)
@@ -462,6 +463,9 @@ class _Aggregates:
         cols = tuple(out[c] if c in out else none for c in groupby.REQUEST_COLUMNS)
         if not ssd:
             cols = cols[:10] + (none,) * 5
+        if self.cacheless:  # zero columns, not read
+            cols = tuple(c if k == "throttle_ns" or k.startswith("ssd_") else none
+                         for k, c in zip(groupby.REQUEST_COLUMNS, cols, strict=True))
         if not all(c.dtype == np.int64 and c.flags.c_contiguous and c.flags.writeable for c in cols):
             return False
         vol, rg = segment.volume, out["rg"]
@@ -469,7 +473,8 @@ class _Aggregates:
             return False
         rk, rs, rm, group, bucket = groupby.request_tables(
             arr, done, np.ascontiguousarray(segment.op), np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
-            np.ascontiguousarray(vol), rg, int(rg.min()), int(rg.max()), cols, ssd, n, _LOG_BASE, OP_READ, OP_WRITE)
+            np.ascontiguousarray(vol), rg, int(rg.min()), int(rg.max()), cols, ssd, not self.cacheless, n, _LOG_BASE,
+            OP_READ, OP_WRITE)
         gi, b, counts = groupby.latency_hist(group, bucket, rk.shape[0])
         self._seg = (rs, rm, b, counts)
         hk = rk[gi]
@@ -811,7 +816,7 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
     fp = model.kernel_params.flash
     aggs = _Aggregates(scenario.replay.interval_ns, warm, model.kernel_params.ssd_cache.slots, model.tiering.on,
                        int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and not scenario.cloud and not scenario.device
-                       and scenario.dram.mode == "mcx")
+                       and scenario.dram.mode == "mcx", cacheless=model.cacheless())
     aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
     done = 0
     if progress and total:

@@ -316,7 +316,7 @@ def _grown(a, rows, fill):
 
 
 @njit
-def _tally(r0, arr, done, op, size, vol, rg, rg_lo, cols, ssd, interval_ns, log_base, op_read, op_write,
+def _tally(r0, arr, done, op, size, vol, rg, rg_lo, cols, ssd, pages, interval_ns, log_base, op_read, op_write,
            rb, rk, rs, rm, rn, bits, near, state, group, bucket):
     """:func:`request_tables`' pass from request ``r0`` until the end, or until a new group would
     fill the hash table past half: returns (the next request, the groups so far). ``state``: the
@@ -361,27 +361,31 @@ def _tally(r0, arr, done, op, size, vol, rg, rg_lo, cols, ssd, interval_ns, log_
         rs[uq, 0] += 1
         rs[uq, 1] += o == op_read
         rs[uq, 2] += o == op_write
-        rs[uq, 3] += c0[u]
-        rs[uq, 4] += c1[u]
-        rs[uq, 5] += c2[u]
-        rs[uq, 6] += c3[u]
         rs[uq, 7] += size[u]
         rs[uq, 8] += lat
-        st = c4[u]
-        rs[uq, 9] += st
-        rs[uq, 10] += st > 0
         th = c5[u]
         rs[uq, 11] += th
         rs[uq, 12] += th > 0
-        rs[uq, 13] += c6[u]
-        rs[uq, 14] += c7[u]
-        d = c8[u]
-        gd = c9[u]
-        rs[uq, 15] += d
-        rs[uq, 16] += gd
         rm[uq, 0] = max(rm[uq, 0], lat)
-        rm[uq, 1] = max(rm[uq, 1], d)
-        rm[uq, 2] = max(rm[uq, 2], gd)
+        if pages:
+            rs[uq, 3] += c0[u]
+            rs[uq, 4] += c1[u]
+            rs[uq, 5] += c2[u]
+            rs[uq, 6] += c3[u]
+            st = c4[u]
+            rs[uq, 9] += st
+            rs[uq, 10] += st > 0
+            rs[uq, 13] += c6[u]
+            rs[uq, 14] += c7[u]
+            d = c8[u]
+            gd = c9[u]
+            rs[uq, 15] += d
+            rs[uq, 16] += gd
+            rm[uq, 1] = max(rm[uq, 1], d)
+            rm[uq, 2] = max(rm[uq, 2], gd)
+        else:  # the page, stall, back-end and dirty columns are zero (given empty)
+            rm[uq, 1] = max(rm[uq, 1], 0)
+            rm[uq, 2] = max(rm[uq, 2], 0)
         if ssd:
             rs[uq, 17] += c10[u]
             rs[uq, 18] += c11[u]
@@ -394,12 +398,15 @@ def _tally(r0, arr, done, op, size, vol, rg, rg_lo, cols, ssd, interval_ns, log_
 
 
 @njit
-def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, interval_ns, log_base, op_read, op_write):
+def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, pages, interval_ns, log_base, op_read,
+                   op_write):
     """One pass over a segment's requests: the request sums and maxima per (interval, volume, RAID
     group) (``REQUEST_SUMS`` [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]) in a hash
     table that grows, and per request its group and latency bucket (for :func:`latency_hist`).
     ``rg_lo``, ``rg_hi``: the RAID groups' range, for a direct map from the group to its row while
-    the interval and volume stay the same (the group changes from request to request).
+    the interval and volume stay the same (the group changes from request to request). ``pages``:
+    False when the page, stall, back-end and dirty columns (all but ``throttle_ns`` of the first ten)
+    are zero (an all-flash array, a cloud volume): they are not read and may be given empty.
     Returns (request keys [g, 3], sums [g, s], maxima [g, m], group per request, bucket per request)."""
     n = arr.shape[0]
     ns = 21 if ssd else 17
@@ -416,7 +423,7 @@ def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, interv
     bucket = np.empty(n, dtype=np.int32)
     r, rn = np.int64(0), np.int64(0)
     while True:
-        r, rn = _tally(r, arr, done, op, size, vol, rg, rg_lo, cols, ssd, interval_ns, log_base, op_read, op_write,
+        r, rn = _tally(r, arr, done, op, size, vol, rg, rg_lo, cols, ssd, pages, interval_ns, log_base, op_read, op_write,
                        rb, rk, rs, rm, rn, rbits, near, state, group, bucket)
         if r >= n:
             break

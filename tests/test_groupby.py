@@ -37,10 +37,12 @@ def test_group_reduce_equals_polars_group_by():
         zip(k2, c2, strict=True))
 
 
-@pytest.mark.parametrize("ssd", [False, True])
-def test_request_tables_equal_polars_group_by(ssd):
+@pytest.mark.parametrize(("ssd", "pages"), [(False, True), (True, True), (False, False)])
+def test_request_tables_equal_polars_group_by(ssd, pages):
     """The one-pass request tables against a Polars group-by per (interval, volume, RAID group),
-    with enough groups that the hash table grows several times within one segment."""
+    with enough groups that the hash table grows several times within one segment. ``pages``
+    False (an all-flash array, a cloud volume): the page, stall, back-end and dirty columns are
+    zero and given empty."""
     rng = np.random.default_rng(11)
     n = 60_000
     arr = np.sort(rng.integers(0, 50 * 10**9, n))
@@ -52,9 +54,13 @@ def test_request_tables_equal_polars_group_by(ssd):
     cols = tuple(rng.integers(0, 1000, n) for _ in groupby.REQUEST_COLUMNS)
     if not ssd:
         cols = cols[:10] + (np.zeros(0, dtype=np.int64),) * 5
+    given = cols
+    if not pages:
+        cols = tuple(np.zeros(n, dtype=np.int64) if k not in (5, 10, 11, 12, 13, 14) else c for k, c in enumerate(cols))
+        given = tuple(np.zeros(0, dtype=np.int64) if k not in (5, 10, 11, 12, 13, 14) else c for k, c in enumerate(cols))
     interval_ns = 10**9
-    rk, rs, rm, group, bucket = groupby.request_tables(arr, done, op, size, vol, rg, -1, 6, cols, ssd, interval_ns,
-                                                       rp._LOG_BASE, rp.OP_READ, rp.OP_WRITE)
+    rk, rs, rm, group, bucket = groupby.request_tables(arr, done, op, size, vol, rg, -1, 6, given, ssd, pages,
+                                                       interval_ns, rp._LOG_BASE, rp.OP_READ, rp.OP_WRITE)
     assert rk.shape[0] > 4_000  # past the first table of 128 groups, several growths
     assert np.array_equal(rk[group], np.stack([arr // interval_ns, vol, rg], axis=1))
     assert np.array_equal(bucket, groupby.lat_buckets(done - arr, rp._LOG_BASE))
