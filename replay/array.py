@@ -433,8 +433,8 @@ class ArrayModel(Model):
     def _spare(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         """An int64 array of ``shape`` for this replay: the one the previous replay used under
         ``name`` when nothing else holds it any more (no caller's view or frame over it:
-        ``sys.getrefcount``), else a new one, zeroed (what no kernel writes stays zero). Why: fresh memory is zeroed by the OS on first
-        touch, and the outcomes and per-page columns are ~190 B per request, rewritten every
+        ``sys.getrefcount``), else a new one, zeroed (what no kernel writes stays zero). Why: fresh
+        memory is zeroed by the OS on first touch, and the outcomes and per-page columns are ~190 B per request, rewritten every
         segment: reusing them made the FAST Cache kernel 1.07x and
         ``vnx5400``'s 1.05x (benchmarks/array.py --against, 10 M requests)."""
         a = self._spares.pop(name, None)  # a dict pop is atomic: another thread sees None or a held one
