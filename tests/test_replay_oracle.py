@@ -16,6 +16,7 @@ from pipelines.catalog import find_trace
 from pipelines.ingest import ingest_file
 from pipelines.simulate import read_frames
 from replay.kernels import POLICIES, cache_model
+from replay.kernels import lru as lru_kernel
 from replay.model import Segment
 from replay.pages import SegmentBuilder
 from traces import synth
@@ -84,7 +85,9 @@ def workloads(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["zipf", "uniform", "vscsi", "disksim"])
-def test_hit_counts_equal_libcachesim(workloads, name):
+def test_hit_counts_equal_libcachesim(workloads, name, monkeypatch):
+    """Every policy at four sizes; LRU in both its layouts (the per-slot one these small caches
+    choose, and the per-page one of large caches)."""
     segments, d = workloads
     require(name in segments, f"sample for {name} not present in ../shared/data")
     segment = segments[name]
@@ -98,7 +101,14 @@ def test_hit_counts_equal_libcachesim(workloads, name):
             ours = ours_hits(policy, segment, cap)
             assert ours == theirs, f"{name} {policy} at {cap} pages: tiercast {ours} hits, libCacheSim {theirs}"
             checked += 1
-    assert checked == len(POLICIES) * len(sizes)
+    monkeypatch.setattr(lru_kernel, "SLOT_TABLE_MAX_BYTES", 0)
+    assert not cache_model("lru", sizes[0] * PAGE, PAGE).slotted
+    for cap in sizes:
+        theirs = libcachesim_hits("lru", segment.page_id, cap, oracle_file)
+        ours = ours_hits("lru", segment, cap)
+        assert ours == theirs, f"{name} per-page lru at {cap} pages: tiercast {ours} hits, libCacheSim {theirs}"
+        checked += 1
+    assert checked == (len(POLICIES) + 1) * len(sizes)
     # the sizes exercised span cold to warm caches: hits must not be all zero or all hits
     assert 0 < ours_hits("lru", segment, sizes[-1]) < segment.n_pages
 
@@ -166,3 +176,33 @@ def test_bad_policy_and_sizes():
         cache_model("lru", 100, PAGE)
     with pytest.raises(ValueError, match="power of two"):
         cache_model("lru", 1 << 20, 3000)
+
+
+@pytest.mark.parametrize("slot_table_bytes", [0, 1 << 30], ids=["per-page", "per-slot"])
+def test_lru_layouts_match_a_reference_across_segments(monkeypatch, slot_table_bytes):
+    """Each LRU layout, fed in uneven segments (its state carried over), gives the hit of every
+    access that an ordered-dict LRU gives; sizes from 1 page to more than the distinct pages."""
+    from collections import OrderedDict
+
+    monkeypatch.setattr(lru_kernel, "SLOT_TABLE_MAX_BYTES", slot_table_bytes)
+    rng = np.random.default_rng(3)
+    ids = (rng.zipf(1.3, 30_000) % 5_000).astype(np.int64)
+    for cap in (1, 2, 97, 1_000, 6_000):
+        ref, expect = OrderedDict(), []
+        for x in ids.tolist():
+            if x in ref:
+                ref.move_to_end(x)
+                expect.append(1)
+                continue
+            expect.append(0)
+            if len(ref) == cap:
+                ref.popitem(last=False)
+            ref[x] = None
+        model = cache_model("lru", cap * PAGE, PAGE)
+        assert model.slotted == bool(slot_table_bytes)
+        state, got = model.new_state(), []
+        for a, b in ((0, 1), (1, 4_000), (4_000, 4_001), (4_001, 30_000)):
+            seg = _seq_segment(ids[a:b])
+            got += model.page_hits(state, seg).tolist()
+        assert got == expect, cap
+        assert model.counters(state)["resident_pages"] == len(ref)
