@@ -42,6 +42,21 @@ _HIGH = np.int64(-1) ^ _LOW  # the predecessor's
 
 
 @njit
+def _to_head(links, x, lx, head, tail):
+    """Move resident entry ``x`` (links ``lx``, not the head) to the head of ``links``; the tail after it."""
+    p = (lx >> 32) - 1
+    n = (lx & _LOW) - 1
+    links[p] = (links[p] & _HIGH) | (n + 1)
+    if n >= 0:
+        links[n] = ((p + 1) << 32) | (links[n] & _LOW)
+    else:
+        tail = p
+    links[x] = head + 1
+    links[head] = ((x + 1) << 32) | (links[head] & _LOW)
+    return tail
+
+
+@njit
 def lru_access(page_ids, hit, link, meta, capacity):
     head = meta[HEAD]
     tail = meta[TAIL]
@@ -59,16 +74,8 @@ def lru_access(page_ids, hit, link, meta, capacity):
         lx = link[x]
         if lx >= 0:
             hit[i] = 1
-            if x != head:  # unlink x (it has a predecessor), push at head
-                p = (lx >> 32) - 1
-                n = (lx & _LOW) - 1
-                link[p] = (link[p] & _HIGH) | (n + 1)
-                if n >= 0:
-                    link[n] = ((p + 1) << 32) | (link[n] & _LOW)
-                else:
-                    tail = p
-                link[x] = head + 1
-                link[head] = ((x + 1) << 32) | (link[head] & _LOW)
+            if x != head:
+                tail = _to_head(link, x, lx, head, tail)
                 head = x
             continue
         if size == capacity:  # evict the tail
@@ -111,17 +118,8 @@ def lru_slot_access(page_ids, hit, slot, slot_link, slot_page, meta, capacity):
         s = slot[x]
         if s >= 0:
             hit[i] = 1
-            if s != head:  # unlink s (it has a predecessor), push at head
-                ls = slot_link[s]
-                p = (ls >> 32) - 1
-                n = (ls & _LOW) - 1
-                slot_link[p] = (slot_link[p] & _HIGH) | (n + 1)
-                if n >= 0:
-                    slot_link[n] = ((p + 1) << 32) | (slot_link[n] & _LOW)
-                else:
-                    tail = p
-                slot_link[s] = head + 1
-                slot_link[head] = ((s + 1) << 32) | (slot_link[head] & _LOW)
+            if s != head:
+                tail = _to_head(slot_link, s, slot_link[s], head, tail)
                 head = s
             continue
         if size == capacity:  # evict the tail; its slot takes x
