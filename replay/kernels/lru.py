@@ -10,8 +10,8 @@
   slot and touches both neighbours) then stay in the CPU caches instead of touching two random
   lines of a per-page table as large as the footprint. 50 M Zipf(1.0) accesses over 16 M pages
   (2026-11-28, same hits): 1 % cache 22-33 -> 56-62 M accesses/s, 0.1 % 64 -> 90, 3 % 22-26 -> 32-36;
-  at 6 % (16 MiB of slots) the two are alike and at 10 % the per-page layout is faster (27-30
-  against 33-40 M/s), hence the limit.
+  at 6 % (16 MiB of slots) the two are alike and at 10 % the per-page layout is faster (33-40
+  against 27-30 M/s), hence the limit.
 
 Same variant as libCacheSim's ``LRU``: a hit moves the page to the head, a miss evicts the tail
 when the cache is full and inserts at the head; both layouts give the same hits. The loops prefetch
