@@ -447,19 +447,23 @@ MISSING = missing_tools()
 #: workloads the suite does not run: (name, rw, bs, iodepth, rwmixread)
 HELD_OUT = (("randread-4k-qd8", "randread", "4k", 8, None), ("randread-16k-qd2", "randread", "16k", 2, None),
             ("randrw70-4k-qd4", "randrw", "4k", 4, 70), ("read-64k-qd1", "read", "64k", 1, None))
-#: the issue's bar is 15 % IOPS / 20 % latency per held-out workload. The same 3 s fio job on this
-#: 2-core VM moves by up to +-46 % from run to run (64 KiB QD1 reads: 10,014 and 6,867 IOPS in one
-#: CI run), and the host's other tenants slow it for seconds at a time (a 70/30 mix at QD4 ran at
-#: 16,000 IOPS for 1.5 s, then 35,000, inside one 3 s job; 16 KiB QD2 reads gave 14,060 in one run
-#: of this test and 22,105 in the next, 2026-11-27). So each held-out workload runs before, between
-#: and after the suite's two rounds and the median of its three runs is taken: one disturbed run no
-#: longer moves it. The test holds 40 % on each: it fails a calibration as poor as one QD1 capture's
-#: (-75 % IOPS at QD8, -47 % for the mix); the issue's bar is reported (docs/guide/calibrating.md)
+#: the issue's bar, held on each held-out workload: IOPS within 15 % of fio's, mean latency within 20 %
+IOPS_TOL, LAT_TOL = 0.15, 0.20
+#: The same fio job on this 2-core VM moves from run to run by more than the bar at times (64 KiB QD1
+#: reads: 10,014 and 6,867 IOPS in one CI run; 16 KiB QD2 reads 14,060 in one run of this test and
+#: 22,105 in the next, 2026-11-27), and the host's other tenants slow it for seconds at a time (a 70/30
+#: mix at QD4 at 16,000 IOPS for 1.5 s, then 35,000, inside one 3 s job). So each held-out workload
+#: runs before, between and after the suite's two rounds, and the median run is the reference. When
+#: those runs themselves disagree by more than the IOPS bar (``spread``), fio cannot tell a 15 % error
+#: from its own noise: the workload runs ``EXTRA_RUNS`` more times (a rule on fio's runs alone, never
+#: on the model's error), the reference is the median of five and the spread that of their middle
+#: three. A workload still spread wider than the bar is held to ``EACH_TOL`` (it fails a calibration
+#: as poor as one QD1 capture's: -75 % IOPS at QD8, -47 % for the mix) and the table says so.
+NOISY_SPREAD = 1 + IOPS_TOL
+EXTRA_RUNS = 2
 EACH_TOL = 0.40
-#: the issue's bar (15 % IOPS, 20 % latency) on the mean |error| of the four: over ten saved runs
-#: replayed with this model (docs/guide/calibrating.md, read_gain_at_2) the means were 1.1-13.6 % (IOPS)
-#: and 1.0-11.3 % (latency), while one workload missed the bar in two of the ten
-MEAN_IOPS_TOL, MEAN_LAT_TOL = 0.15, 0.20
+#: the issue's bar on the mean |error| of the four as well, whatever their spread
+MEAN_IOPS_TOL, MEAN_LAT_TOL = IOPS_TOL, LAT_TOL
 JOB_S = 3  # the suite's (calibrate-suite's least: two whole iostat intervals in a depth-1 job)
 HELD_OUT_JOB_S = 2  # 12 held-out runs, each compared as the median of three: 12 s less, and the test in 3 minutes
 SUITE_ROUNDS = 2  # each held-out workload runs before, between and after them: SUITE_ROUNDS + 1 times
@@ -470,25 +474,40 @@ def median_run(runs: list) -> object:
     return sorted(runs, key=lambda w: w.iops)[len(runs) // 2]
 
 
+def spread(runs: list) -> float:
+    """Fastest / slowest IOPS of the runs, the extremes of five or more left out (one each side)."""
+    iops = sorted(w.iops for w in runs)
+    if len(iops) >= 5:
+        iops = iops[1:-1]
+    return iops[-1] / iops[0]
+
+
+class _Run:
+    def __init__(self, iops):
+        self.iops = iops
+
+
 def test_median_run_ignores_one_disturbed_run():
-    class W:
-        def __init__(self, iops):
-            self.iops = iops
-    runs = [W(35_000), W(16_000), W(36_000)]
+    runs = [_Run(35_000), _Run(16_000), _Run(36_000)]
     assert median_run(runs).iops == 35_000
+
+
+def test_spread_of_three_runs_and_of_the_middle_three_of_five():
+    three = [_Run(10_380), _Run(9_396), _Run(12_229)]  # 64 KiB QD1 reads in one run of this test
+    assert spread(three) == pytest.approx(12_229 / 9_396) and spread(three) > NOISY_SPREAD
+    five = three + [_Run(10_500), _Run(10_900)]
+    assert spread(five) == pytest.approx(10_900 / 10_380) and spread(five) <= NOISY_SPREAD
+    assert median_run(five).iops == 10_500
 
 
 @pytest.mark.serial  # device throughput is load sensitive: nothing else may share the disk
 def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir, tmp_path):
     """calibrate-suite (3 s jobs, 64 MiB), calibrate from its captures, then four workloads outside
     the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
-    scenario: IOPS and mean latency of each within 40 % of fio's and within the issue's 15 / 20 % on
-    the mean |error| of the four (the issue asks it of each: met in eight of ten saved runs replayed
-    with this model, and in the live run after it; the misses: 4 KiB QD8 reads -16.5 % in one run, and a
-    run of the older suite, 4 KiB QD8 +16.7 % and 64 KiB +18.9 %; see ``EACH_TOL`` and
-    docs/guide/calibrating.md); the
-    table is printed for the record. It takes 159-161 s here (the issue asks 3 minutes at most; no
-    timed assertion: the note has the figure).
+    scenario: IOPS within 15 % of fio's and mean latency within 20 % on each workload whose fio runs
+    agree within 15 % (``spread``; the others within 40 %), and 15 / 20 % on the mean |error| of the
+    four; the table is printed for the record. It takes 157-175 s here (the issue asks 3 minutes at
+    most; no timed assertion: the note has the figure).
 
     The other developers' and tests' load on this 2-core VM moves its disk: the same 3 s fio job run
     back to back varies by up to +-20 %, deep queues more (README). So the suite runs twice and the four
@@ -508,14 +527,16 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     t0 = time.monotonic()
     target = blockdir / "held-out.dat"
     caps, held, suite_s = [], {j[0]: [] for j in HELD_OUT}, 0.0
+    measured = {j[0]: [] for j in HELD_OUT}
 
-    def held_out_round():
-        for job in HELD_OUT:
+    def held_out_round(jobs=HELD_OUT):
+        for job in jobs:
             jf = tmp_path / f"{job[0]}.fio"
             jf.write_text(job_text(*job, str(target), 64 * MIB, HELD_OUT_JOB_S, False))
             c = capture(jf, data_dir, validate="off")
             assert c.fio_returncode == 0, c.warnings
             held[job[0]].append(c)
+            measured[job[0]].append(workload_of(data_dir, c.capture_id, with_host=False))
 
     held_out_round()
     for _ in range(SUITE_ROUNDS):
@@ -529,6 +550,9 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
         caps += s["captures"]
         suite_s += time.monotonic() - t1
         held_out_round()
+    noisy = [job for job in HELD_OUT if spread(measured[job[0]]) > NOISY_SPREAD]
+    for _ in range(EXTRA_RUNS):
+        held_out_round(noisy)
     target.unlink(missing_ok=True)
 
     scen = tmp_path / "device.toml"
@@ -543,18 +567,20 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
 
     rows = []
     for name, runs in held.items():
-        ws = [workload_of(data_dir, c.capture_id, with_host=False) for c in runs]
+        ws = measured[name]
         mid = median_run(ws)
-        iops, lat = mid.iops, mid.lat_mean_ms
         trace = find_trace(data_dir, next(iter(runs[ws.index(mid)].traces.values())))
         run = replay_frames(read_frames(trace), sc.with_replay(outstanding=ws[0].iodepth), trace.trace_id).summary
-        rows.append((name, iops, run["iops"], lat, run["latency_mean_ms"], [w.iops for w in ws]))
+        rows.append((name, mid.iops, run["iops"], mid.lat_mean_ms, run["latency_mean_ms"], [w.iops for w in ws],
+                     spread(ws)))
     table = "\n".join(f"{n:18s} IOPS fio {fi:9,.0f} model {mi:9,.0f} ({100 * (mi / fi - 1):+5.1f} %)  latency "
-                      f"fio {fl * 1e3:7.1f} us model {ml * 1e3:7.1f} us ({100 * (ml / fl - 1):+5.1f} %)  runs "
-                      + " / ".join(f"{x:,.0f}" for x in each) for n, fi, mi, fl, ml, each in rows)
+                      f"fio {fl * 1e3:7.1f} us model {ml * 1e3:7.1f} us ({100 * (ml / fl - 1):+5.1f} %)  held to "
+                      + ("15 / 20 %" if sp <= NOISY_SPREAD else f"40 % (fio runs spread {sp:.2f}x)") + "  runs "
+                      + " / ".join(f"{x:,.0f}" for x in each) for n, fi, mi, fl, ml, each, sp in rows)
     fitted = {k: v for k, v in cal["params"].items() if not k.startswith("_")}
     print(f"\n{json.dumps(fitted)}\nsuite {suite_s:.0f} s (two rounds), test {time.monotonic() - t0:.0f} s\n{table}")
-    for n, fi, mi, fl, ml, _ in rows:
-        assert abs(mi / fi - 1) <= EACH_TOL and abs(ml / fl - 1) <= EACH_TOL, f"{n}\n{table}"
-    assert sum(abs(mi / fi - 1) for _, fi, mi, _, _, _ in rows) / len(rows) <= MEAN_IOPS_TOL, table
-    assert sum(abs(ml / fl - 1) for _, _, _, fl, ml, _ in rows) / len(rows) <= MEAN_LAT_TOL, table
+    for n, fi, mi, fl, ml, _, sp in rows:
+        iops_tol, lat_tol = (IOPS_TOL, LAT_TOL) if sp <= NOISY_SPREAD else (EACH_TOL, EACH_TOL)
+        assert abs(mi / fi - 1) <= iops_tol and abs(ml / fl - 1) <= lat_tol, f"{n}\n{table}"
+    assert sum(abs(mi / fi - 1) for _, fi, mi, _, _, _, _ in rows) / len(rows) <= MEAN_IOPS_TOL, table
+    assert sum(abs(ml / fl - 1) for _, _, _, fl, ml, _, _ in rows) / len(rows) <= MEAN_LAT_TOL, table
