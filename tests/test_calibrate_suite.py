@@ -457,10 +457,13 @@ IOPS_TOL, LAT_TOL = 0.15, 0.20
 #: those runs themselves disagree by more than the IOPS bar (``spread``), fio cannot tell a 15 % error
 #: from its own noise: the workload runs ``EXTRA_RUNS`` more times (a rule on fio's runs alone, never
 #: on the model's error), the reference is the median of five and the spread that of their middle
-#: three. A workload still spread wider than the bar is held to ``EACH_TOL`` (it fails a calibration
-#: as poor as one QD1 capture's: -75 % IOPS at QD8, -47 % for the mix) and the table says so.
+#: three. A workload still spread wider than the bar (or beyond ``MAX_RERUN``) is held to ``EACH_TOL``
+#: (it fails a calibration as poor as one QD1 capture's: -75 % IOPS at QD8, -47 % for the mix) and the
+#: table says so.
 NOISY_SPREAD = 1 + IOPS_TOL
 EXTRA_RUNS = 2
+#: at most this many workloads re-run (the widest spread first): ~15 s more, the test within 3 minutes
+MAX_RERUN = 2
 EACH_TOL = 0.40
 #: the issue's bar on the mean |error| of the four as well, whatever their spread
 MEAN_IOPS_TOL, MEAN_LAT_TOL = IOPS_TOL, LAT_TOL
@@ -506,8 +509,8 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
     the suite captured and replayed (their own fio traces, closed loop at their iodepth) through the
     scenario: IOPS within 15 % of fio's and mean latency within 20 % on each workload whose fio runs
     agree within 15 % (``spread``; the others within 40 %), and 15 / 20 % on the mean |error| of the
-    four; the table is printed for the record. It takes 157-175 s here (the issue asks 3 minutes at
-    most; no timed assertion: the note has the figure).
+    four; the table is printed for the record. It takes 157-172 s here (two workloads re-run at most;
+    the issue asks 3 minutes at most; no timed assertion: the note has the figure).
 
     The other developers' and tests' load on this 2-core VM moves its disk: the same 3 s fio job run
     back to back varies by up to +-20 %, deep queues more (README). So the suite runs twice and the four
@@ -550,7 +553,8 @@ def test_suite_calibration_predicts_workloads_it_did_not_run(blockdir, data_dir,
         caps += s["captures"]
         suite_s += time.monotonic() - t1
         held_out_round()
-    noisy = [job for job in HELD_OUT if spread(measured[job[0]]) > NOISY_SPREAD]
+    noisy = sorted((job for job in HELD_OUT if spread(measured[job[0]]) > NOISY_SPREAD),
+                   key=lambda job: -spread(measured[job[0]]))[:MAX_RERUN]
     for _ in range(EXTRA_RUNS):
         held_out_round(noisy)
     target.unlink(missing_ok=True)
