@@ -57,6 +57,17 @@ def _to_head(links, x, lx, head, tail):
 
 
 @njit
+def _push_head(links, x, head, tail):
+    """Link entry ``x`` (not resident) in front of ``head`` (-1: the list is empty); the tail after it."""
+    links[x] = head + 1  # no predecessor
+    if head >= 0:
+        links[head] = ((x + 1) << 32) | (links[head] & _LOW)
+    else:
+        tail = x
+    return tail
+
+
+@njit
 def lru_access(page_ids, hit, link, meta, capacity):
     head = meta[HEAD]
     tail = meta[TAIL]
@@ -90,11 +101,7 @@ def lru_access(page_ids, hit, link, meta, capacity):
             else:
                 head = -1
             size -= 1
-        link[x] = head + 1  # no predecessor
-        if head >= 0:
-            link[head] = ((x + 1) << 32) | (link[head] & _LOW)
-        else:
-            tail = x
+        tail = _push_head(link, x, head, tail)
         head = x
         size += 1
     meta[HEAD] = head
@@ -136,11 +143,7 @@ def lru_slot_access(page_ids, hit, slot, slot_link, slot_page, meta, capacity):
             size += 1
         slot[x] = s
         slot_page[s] = x
-        slot_link[s] = head + 1  # no predecessor
-        if head >= 0:
-            slot_link[head] = ((s + 1) << 32) | (slot_link[head] & _LOW)
-        else:
-            tail = s
+        tail = _push_head(slot_link, s, head, tail)
         head = s
     meta[HEAD] = head
     meta[TAIL] = tail
