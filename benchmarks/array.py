@@ -14,7 +14,10 @@ the five-drive MCx and FLARE presets (queues, and latencies, growing for the who
 benchmark sets the loop itself, as its runs before that date had it:
 
 * ``kernel``: ``ArrayModel.replay`` over segments built beforehand (one thread; page split and
-  dense ids included, segment building not), per wall second and per CPU second of the process;
+  dense ids included, segment building not), per wall second and per CPU second of the process,
+  with the request tables tallied in its loop as the end-to-end replay has them (``replay.tally``,
+  at the automatic interval); ``without tally``: the same kernel handed no tally, per CPU second
+  (what the kernel alone cost before 2026-11-28, when the tables were a pass after it);
 * ``end to end``: ``pipelines.replay.replay_trace`` from the Parquet dataset to the written
   per-interval tables and summary (reading, segment building in a prefetch thread, kernel,
   Polars aggregation, Parquet). Per core = requests / process CPU seconds (all threads).
@@ -65,8 +68,10 @@ from pipelines import simulate as sim  # noqa: E402
 from pipelines.catalog import find_trace  # noqa: E402
 from pipelines.ingest import ingest_file  # noqa: E402
 from replay.array import ArrayModel  # noqa: E402
+from replay.intervals import AUTO_INTERVALS_NS  # noqa: E402
 from replay.pages import SegmentBuilder  # noqa: E402
 from replay.scenario import load  # noqa: E402
+from replay.tally import RequestTally  # noqa: E402
 from traces import synth  # noqa: E402
 
 ORACLE_RECORD = np.dtype([("time", "<u4"), ("obj_id", "<u8"), ("size", "<u4"), ("next_access", "<i8")])
@@ -114,13 +119,21 @@ def prepare(requests: int, work: Path):
     return trace, segments, builder, oracle, len(rec)
 
 
-def kernel_run(name: str, segments, names) -> tuple[float, float, dict]:
+def kernel_run(name: str, segments, names, tally: bool = True) -> tuple[float, float, dict]:
+    """The kernel as the end-to-end replay runs it: with its request tally (``replay.tally``), at
+    the automatic interval."""
     m = ArrayModel(scenario(name))
     st = m.new_state()
+    counter = RequestTally.for_model(m, st) if tally else None
+    interval_ns = AUTO_INTERVALS_NS[0]
     t, cpu = time.perf_counter(), time.process_time()
     for c in segments:
         st.volume_names = names
-        m.replay(st, c)
+        if counter is not None:
+            counter.start(c.n_requests, interval_ns, True)
+        m.replay(st, c, counter)
+        if counter is not None:
+            interval_ns = counter.tables(0)[0]
         m.drain_records(st)
     return time.perf_counter() - t, time.process_time() - cpu, m.counters(st)
 
@@ -221,8 +234,10 @@ def main() -> None:
             compile_kernels(label)
         for name in args.scenarios:
             kt, kcpu, c = min((kernel_run(name, segments, names) for _ in range(args.repeat)), key=lambda r: r[1])
+            bare = min(kernel_run(name, segments, names, tally=False)[1] for _ in range(args.repeat))
             wall, cpu, s = min((end_to_end(name, trace, work) for _ in range(args.repeat)), key=lambda r: r[0])
             rows.append({"tool": f"tiercast {name}", "kernel_req_per_s": n / kt, "kernel_req_per_cpu_s": n / kcpu,
+                         "kernel_without_tally_req_per_cpu_s": n / bare,
                          "end_to_end_req_per_s": n / wall,
                          "end_to_end_req_per_cpu_s": n / cpu, "simulated_iops": s["iops"],
                          "latency_mean_ms": s["latency_mean_ms"], "read_hit_ratio": c["read_hit_ratio"],
@@ -238,17 +253,20 @@ def main() -> None:
         return
     print(f"trace: database pattern, {n:,} requests of 8 KiB (67 % read, uniform over 15 GiB); "
           f"best of {args.repeat}; {os.cpu_count()} cores")
-    print(f"{'':32s} {'kernel req/s':>14s} {'per CPU-s':>12s} {'end-to-end req/s':>17s} {'per CPU-s':>12s}"
-          "  simulated")
+    print(f"{'':32s} {'kernel req/s':>14s} {'per CPU-s':>12s} {'no tally':>12s} {'end-to-end req/s':>17s} "
+          f"{'per CPU-s':>12s} {'ratio':>6s}  simulated")
     lru = rows[-1]["kernel_req_per_cpu_s"]
     for r in rows:
         extra = (f"{r['simulated_iops']:,.0f} IOPS, {r['latency_mean_ms']:.1f} ms, read hits "
                  f"{r['read_hit_ratio']:.3f}, {r['flush_ops']:,} flushes, {r['ssd_promotions']:,} promotions, {r['tier_moves']:,} relocations, "
                  f"kernel {r['kernel_req_per_cpu_s'] / lru:.2f}x libCacheSim" if "simulated_iops" in r
                  else f"hit ratio {r['hit_ratio']:.3f} (pages)")
-        e2e = f"{r['end_to_end_req_per_s']:>17,.0f} {r['end_to_end_req_per_cpu_s']:>12,.0f}" \
-            if "end_to_end_req_per_s" in r else f"{'':>17s} {'':>12s}"
-        print(f"{r['tool']:32s} {r['kernel_req_per_s']:>14,.0f} {r['kernel_req_per_cpu_s']:>12,.0f} {e2e}  {extra}")
+        e2e = (f"{r['end_to_end_req_per_s']:>17,.0f} {r['end_to_end_req_per_cpu_s']:>12,.0f} "
+               f"{r['end_to_end_req_per_cpu_s'] / r['kernel_req_per_cpu_s']:>5.2f}x") \
+            if "end_to_end_req_per_s" in r else f"{'':>17s} {'':>12s} {'':>6s}"
+        bare = f"{r['kernel_without_tally_req_per_cpu_s']:>12,.0f}" if "kernel_without_tally_req_per_cpu_s" in r \
+            else f"{'':>12s}"
+        print(f"{r['tool']:32s} {r['kernel_req_per_s']:>14,.0f} {r['kernel_req_per_cpu_s']:>12,.0f} {bare} {e2e}  {extra}")
 
 
 if __name__ == "__main__":

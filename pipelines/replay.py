@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -92,6 +91,7 @@ from replay.mech import MECHANISMS
 from replay.model import Segment
 from replay.pages import SegmentBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
+from replay.tally import LAT_BASE, LOG_BASE, RequestTally
 from replay.version import ARRAY_MODEL, model_version
 from schemas.trace import OP_READ, OP_WRITE
 from traces.source import prefetch as prefetch_items
@@ -99,16 +99,15 @@ from traces.source import prefetch as prefetch_items
 #: record logs kept in time order for what reads them in order (stall spans, the tier moves); the
 #: others are only summed per interval (any order gives the same sums)
 SORTED_LOGS = ("forced_flush", "relocation")
-#: per-interval sums of requests and flushes in compiled code (``replay.groupby``); False: Polars
-#: group-bys on frames of them (the reference the tests compare with)
+#: per-interval sums of requests and flushes in compiled code (the request tables in the kernel's
+#: loop, ``replay.tally``; the rest ``replay.groupby``); False: Polars group-bys on frames of them
+#: (the reference the tests compare with)
 COMPILED_SUMS = True
 #: requests per segment of an array replay. Segments of 2 M requests made arrays of 16-350 MB per
 #: segment (the outcome columns, the request tables' scratch), mapped afresh for each: in a fresh
 #: process, 10 M requests, 1.7-2.1 s of page-fault system time (vnx5400-fastcache; vnx2-mcx
 #: 0.6-0.8 s); at 512 k 0.3-0.6 s, user time unchanged, half the peak RSS (docs/performance.md)
 ARRAY_BATCH_ROWS = 1 << 19
-LAT_BASE = 1.01  # latency histogram: bucket b holds [1.01^b, 1.01^(b+1)) ns
-_LOG_BASE = math.log(LAT_BASE)
 
 
 #: the mechanisms' results modules (``replay/mech/<name>/results.py``): what they aggregate as a
@@ -205,7 +204,7 @@ _FLASH_SUMS = {
 
 
 def _lat_bucket(latency_ns: pl.Expr) -> pl.Expr:
-    return (pl.max_horizontal(latency_ns, pl.lit(1)).cast(pl.Float64).log() / _LOG_BASE).floor().cast(pl.Int32)
+    return (pl.max_horizontal(latency_ns, pl.lit(1)).cast(pl.Float64).log() / LOG_BASE).floor().cast(pl.Int32)
 
 
 def _sorted_by(df: pl.DataFrame, cols: list[str]) -> bool:
@@ -317,7 +316,7 @@ class _Aggregates:
         self.ts_resolution_ns = 0  # the step every timestamp difference is a multiple of (0: one instant)
         self.ts_at_one_instant_max = 0  # the most requests sharing one timestamp
         self._ts_last: tuple[int, int] | None = None  # the last timestamp and its requests so far
-        self._done_grouped = False  # this segment's request tables summed by replay.groupby
+        self._done_grouped = False  # this segment's request tables summed in compiled code
         self._seg = None  # ... and those tables (sums, maxima, latency buckets and counts)
 
     def _fit(self, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
@@ -341,12 +340,15 @@ class _Aggregates:
         for results in self.mech.values():
             results.coarsen(n)
 
-    def add(self, segment: Segment, out: dict[str, np.ndarray], records: dict[str, np.ndarray]) -> None:
+    def add(self, segment: Segment, out: dict[str, np.ndarray], records: dict[str, np.ndarray],
+            tally: RequestTally | None = None) -> None:
+        """One replayed segment: its outcomes, its records and (``tally``) the request tables its
+        kernel summed."""
         if self.auto:
             self._fit(out, records)
         self._note_timestamps(segment.ts_ns)
         frame = None
-        grouped = self._grouped(segment, out)
+        grouped = self._grouped(segment, out, tally)
         flash_done = False
         if self.flash is not None:
             write_bytes = np.where(segment.op == OP_WRITE, segment.size_bytes.astype(np.int64), 0)
@@ -412,7 +414,7 @@ class _Aggregates:
             for ts, ios in self._pending_write_ios:
                 s["backend_ios"] += int(ios[ts >= s["first_ns"]].sum())
             self._pending_write_ios = []
-        b = (np.log(np.maximum(lat, 1)) / _LOG_BASE).astype(np.int64)
+        b = (np.log(np.maximum(lat, 1)) / LOG_BASE).astype(np.int64)
         top = int(b.max()) + 1
         if top > self.lat_hist.size:
             self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
@@ -445,36 +447,26 @@ class _Aggregates:
             self.lat_hist = np.concatenate([self.lat_hist, np.zeros(top - self.lat_hist.size, dtype=np.int64)])
         np.add.at(self.lat_hist, b, counts)
 
-    def _grouped(self, segment: Segment, out: dict[str, np.ndarray]) -> bool:
-        """The request, latency-histogram and fine SSD tables of one segment by compiled group sums
-        (``replay.groupby.request_tables``: one pass, hash tables), the same rows as the Polars
-        group-by of ``add``; False (nothing added) when it does not apply."""
+    def _grouped(self, segment: Segment, out: dict[str, np.ndarray], tally: RequestTally | None = None) -> bool:
+        """The request, latency-histogram and fine SSD tables of one segment from the request tables
+        its kernel summed (``tally``, ``replay.tally``): the same rows as the Polars group-by of
+        ``add``; False (nothing added) without them."""
         self._done_grouped = False
         self._seg = None
-        arr, done = out["arrival_ns"], out["done_ns"]
-        if arr.size == 0 or not COMPILED_SUMS:
+        arr = out["arrival_ns"]
+        if arr.size == 0 or tally is None:
             return False
         n = self.req.interval_ns
         ssd = self.ssd_fine is not None
         if list(self.req.sums) != [*groupby.REQUEST_SUMS, *(groupby.SSD_SUMS if ssd else ())] or list(
                 self.req.maxes) != [*groupby.REQUEST_MAXES, *(["ssd_dirty_max"] if ssd else [])]:
             raise AssertionError("replay: the compiled request sums differ from the Polars ones")
-        none = np.zeros(0, dtype=np.int64)
-        cols = tuple(out[c] if c in out else none for c in groupby.REQUEST_COLUMNS)
-        if not ssd:
-            cols = cols[:10] + (none,) * 5
-        if self.cacheless:  # zero columns, not read
-            cols = tuple(c if k == "throttle_ns" or k.startswith("ssd_") else none
-                         for k, c in zip(groupby.REQUEST_COLUMNS, cols, strict=True))
-        if not all(c.dtype == np.int64 and c.flags.c_contiguous and c.flags.writeable for c in cols):
-            return False
         vol, rg = segment.volume, out["rg"]
-        if int(rg.max()) - int(rg.min()) > 1 << 16:
-            return False
-        rk, rs, rm, group, bucket = groupby.request_tables(
-            arr, done, np.ascontiguousarray(segment.op), np.ascontiguousarray(segment.size_bytes, dtype=np.int64),
-            np.ascontiguousarray(vol), rg, int(rg.min()), int(rg.max()), cols, ssd, not self.cacheless, n, _LOG_BASE,
-            OP_READ, OP_WRITE)
+        counted_ns, rk, rs, rm, group, bucket = tally.tables(segment.n_requests)
+        if n % counted_ns:
+            raise AssertionError(f"replay: the tally counted {counted_ns} ns intervals, the run {n} ns")
+        if counted_ns != n:  # the automatic interval grew after the kernel ran (``_fit``)
+            rk = np.column_stack([rk[:, 0] // (n // counted_ns), rk[:, 1:]])
         gi, b, counts = groupby.latency_hist(group, bucket, rk.shape[0])
         self._seg = (rs, rm, b, counts)
         hk = rk[gi]
@@ -486,8 +478,7 @@ class _Aggregates:
         part.update((c, rm[:, i]) for i, c in enumerate(self.req.maxes))
         self.req.add_part(pl.DataFrame(part))
         if ssd:
-            fine = self.ssd_fine.interval_ns
-            self.ssd_fine.add_part(self.ssd_fine.compiled_part(arr // fine, {c: out[c] for c in _SSD_REQ_SUMS}, {}))
+            self.ssd_fine.add_arrays(arr, {c: out[c] for c in _SSD_REQ_SUMS})
         self._done_grouped = True
         return True
 
@@ -509,9 +500,8 @@ class _Aggregates:
                                                          dtypes=[fl["volume"].dtype, fl["rg"].dtype]))
             done.add(id(self.flush))
         if self.ssd_fine_flush is not None:
-            fine = self.ssd_fine_flush.interval_ns
-            self.ssd_fine_flush.add_part(self.ssd_fine_flush.compiled_part(
-                fl["ts_ns"] // fine, {"ssd_flush_hits": fl["ssd_hits"], "ssd_flush_misses": fl["ssd_misses"]}, {}))
+            self.ssd_fine_flush.add_arrays(fl["ts_ns"], {"ssd_flush_hits": fl["ssd_hits"],
+                                                          "ssd_flush_misses": fl["ssd_misses"]})
             done.add(id(self.ssd_fine_flush))
         return done
 
@@ -818,13 +808,16 @@ def replay_segments(segments: Iterable[Segment], volumes: Callable[[], list[str]
                        int(round(fp.free_full_bytes)) if fp.on else 0, mcx=not fp.on and not scenario.cloud and not scenario.device
                        and scenario.dram.mode == "mcx", cacheless=model.cacheless())
     aggs.mech = {name: RESULTS[name].Results(model, aggs.interval_ns) for name in model.mechanisms() if name in RESULTS}
+    tally = RequestTally.for_model(model, state) if COMPILED_SUMS else None
     done = 0
     if progress and total:
         progress(0, total)  # the bar knows the trace's size before the first segment (which may be all of it)
     for segment in segments:
         state.volume_names = volumes()
-        out = model.replay(state, segment)
-        aggs.add(segment, out, model.drain_records(state))
+        if tally is not None:
+            tally.start(segment.n_requests, aggs.req.interval_ns, aggs.auto)
+        out = model.replay(state, segment, tally)
+        aggs.add(segment, out, model.drain_records(state), tally)
         del out  # let the model reuse the outcome buffer (ArrayModel._spare) unless aggs kept it
         done += segment.n_requests
         if progress:

@@ -25,8 +25,10 @@ return, :data:`OUTCOME_COLUMNS`) issue and completion times, pages and hits, sta
 time, its RAID group (the group of its first page), back-end reads and their busy time, dirty
 pages at that moment, and the SSD cache's, snapshots' and all-flash array's columns; and records
 at their own times (``drain_records``, ``replay.events.LOG_COLUMNS``): flushes, forced flushes,
-throttled ticks, cache-full waits, SSD cache promotions, FAST VP relocations. The per-interval
-aggregation is in ``pipelines.replay``.
+throttled ticks, cache-full waits, SSD cache promotions, FAST VP relocations. Given a
+``replay.tally.RequestTally``, the kernel also sums the request tables per (interval, volume, RAID
+group) as each request completes (``tally.add``). The rest of the per-interval aggregation is in
+``pipelines.replay``.
 
 Structure: one module per mechanism, each with its immutable parameters (a NamedTuple of
 scalars or arrays built from the scenario) and its state (a NamedTuple of numpy arrays; tables
@@ -68,6 +70,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from replay import tally as tl
 from replay.events import LOG_COLUMNS, Log, Logs, columns, new_events, new_logs, room
 from replay.ids import IdMap
 from replay.jit import kernel, step
@@ -94,6 +97,7 @@ __all__ = ["ArrayModel", "ArrayState", "OUTCOME_COLUMNS", "LOG_COLUMNS", "run_re
 OUTCOME_COLUMNS = {m.name: m.module("outputs").OUTCOMES for m in MECHANISMS}
 Outcome = namedtuple("Outcome", [c.name for cols in OUTCOME_COLUMNS.values() for c in cols])
 _NO_COLUMN = np.zeros(0, dtype=np.int64)
+_NO_TALLY = tl.off()
 
 
 #: Memory prefetch distances (requests ahead, ``replay.prefetch``): a later request's cache units
@@ -152,7 +156,7 @@ def split_units(page_no, page_req, volume, shift, page_bits, unit_no, pbit, keys
 
 
 @kernel
-def run_requests(params, state, req, shift, start, out, tmp, aside):
+def run_requests(params, state, req, shift, start, out, tmp, aside, tally):
     """Process requests ``start..``; returns the index of the first request not processed (the
     record buffer would overflow: drain it and call again; or FAST VP's ranking is due: rank and
     call again). ``shift``: the unit id table's hash shift; ``tmp``: a ``replay.mech.backend.kernel.PLACE`` scratch record.
@@ -190,6 +194,8 @@ def run_requests(params, state, req, shift, start, out, tmp, aside):
         k = cache.dirty_units + (p1 - p0) + 64
         if not (room(logs.flush, k) and room(logs.forced_flush, k) and room(logs.cache_full_wait, k)
                 and room(logs.ssd_promotion, k) and room(logs.throttle, n_rg + 1)):
+            return i
+        if not tl.room(tally):
             return i
         if i + AHEAD_FAR < n:
             q = i + AHEAD_FAR
@@ -278,20 +284,27 @@ def run_requests(params, state, req, shift, start, out, tmp, aside):
         out.rg[i] = rg_req
         out.backend_ios[i] = bios
         out.backend_busy_ns[i] = bbusy
+        rg_dirty = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
         out.dirty_pages[i] = cache.dirty
-        out.rg_dirty_pages[i] = ds.groups[rg_req].dirty_pages if rg_req >= 0 else 0
+        out.rg_dirty_pages[i] = rg_dirty
         if np_.on and o != OP_WRITE:
             out.snapshot_first_writes[i] = 0
             out.snapshot_map_updates[i] = 0
             out.snapshot_map_ios[i] = 0
         if np_.on:
             out.snapshot_read_splits[i] = ns.c[0].read_splits - splits0
+        srh = sc.read_hits - rh0
+        srm = sc.read_misses - rm0
+        sth = sc.through_hits - wh0
+        stm = sc.through_misses - wm0
         if sp.on:
-            out.ssd_read_hits[i] = sc.read_hits - rh0
-            out.ssd_read_misses[i] = sc.read_misses - rm0
-            out.ssd_through_hits[i] = sc.through_hits - wh0
-            out.ssd_through_misses[i] = sc.through_misses - wm0
+            out.ssd_read_hits[i] = srh
+            out.ssd_read_misses[i] = srm
+            out.ssd_through_hits[i] = sth
+            out.ssd_through_misses[i] = stm
             out.ssd_dirty_slots[i] = sc.dirty_slots
+        tl.add(tally, i, arr, done, o, req.size[i], v, rg_req, rp, rh, wp, wh, stall, thr, bios, bbusy, cache.dirty,
+               rg_dirty, srh, srm, sth, stm, sc.dirty_slots, sp.on)
         host.complete(hp, hs, arr, done, stall, thr)
     return n
 
@@ -301,8 +314,8 @@ def cacheless_outcome(out, i, arr, done, thr, rg):
     """Request i's outcome columns on an array without a DRAM cache or RAID back end (all-flash,
     a cloud volume): its times and token / GC wait, the group of its volume's pool. Its page,
     stall, dirty and back-end columns stay as ``ArrayModel._spare`` gives them: zero. Nine stores
-    a request fewer, and the request pass does not read them (``groupby.request_tables``'
-    ``pages``): ``violin6232`` 1.35-1.44 -> 1.18-1.25 CPU-s per 10 M requests, ``aws-gp3``
+    a request fewer (before the request tables were tallied in the kernel, ``replay.tally``, the
+    pass after it did not read them either): ``violin6232`` 1.35-1.44 -> 1.18-1.25 CPU-s per 10 M requests, ``aws-gp3``
     1.55-1.62 -> 1.40-1.48 (docs/performance.md)."""
     out.arrival_ns[i] = arr
     out.done_ns[i] = done
@@ -310,8 +323,16 @@ def cacheless_outcome(out, i, arr, done, thr, rg):
     out.rg[i] = rg
 
 
+@step
+def cacheless_tally(tally, i, arr, done, o, size, vol, rg, thr):
+    """Request i into the tally on an array without a DRAM cache or RAID back end: no pages,
+    stalls, back-end I/Os or dirty pages."""
+    z = np.int64(0)
+    tl.add(tally, i, arr, done, o, size, vol, rg, z, z, z, z, z, thr, z, z, z, z, z, z, z, z, z, False)
+
+
 @kernel
-def run_flash_requests(params, state, req, offset, start, out):
+def run_flash_requests(params, state, req, offset, start, out, tally):
     """The all-flash array's event loop (``[flash]``, ``replay.mech.flash.kernel``): issue, storage
     processor, the flash path; no DRAM cache, SSD cache or RAID back end, so no background work.
     ``offset``: the requests' byte offsets (partial blocks).
@@ -326,6 +347,8 @@ def run_flash_requests(params, state, req, offset, start, out):
     fc = fs.c[0]
     ev = state.events[0]
     for i in range(start, req.ts.shape[0]):
+        if not tl.room(tally):
+            return i
         arr = host.issue(hp, hs, req.ts[i])
         o = req.op[i]
         tc = host.storage_processor(hp, hs, arr, req.size[i], o, ds.vols[req.vol[i]].pool)
@@ -333,7 +356,9 @@ def run_flash_requests(params, state, req, offset, start, out):
             ev.now = tc
         gc0 = fc.gc_moved
         done, thr = fl.request(fp, fs, o, offset[i], req.size[i], tc, hs.c[0].requests)
-        cacheless_outcome(out, i, arr, done, thr, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
+        rg = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
+        cacheless_outcome(out, i, arr, done, thr, rg)
+        cacheless_tally(tally, i, arr, done, o, req.size[i], req.vol[i], rg, thr)
         out.flash_free_bytes[i] = np.int64(fc.free + 0.5)
         out.flash_gc_bytes[i] = np.int64(fc.gc_moved + 0.5) - np.int64(gc0 + 0.5)
         host.complete(hp, hs, arr, done, np.int64(0), thr)
@@ -341,7 +366,7 @@ def run_flash_requests(params, state, req, offset, start, out):
 
 
 @kernel
-def run_volume_requests(params, state, req, offset, start, out):
+def run_volume_requests(params, state, req, offset, start, out, tally):
     """A volume seen from the host, its own loop as the all-flash array's (no storage processor,
     DRAM cache or RAID back end): the host stack's delay (``[device]``), a cloud volume's token
     buckets (``[cloud]``, ``replay.mech.cloud.kernel``), then the device's queue
@@ -359,6 +384,8 @@ def run_volume_requests(params, state, req, offset, start, out):
     b = cs.buckets
     ev = state.events[0]
     for i in range(start, req.ts.shape[0]):
+        if not tl.room(tally):
+            return i
         arr = host.issue(hp, hs, req.ts[i])
         o = req.op[i]
         size = req.size[i]
@@ -382,7 +409,9 @@ def run_volume_requests(params, state, req, offset, start, out):
             done = st + cl.service_ns(cp, o, hs.c[0].requests)
         else:  # a trim or flush moves no data: acknowledged when it has passed the buckets
             done = st
-        cacheless_outcome(out, i, arr, done, wait, bp.pool_rgs[ds.vols[req.vol[i]].pool, 0])
+        rg = bp.pool_rgs[ds.vols[req.vol[i]].pool, 0]
+        cacheless_outcome(out, i, arr, done, wait, rg)
+        cacheless_tally(tally, i, arr, done, o, size, req.vol[i], rg, wait)
         host.complete(hp, hs, arr, done, np.int64(0), wait)
     return req.ts.shape[0]
 
@@ -580,7 +609,9 @@ class ArrayModel(Model):
         kp = self.kernel_params
         return bool(kp.flash.on or kp.cloud.on or kp.device.on)
 
-    def replay(self, state: ArrayState, segment: Segment) -> Outcomes:
+    def replay(self, state: ArrayState, segment: Segment, tally: tl.RequestTally | None = None) -> Outcomes:
+        """The segment's outcome columns; with ``tally`` (started for this segment), the kernel
+        also sums its request tables (``replay.tally``)."""
         n = segment.n_requests
         flash_on = bool(self.kernel_params.flash.on)
         cloud_on = bool(self.kernel_params.cloud.on)
@@ -606,18 +637,24 @@ class ArrayModel(Model):
             wa = self.kernel_params.dram_cache.write_aside_bytes
             aside = np.int64(wa) if wa > 0 else None
             i = 0
-            if flash_on:
-                i = run_flash_requests(self.kernel_params, state.kernel_state(), req,
-                                       np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
-            elif cloud_on or device_on:
-                i = run_volume_requests(self.kernel_params, state.kernel_state(), req,
-                                        np.ascontiguousarray(segment.offset, dtype=np.int64), 0, out)
+            if flash_on or cloud_on or device_on:
+                run = run_flash_requests if flash_on else run_volume_requests
+                offset = np.ascontiguousarray(segment.offset, dtype=np.int64)
+                while True:
+                    i = run(self.kernel_params, state.kernel_state(), req, offset, i, out,
+                            _NO_TALLY if tally is None else tally.t)
+                    if i >= n:
+                        break
+                    tally.make_room(i)
             while i < n:
                 nxt = run_requests(self.kernel_params, state.kernel_state(), req, state.unit_ids.shift, i, out, tmp,
-                                   aside)
+                                   aside, _NO_TALLY if tally is None else tally.t)
+                tally_full = tally is not None and nxt < n and tally.full()
+                if tally_full:
+                    tally.make_room(nxt)
                 if state.tiering.c[0]["rank_due"]:
                     state.tiering = self.tiering.rank(state.tiering, state.backend, int(state.events[0]["now"]))
-                elif nxt == i and not any(log.n[0] for log in state.logs):  # one request needs more room
+                elif nxt == i and not tally_full and not any(log.n[0] for log in state.logs):  # one request needs more room
                     state.logs = Logs(*(Log(np.empty(2 * log.rows.shape[0], log.rows.dtype), log.n)
                                         for log in state.logs))
                 i = nxt

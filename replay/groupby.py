@@ -10,11 +10,9 @@ as the Polars group-by, in another order (the aggregators sort when they merge).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from replay.jit import njit
+from replay.jit import njit, step
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: packed keys use at most this many bits (the sign bit stays clear, -1 marks an empty slot)
@@ -30,7 +28,7 @@ def _slot(k, mask, shift):
 def _ids_until_full(key, r0, table, gkeys, gid, ng, cap_bits):
     """:func:`_table_ids` from row ``r0`` until the end, or until a new key would fill the table
     past half: returns (the next row, the groups so far). The tables are arguments, never rebound
-    in the loop (numba would incref them on every row: ``request_tables``' note)."""
+    in the loop (numba would incref an array variable that a loop rebinds, on every row)."""
     n = key.shape[0]
     mask = (np.int64(1) << cap_bits) - 1
     last_k = -1
@@ -128,17 +126,6 @@ def _reduce_rows(gid, ng, sums, highs):
             if col[r] > acc[gid[r]]:
                 acc[gid[r]] = col[r]
     return out_s, out_h
-
-
-@njit
-def lat_buckets(latency_ns, log_base):
-    """``floor(ln(max(latency, 1)) / log_base)`` per request, as int32 (the Polars expression
-    ``pipelines.replay._lat_bucket``: the same libm ``log``)."""
-    out = np.empty(latency_ns.shape[0], dtype=np.int32)
-    for r in range(latency_ns.shape[0]):
-        v = latency_ns[r]
-        out[r] = np.int32(math.floor(math.log(np.float64(max(v, 1))) / log_base))
-    return out
 
 
 @njit
@@ -249,6 +236,57 @@ def group_reduce_rows(key: np.ndarray, sums: np.ndarray, highs: np.ndarray
     return gkeys, out_s, out_h
 
 
+@njit
+def _window_reduce(ts, interval_ns, w0, nw, sums, n_sums, highs, n_highs, lows, n_lows):
+    """Row counts, sums, maxima and minima per window ``ts // interval_ns - w0`` (dense, ``nw``
+    windows). Rows mostly in time order: the window is recomputed only when a row leaves it."""
+    counts = np.zeros(nw, dtype=np.int64)
+    out_s = np.zeros((n_sums, nw), dtype=np.int64)
+    out_h = np.full((n_highs, nw), np.iinfo(np.int64).min, dtype=np.int64)
+    out_l = np.full((n_lows, nw), np.iinfo(np.int64).max, dtype=np.int64)
+    lo = np.int64(1)
+    hi = np.int64(0)
+    w = np.int64(0)
+    for r in range(ts.shape[0]):
+        t = ts[r]
+        if t < lo or t >= hi:
+            w = t // interval_ns - w0
+            lo = (w + w0) * interval_ns
+            hi = lo + interval_ns
+        counts[w] += 1
+        for c in range(n_sums):
+            out_s[c, w] += sums[c][r]
+        for c in range(n_highs):
+            out_h[c, w] = max(out_h[c, w], highs[c][r])
+        for c in range(n_lows):
+            out_l[c, w] = min(out_l[c, w], lows[c][r])
+    return counts, out_s, out_h, out_l
+
+
+def window_reduce(ts_ns: np.ndarray, interval_ns: int, sums: tuple[np.ndarray, ...], highs: tuple[np.ndarray, ...],
+                  lows: tuple[np.ndarray, ...]):
+    """Per window of ``interval_ns`` that has rows (time order not needed): its number, the row
+    count, each ``sums`` column's sum, each ``highs`` column's maximum and each ``lows`` column's
+    minimum (int64). One pass, no hash table: the windows are counted densely, so None when they
+    span more than ``DENSE_WINDOWS_MAX`` and more windows than rows (the caller groups by hash)."""
+    ts = np.ascontiguousarray(ts_ns, dtype=np.int64)
+    w0, w1 = int(ts.min()) // interval_ns, int(ts.max()) // interval_ns
+    nw = w1 - w0 + 1
+    if nw > max(DENSE_WINDOWS_MAX, ts.shape[0]):
+        return None
+    cols = [np.require(a, np.int64, ["C"]) for a in (*sums, *highs, *lows)]
+    zero = np.zeros(0, dtype=np.int64)  # a tuple is never empty (numba types an empty one apart)
+    k1, k2 = len(sums), len(sums) + len(highs)
+    counts, s, h, lo = _window_reduce(ts, np.int64(interval_ns), np.int64(w0), nw, tuple(cols[:k1]) or (zero,), k1,
+                                      tuple(cols[k1:k2]) or (zero,), len(highs), tuple(cols[k2:]) or (zero,), len(lows))
+    used = np.flatnonzero(counts)
+    return used + w0, counts[used], s[:, used], h[:, used], lo[:, used]
+
+
+#: :func:`window_reduce` counts windows densely up to this many (or as many as its rows)
+DENSE_WINDOWS_MAX = 1 << 16
+
+
 def coarser_ids(ids: tuple[np.ndarray, np.ndarray], shift: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`group_ids` of ``key >> shift`` from those of ``key`` (the groups' keys are grouped,
     not the rows again)."""
@@ -258,22 +296,18 @@ def coarser_ids(ids: tuple[np.ndarray, np.ndarray], shift: int) -> tuple[np.ndar
 
 
 # --------------------------------------------------------------------------------------------
-# the array replay's request tables in one pass (no packed keys, no temporary columns)
+# a hash table keyed on (interval, volume, RAID group[, bucket]) rows (``replay.tally``)
 # --------------------------------------------------------------------------------------------
-#: the request table's sums, in the order of the columns :func:`request_tables` returns (``n``:
-#: the row count; the rest from ``cols`` or derived); with an SSD cache the four SSD sums follow
+#: the array replay's request table (``replay.tally``): its sums, in column order; with an SSD
+#: cache the four SSD sums follow
 REQUEST_SUMS = ("requests", "reads", "writes", "read_pages", "read_hit_pages", "write_pages", "write_hit_pages",
                 "bytes", "latency_sum_ns", "stall_sum_ns", "stalled_requests", "throttle_sum_ns",
                 "throttled_requests", "backend_read_ios", "backend_read_busy_ns", "dirty_sum", "rg_dirty_sum")
 SSD_SUMS = ("ssd_read_hits", "ssd_read_misses", "ssd_through_hits", "ssd_through_misses")
 REQUEST_MAXES = ("latency_max_ns", "dirty_max", "rg_dirty_max")
-#: the outcome columns :func:`request_tables` reads, in the order of its ``cols`` tuple
-REQUEST_COLUMNS = ("read_pages", "read_hit_pages", "write_pages", "write_hit_pages", "stall_ns", "throttle_ns",
-                   "backend_ios", "backend_busy_ns", "dirty_pages", "rg_dirty_pages", "ssd_read_hits",
-                   "ssd_read_misses", "ssd_through_hits", "ssd_through_misses", "ssd_dirty_slots")
 
 
-@njit
+@step
 def _hash(k0, k1, k2, k3, shift):
     h = (np.uint64(k0) * _GOLDEN) ^ np.uint64(k1)
     h = (h * _GOLDEN) ^ np.uint64(k2)
@@ -282,8 +316,8 @@ def _hash(k0, k1, k2, k3, shift):
     return np.int64(h >> np.uint64(shift))
 
 
-@njit
-def _find(tab, keys, k0, k1, k2, k3, bits):
+@step
+def find_row(tab, keys, k0, k1, k2, k3, bits):
     """The group of key (k0, k1, k2[, k3]) in the table (``keys`` has 3 or 4 columns), or
     ``-1 - slot`` of the empty slot where it goes."""
     mask = tab.shape[0] - 1
@@ -299,140 +333,20 @@ def _find(tab, keys, k0, k1, k2, k3, bits):
 
 
 @njit
-def _rehash(keys, ng, bits):
+def rehash(keys, ng, bits):
     tab = np.full(np.int64(1) << bits, -1, dtype=np.int64)
     four = keys.shape[1] == 4
     for q in range(ng):
-        f = _find(tab, keys, keys[q, 0], keys[q, 1], keys[q, 2], keys[q, 3] if four else 0, bits)
+        f = find_row(tab, keys, keys[q, 0], keys[q, 1], keys[q, 2], keys[q, 3] if four else 0, bits)
         tab[-1 - f] = q
     return tab
 
 
 @njit
-def _grown(a, rows, fill):
+def grown(a, rows, fill):
     out = np.full((rows, a.shape[1]), fill, dtype=a.dtype)
     out[: a.shape[0]] = a
     return out
-
-
-@njit
-def _tally(r0, arr, done, op, size, vol, rg, rg_lo, cols, ssd, pages, interval_ns, log_base, op_read, op_write,
-           rb, rk, rs, rm, rn, bits, near, state, group, bucket):
-    """:func:`request_tables`' pass from request ``r0`` until the end, or until a new group would
-    fill the hash table past half: returns (the next request, the groups so far). ``state``: the
-    interval and volume ``near`` maps, carried between calls.
-    The tables are arguments and never rebound here: numba increfs an array variable that a loop
-    rebinds on every iteration (two atomic operations per array and request, most of the pass)."""
-    n = arr.shape[0]
-    lw, lv = state[0], state[1]
-    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], \
-        cols[8], cols[9]
-    c10, c11, c12, c13, c14 = cols[10], cols[11], cols[12], cols[13], cols[14]
-    r = r0
-    while r < n:
-        # unsigned indices: numba skips its negative-index wraparound for them, which kept every
-        # column's length live (register spills; 44 -> 39 ns a request with the SSD sums)
-        u = np.uint64(r)
-        a = arr[u]
-        lat = done[u] - a
-        w = a // interval_ns
-        v = np.int64(vol[u])
-        g = rg[u]
-        if w != lw or v != lv:
-            near[:] = -1
-            lw, lv = w, v
-        q = near[g - rg_lo]
-        if q < 0:
-            if 2 * (rn + 1) > rb.shape[0]:
-                break
-            q = _find(rb, rk, w, v, g, 0, bits)
-            if q < 0:
-                rb[-1 - q] = rn
-                rk[rn, 0] = w
-                rk[rn, 1] = v
-                rk[rn, 2] = g
-                q = rn
-                rn += 1
-            near[g - rg_lo] = q
-        bucket[u] = np.int32(math.floor(math.log(np.float64(max(lat, 1))) / log_base))
-        group[u] = q
-        uq = np.uint64(q)
-        o = op[u]
-        rs[uq, 0] += 1
-        rs[uq, 1] += o == op_read
-        rs[uq, 2] += o == op_write
-        rs[uq, 7] += size[u]
-        rs[uq, 8] += lat
-        th = c5[u]
-        rs[uq, 11] += th
-        rs[uq, 12] += th > 0
-        rm[uq, 0] = max(rm[uq, 0], lat)
-        if pages:
-            rs[uq, 3] += c0[u]
-            rs[uq, 4] += c1[u]
-            rs[uq, 5] += c2[u]
-            rs[uq, 6] += c3[u]
-            st = c4[u]
-            rs[uq, 9] += st
-            rs[uq, 10] += st > 0
-            rs[uq, 13] += c6[u]
-            rs[uq, 14] += c7[u]
-            d = c8[u]
-            gd = c9[u]
-            rs[uq, 15] += d
-            rs[uq, 16] += gd
-            rm[uq, 1] = max(rm[uq, 1], d)
-            rm[uq, 2] = max(rm[uq, 2], gd)
-        else:  # the page, stall, back-end and dirty columns are zero (given empty)
-            rm[uq, 1] = max(rm[uq, 1], 0)
-            rm[uq, 2] = max(rm[uq, 2], 0)
-        if ssd:
-            rs[uq, 17] += c10[u]
-            rs[uq, 18] += c11[u]
-            rs[uq, 19] += c12[u]
-            rs[uq, 20] += c13[u]
-            rm[uq, 3] = max(rm[uq, 3], c14[u])
-        r += 1
-    state[0], state[1] = lw, lv
-    return r, rn
-
-
-@njit
-def request_tables(arr, done, op, size, vol, rg, rg_lo, rg_hi, cols, ssd, pages, interval_ns, log_base, op_read,
-                   op_write):
-    """One pass over a segment's requests: the request sums and maxima per (interval, volume, RAID
-    group) (``REQUEST_SUMS`` [+ ``SSD_SUMS``], ``REQUEST_MAXES`` [+ the SSD dirty maximum]) in a hash
-    table that grows, and per request its group and latency bucket (for :func:`latency_hist`).
-    ``rg_lo``, ``rg_hi``: the RAID groups' range, for a direct map from the group to its row while
-    the interval and volume stay the same (the group changes from request to request). ``pages``:
-    False when the page, stall, back-end and dirty columns (all but ``throttle_ns`` of the first ten)
-    are zero (an all-flash array, a cloud volume): they are not read and may be given empty.
-    Returns (request keys [g, 3], sums [g, s], maxima [g, m], group per request, bucket per request)."""
-    n = arr.shape[0]
-    ns = 21 if ssd else 17
-    nm = 4 if ssd else 3
-    low = np.iinfo(np.int64).min
-    rbits = 8
-    rb = np.full(np.int64(1) << rbits, -1, dtype=np.int64)
-    rk = np.empty((1 << (rbits - 1), 3), dtype=np.int64)
-    rs = np.zeros((1 << (rbits - 1), ns), dtype=np.int64)
-    rm = np.full((1 << (rbits - 1), nm), low, dtype=np.int64)
-    near = np.full(rg_hi - rg_lo + 1, -1, dtype=np.int64)  # RAID group -> row, this interval and volume
-    state = np.array([-1, -1], dtype=np.int64)  # the interval and volume of ``near``
-    group = np.empty(n, dtype=np.int32)
-    bucket = np.empty(n, dtype=np.int32)
-    r, rn = np.int64(0), np.int64(0)
-    while True:
-        r, rn = _tally(r, arr, done, op, size, vol, rg, rg_lo, cols, ssd, pages, interval_ns, log_base, op_read, op_write,
-                       rb, rk, rs, rm, rn, rbits, near, state, group, bucket)
-        if r >= n:
-            break
-        rbits += 1
-        rk = _grown(rk, 1 << (rbits - 1), 0)
-        rs = _grown(rs, 1 << (rbits - 1), 0)
-        rm = _grown(rm, 1 << (rbits - 1), low)
-        rb = _rehash(rk, rn, rbits)
-    return rk[:rn].copy(), rs[:rn].copy(), rm[:rn].copy(), group, bucket
 
 
 @njit

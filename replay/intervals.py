@@ -120,29 +120,48 @@ class IntervalAggregator:
         (each group's packed key, its layout: the interval number then ``by``, cast to ``dtypes``).
         A sum not in ``sums`` is the row count (one at most). Columns and order as :meth:`part`'s."""
         mins = mins or {}
-        count = [c for c in self.sums if c not in sums]
-        if sorted(sums) != sorted(c for c in self.sums if c not in count) or sorted(maxes) != sorted(self.maxes) \
-                or sorted(mins) != sorted(self.mins) or len(count) > 1:
-            raise AssertionError("intervals: the compiled interval sums differ from the Polars ones")
+        self._check(sums, maxes, mins)
         ids = (key, packed[0]) if packed is not None else None
         # a minimum is the negated maximum of the negated values
         highs = (*maxes.values(), *(-np.asarray(v, dtype=np.int64) for v in mins.values()))
         gkeys, counts, s, m = groupby.group_reduce(key, tuple(sums.values()), highs, ids)
         fields = groupby.unpack_keys(gkeys, packed[1]) if packed is not None else [gkeys]
+        return self._frame(fields, dtypes, counts, s, m[: len(maxes)], -m[len(maxes):], sums, maxes, mins)
+
+    def _check(self, sums: Mapping, maxes: Mapping, mins: Mapping) -> None:
+        count = [c for c in self.sums if c not in sums]
+        if sorted(sums) != sorted(c for c in self.sums if c not in count) or sorted(maxes) != sorted(self.maxes) \
+                or sorted(mins) != sorted(self.mins) or len(count) > 1:
+            raise AssertionError("intervals: the compiled interval sums differ from the Polars ones")
+
+    def _frame(self, fields: list[np.ndarray], dtypes: Sequence, counts: np.ndarray, s: np.ndarray, highs: np.ndarray,
+               lows: np.ndarray, sums: Mapping, maxes: Mapping, mins: Mapping) -> pl.DataFrame:
+        """A part from per-group results: ``fields`` the interval number then ``by``, the sums, maxima
+        and minima in the order of ``sums``, ``maxes`` and ``mins``; a sum not in ``sums`` is the row
+        count."""
         part = {"interval_start_ns": fields[0] * self.interval_ns}
         part.update((k, f.astype(t)) for k, f, t in zip(self.by, fields[1:], dtypes, strict=True))
-        part.update((c, counts) for c in count)
+        part.update((c, counts) for c in self.sums if c not in sums)
         part.update((c, s[i]) for i, c in enumerate(sums))
-        part.update((c, m[i]) for i, c in enumerate(maxes))
-        part.update((c, -m[len(maxes) + i]) for i, c in enumerate(mins))
+        part.update((c, highs[i]) for i, c in enumerate(maxes))
+        part.update((c, lows[i]) for i, c in enumerate(mins))
         return pl.DataFrame({k: part[k] for k in ("interval_start_ns", *self.by, *self.sums, *self.maxes, *self.mins)})
 
     def add_arrays(self, ts_ns: np.ndarray, sums: Mapping[str, np.ndarray], maxes: Mapping[str, np.ndarray] = {},
                    mins: Mapping[str, np.ndarray] | None = None) -> None:
         """:meth:`add` from arrays (no key columns): per interval of ``ts_ns``, the sums, maxima and
         minima named as the aggregator's (a missing sum is the row count)."""
-        if len(ts_ns):
+        if not len(ts_ns):
+            return
+        mins = mins or {}
+        dense = groupby.window_reduce(ts_ns, self.interval_ns, tuple(sums.values()), tuple(maxes.values()),
+                                      tuple(mins.values())) if not self.by else None
+        if dense is None:
             self.add_part(self.compiled_part(np.asarray(ts_ns, dtype=np.int64) // self.interval_ns, sums, maxes, mins))
+            return
+        self._check(sums, maxes, mins)
+        windows, counts, s, highs, lows = dense
+        self.add_part(self._frame([windows], (), counts, s, highs, lows, sums, maxes, mins))
 
     def add_part(self, part: pl.DataFrame) -> None:
         self._parts.append(part)

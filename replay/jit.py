@@ -64,7 +64,7 @@ _numpy_support_without_blas_probe()
 
 #: Modules with compiled functions (or constants compiled into them); their source keys the cache.
 KERNEL_MODULES = ("replay.array", *kernel_modules(), "replay.events", "replay.prefetch", "replay.ids", "replay.pages",
-                  "replay.intervals", "replay.groupby", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)
+                  "replay.intervals", "replay.groupby", "replay.tally", "replay.mrc", "replay.kernels", "replay.jit", *SCHEMA_MODULES)
 
 
 def cache_dir(modules: Sequence[str] = KERNEL_MODULES) -> Path:

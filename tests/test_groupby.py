@@ -10,6 +10,7 @@ import pytest
 from pipelines import replay as rp
 from replay import groupby
 from replay.scenario import load
+from replay.tally import REQUEST_COLUMNS, request_tables
 from traces import synth
 
 
@@ -39,7 +40,7 @@ def test_group_reduce_equals_polars_group_by():
 
 @pytest.mark.parametrize(("ssd", "pages"), [(False, True), (True, True), (False, False)])
 def test_request_tables_equal_polars_group_by(ssd, pages):
-    """The one-pass request tables against a Polars group-by per (interval, volume, RAID group),
+    """The kernel's request tally (``replay.tally.add``, driven over columns) against a Polars group-by per (interval, volume, RAID group),
     with enough groups that the hash table grows several times within one segment. ``pages``
     False (an all-flash array, a cloud volume): the page, stall, back-end and dirty columns are
     zero and given empty."""
@@ -51,7 +52,7 @@ def test_request_tables_equal_polars_group_by(ssd, pages):
     size = rng.integers(512, 1 << 20, n)
     vol = rng.integers(0, 40, n).astype(np.int32)
     rg = rng.integers(-1, 7, n)
-    cols = tuple(rng.integers(0, 1000, n) for _ in groupby.REQUEST_COLUMNS)
+    cols = tuple(rng.integers(0, 1000, n) for _ in REQUEST_COLUMNS)
     if not ssd:
         cols = cols[:10] + (np.zeros(0, dtype=np.int64),) * 5
     given = cols
@@ -59,12 +60,10 @@ def test_request_tables_equal_polars_group_by(ssd, pages):
         cols = tuple(np.zeros(n, dtype=np.int64) if k not in (5, 10, 11, 12, 13, 14) else c for k, c in enumerate(cols))
         given = tuple(np.zeros(0, dtype=np.int64) if k not in (5, 10, 11, 12, 13, 14) else c for k, c in enumerate(cols))
     interval_ns = 10**9
-    rk, rs, rm, group, bucket = groupby.request_tables(arr, done, op, size, vol, rg, -1, 6, given, ssd, pages,
-                                                       interval_ns, rp._LOG_BASE, rp.OP_READ, rp.OP_WRITE)
+    rk, rs, rm, group, bucket = request_tables(arr, done, op, size, vol, rg, -1, 6, given, ssd, interval_ns)
     assert rk.shape[0] > 4_000  # past the first table of 128 groups, several growths
     assert np.array_equal(rk[group], np.stack([arr // interval_ns, vol, rg], axis=1))
-    assert np.array_equal(bucket, groupby.lat_buckets(done - arr, rp._LOG_BASE))
-    c = dict(zip(groupby.REQUEST_COLUMNS, cols, strict=True))
+    c = dict(zip(REQUEST_COLUMNS, cols, strict=True))
     lat = done - arr
     df = pl.DataFrame({"w": arr // interval_ns, "v": vol.astype(np.int64), "g": rg, "op": op, "size": size,
                        "lat": lat, **{k: v for k, v in c.items() if v.size}})
@@ -96,7 +95,13 @@ def test_latency_buckets_equal_the_polars_expression():
     lat = np.concatenate([np.arange(-3, 5000), rng.integers(0, 10**12, 500_000),
                           np.round(rp.LAT_BASE ** np.arange(0, 2800)).astype(np.int64)])
     want = pl.DataFrame({"x": lat}).select(rp._lat_bucket(pl.col("x")))["x"].to_numpy()
-    assert np.array_equal(groupby.lat_buckets(lat, rp._LOG_BASE), want)
+    n = lat.size
+    none = np.zeros(0, dtype=np.int64)
+    cols = (none,) * 5 + (np.zeros(n, dtype=np.int64),) + (none,) * 9
+    zero = np.zeros(n, dtype=np.int64)
+    *_, bucket = request_tables(zero, lat, np.zeros(n, dtype=np.uint8), zero, zero.astype(np.int32), zero, 0, 0, cols,
+                                False, 10**9)
+    assert np.array_equal(bucket, want)
 
 
 @pytest.mark.parametrize("cut", [1, 7, 1000])
@@ -112,15 +117,19 @@ def test_timestamp_stats_equal_the_numpy_reference(cut):
     assert a.ts_resolution_ns == 4000
 
 
-@pytest.mark.parametrize("preset", ["vnx5400-fastcache", "vnx2-mcx", "vnx1-flare"])
-def test_replay_tables_equal_the_polars_path(preset, monkeypatch):
+@pytest.mark.parametrize(("preset", "interval"), [("vnx5400-fastcache", "1s"), ("vnx2-mcx", "1s"), ("vnx1-flare", "1s"),
+                                                 ("vnx5400-fastcache", "auto"), ("violin6232", "auto"),
+                                                 ("aws-gp3", "auto")])
+def test_replay_tables_equal_the_polars_path(preset, interval, monkeypatch):
     """Every table and summary of a two-volume replay equal those of the Polars group-by
-    (``COMPILED_SUMS`` off), at 20,000-request segments."""
+    (``COMPILED_SUMS`` off), at 20,000-request segments. The kernel's tally (``replay.tally``):
+    at the automatic interval it starts at 1 ms and coarsens within a segment, the aggregation
+    after it."""
     parts = [synth.generate(synth.pattern("database", requests=30_000, region_bytes=2 << 30, seed=s, volume=f"v{s}"))
              for s in (1, 2)]
     df = pl.concat(parts).sort("ts_ns")
     frames = [df.slice(i, 20_000) for i in range(0, df.height, 20_000)]
-    sc = load(preset, ["replay.mode=closed", "replay.outstanding=32", "replay.interval=1s"])
+    sc = load(preset, ["replay.mode=closed", "replay.outstanding=32", f"replay.interval={interval}"])
     fast = rp.replay_frames(frames, sc, total=df.height)
     monkeypatch.setattr(rp, "COMPILED_SUMS", False)
     slow = rp.replay_frames(frames, sc, total=df.height)
