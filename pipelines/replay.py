@@ -88,6 +88,7 @@ from replay.intervals import (
     outcome_frame,
 )
 from replay.mech import MECHANISMS
+from replay.mech.flash import sums as flash_sums
 from replay.model import Segment
 from replay.pages import SegmentBuilder
 from replay.scenario import MAX_OUTSTANDING, Scenario, load, loads, preset_names
@@ -351,9 +352,8 @@ class _Aggregates:
         grouped = self._grouped(segment, out, tally)
         flash_done = False
         if self.flash is not None:
-            write_bytes = np.where(segment.op == OP_WRITE, segment.size_bytes.astype(np.int64), 0)
-            self._split_at_cliff(segment, out, write_bytes)
-            flash_done = grouped and self._grouped_flash(out, write_bytes)
+            self._split_at_cliff(segment, out)
+            flash_done = grouped and self._grouped_flash(segment, out)
         if not grouped or (self.flash is not None and not flash_done):
             frame = outcome_frame(segment, out).with_columns(
                 ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
@@ -535,51 +535,49 @@ class _Aggregates:
         self.ts_at_one_instant_max = max(self.ts_at_one_instant_max, int(runs.max()))
         self._ts_last = (int(ts[-1]), int(runs[-1]))
 
-    def _grouped_flash(self, out: dict[str, np.ndarray], write_bytes: np.ndarray) -> bool:
-        """The all-flash interval sums (``_FLASH_SUMS``) of one segment by compiled group sums; False
-        (nothing added) when an outcome column is not int64."""
+    def _grouped_flash(self, segment: Segment, out: dict[str, np.ndarray]) -> bool:
+        """The all-flash interval sums (``_FLASH_SUMS``) of one segment in one compiled pass
+        (``replay.mech.flash.sums.windows``); False (nothing added) when an outcome column is not
+        int64."""
         cols = [out[c] for c in ("arrival_ns", "flash_gc_bytes", "throttle_ns", "flash_free_bytes")]
         if not all(c.dtype == np.int64 for c in cols):
             return False
         arrival, gc, wait, free = cols
-        self.flash.add_arrays(arrival, {"flash_host_write_bytes": write_bytes, "flash_gc_bytes": gc,
-                                        "flash_gc_wait_ns": wait, "flash_gc_waits": (wait > 0).astype(np.int64)},
-                              {"flash_used_max": self.flash_free_full - free})
+        n = self.flash.interval_ns
+        w = flash_sums.windows(arrival, np.int64(n), segment.op, segment.size_bytes, gc, wait, free)
+        part = {"interval_start_ns": w[:, 0] * n, "flash_host_write_bytes": w[:, 1], "flash_gc_bytes": w[:, 2],
+                "flash_gc_wait_ns": w[:, 3], "flash_gc_waits": w[:, 4], "flash_used_max": self.flash_free_full - w[:, 5]}
+        self.flash.add_part(pl.DataFrame({k: part[k] for k in ("interval_start_ns", *self.flash.sums, *self.flash.maxes)}))
         return True
 
-    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray], write_bytes: np.ndarray) -> None:
+    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray]) -> None:
         """All-flash, over all requests (the warm-up included: the cliff may come during it): the
         writes *completed* before the cliff (the arrival of the first write that waited for GC)
         and the writes *issued* from that one on, which GC admits at its rate (the writes in
         flight at the cliff had their space already: counted in neither). Until the cliff is
         found, a write done before the latest arrival so far is surely done before it (the cliff
-        comes at or after that arrival); the others wait in ``pending`` (about those in flight)."""
+        comes at or after that arrival); the others wait in ``pending`` (about those in flight).
+        One compiled pass (``replay.mech.flash.sums.cliff_split``)."""
         c = self.cliff
+        arrival, done = out["arrival_ns"], out["done_ns"]
         if c["first_ns"] is None:
-            c["first_ns"] = int(out["arrival_ns"][0])
-        c["last_ns"] = max(c["last_ns"], int(out["done_ns"].max()))
-        writes = segment.op == OP_WRITE
-        cut = 0
-        if c["ns"] is None:
-            waited = writes & (out["throttle_ns"] > 0)
-            found = bool(waited.any())
-            cut = int(waited.argmax()) if found else segment.n_requests
-            if found:
-                c["req"] = segment.first_request + cut
-                c["ns"] = int(out["arrival_ns"][cut])
-            bound = c["ns"] if found else int(out["arrival_ns"][-1])
-            # masks over the segment, not copies of its writes: most are done before the bound
-            done, size = out["done_ns"][:cut], write_bytes[:cut]
-            pre = writes[:cut] & (done < bound)
-            late = writes[:cut] & ~pre
+            c["first_ns"] = int(arrival[0])
+        c["last_ns"] = max(c["last_ns"], int(done.max()))
+        searching = c["ns"] is None
+        cut, bound, pre_w, pre_b, late, post_w, post_b = flash_sums.cliff_split(
+            segment.op, segment.size_bytes, arrival, done, out["throttle_ns"], searching)
+        if searching:
+            if cut < segment.n_requests:
+                c["req"] = segment.first_request + int(cut)
+                c["ns"] = int(arrival[cut])
             old_done, old_size = c["pending_done"], c["pending_size"]
             old_pre = old_done < bound
-            c["pre_writes"] += int(np.count_nonzero(pre)) + int(np.count_nonzero(old_pre))
-            c["pre_bytes"] += int(np.where(pre, size, 0).sum()) + int(old_size[old_pre].sum())
+            c["pre_writes"] += int(pre_w) + int(np.count_nonzero(old_pre))
+            c["pre_bytes"] += int(pre_b) + int(old_size[old_pre].sum())
             c["pending_done"] = np.concatenate([old_done[~old_pre], done[late]])
-            c["pending_size"] = np.concatenate([old_size[~old_pre], size[late]])
-        c["post_writes"] += int(np.count_nonzero(writes[cut:]))
-        c["post_bytes"] += int(write_bytes[cut:].sum())
+            c["pending_size"] = np.concatenate([old_size[~old_pre], segment.size_bytes[late].astype(np.int64)])
+        c["post_writes"] += int(post_w)
+        c["post_bytes"] += int(post_b)
 
     def _count_write_ios(self, flushes: dict[str, np.ndarray]) -> None:
         """Back-end write I/Os of flushes issued after the measured window began."""

@@ -237,29 +237,80 @@ def group_reduce_rows(key: np.ndarray, sums: np.ndarray, highs: np.ndarray
 
 
 @njit
+def _run_sums(win, col, acc):
+    """``acc[win[r]] += col[r]``, summed in a register along each run of one window (a store per
+    run, not per row: no chain of stores and loads of one cell)."""
+    cur = win[0]
+    v = np.int64(0)
+    for r in range(win.shape[0]):
+        if win[r] != cur:
+            acc[cur] += v
+            cur = win[r]
+            v = 0
+        v += col[r]
+    acc[cur] += v
+
+
+@njit
+def _run_highs(win, col, acc):
+    cur = win[0]
+    v = acc[cur]
+    for r in range(win.shape[0]):
+        if win[r] != cur:
+            acc[cur] = v
+            cur = win[r]
+            v = acc[cur]
+        v = max(v, col[r])
+    acc[cur] = v
+
+
+@njit
+def _run_lows(win, col, acc):
+    cur = win[0]
+    v = acc[cur]
+    for r in range(win.shape[0]):
+        if win[r] != cur:
+            acc[cur] = v
+            cur = win[r]
+            v = acc[cur]
+        v = min(v, col[r])
+    acc[cur] = v
+
+
+@njit
 def _window_reduce(ts, interval_ns, w0, nw, sums, n_sums, highs, n_highs, lows, n_lows):
     """Row counts, sums, maxima and minima per window ``ts // interval_ns - w0`` (dense, ``nw``
-    windows). Rows mostly in time order: the window is recomputed only when a row leaves it."""
+    windows): the window of each row first (rows mostly in time order: recomputed only when a row
+    leaves the last one), then each column along the runs of one window. Four sums and a maximum
+    of 2 M time-ordered rows: 5.1 ns a row with every column in the row loop (a tuple indexed by a
+    variable is a branch per column and row), 4.0 with a loop per column, 3.4 along runs."""
+    n = ts.shape[0]
+    win = np.empty(n, dtype=np.int32)
     counts = np.zeros(nw, dtype=np.int64)
-    out_s = np.zeros((n_sums, nw), dtype=np.int64)
-    out_h = np.full((n_highs, nw), np.iinfo(np.int64).min, dtype=np.int64)
-    out_l = np.full((n_lows, nw), np.iinfo(np.int64).max, dtype=np.int64)
     lo = np.int64(1)
     hi = np.int64(0)
     w = np.int64(0)
-    for r in range(ts.shape[0]):
+    run = np.int64(0)
+    for r in range(n):
         t = ts[r]
         if t < lo or t >= hi:
+            counts[w] += run
+            run = 0
             w = t // interval_ns - w0
             lo = (w + w0) * interval_ns
             hi = lo + interval_ns
-        counts[w] += 1
-        for c in range(n_sums):
-            out_s[c, w] += sums[c][r]
-        for c in range(n_highs):
-            out_h[c, w] = max(out_h[c, w], highs[c][r])
-        for c in range(n_lows):
-            out_l[c, w] = min(out_l[c, w], lows[c][r])
+        win[r] = w
+        run += 1
+    counts[w] += run
+    out_s = np.zeros((n_sums, nw), dtype=np.int64)
+    out_h = np.full((n_highs, nw), np.iinfo(np.int64).min, dtype=np.int64)
+    out_l = np.full((n_lows, nw), np.iinfo(np.int64).max, dtype=np.int64)
+    for c in range(n_sums):
+        _run_sums(win, sums[c], out_s[c])
+    for c in range(n_highs):
+        _run_highs(win, highs[c], out_h[c])
+    for c in range(n_lows):
+        _run_lows(win, lows[c], out_l[c])
     return counts, out_s, out_h, out_l
 
 

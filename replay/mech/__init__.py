@@ -74,7 +74,7 @@ MECHANISMS = (
     Mechanism("ssd_cache", ("fast_cache", "qcache")),
     Mechanism("tiering"),
     Mechanism("snapshots"),
-    Mechanism("flash", replaces=("dram_cache", "backend")),
+    Mechanism("flash", ("sums",), replaces=("dram_cache", "backend")),
     Mechanism("cloud", ("types",), replaces=("dram_cache", "backend")),
     Mechanism("device", replaces=("dram_cache", "backend")),
 )
