@@ -352,8 +352,7 @@ class _Aggregates:
         grouped = self._grouped(segment, out, tally)
         flash_done = False
         if self.flash is not None:
-            self._split_at_cliff(segment, out)
-            flash_done = grouped and self._grouped_flash(segment, out)
+            flash_done = self._flash_sums(segment, out, grouped)
         if not grouped or (self.flash is not None and not flash_done):
             frame = outcome_frame(segment, out).with_columns(
                 ts_ns=pl.col("arrival_ns"), latency_ns=pl.col("done_ns") - pl.col("arrival_ns"))
@@ -535,38 +534,39 @@ class _Aggregates:
         self.ts_at_one_instant_max = max(self.ts_at_one_instant_max, int(runs.max()))
         self._ts_last = (int(ts[-1]), int(runs[-1]))
 
-    def _grouped_flash(self, segment: Segment, out: dict[str, np.ndarray]) -> bool:
-        """The all-flash interval sums (``_FLASH_SUMS``) of one segment in one compiled pass
-        (``replay.mech.flash.sums.windows``); False (nothing added) when an outcome column is not
-        int64."""
-        cols = [out[c] for c in ("arrival_ns", "flash_gc_bytes", "throttle_ns", "flash_free_bytes")]
-        if not all(c.dtype == np.int64 for c in cols):
-            return False
-        arrival, gc, wait, free = cols
+    def _flash_sums(self, segment: Segment, out: dict[str, np.ndarray], grouped: bool) -> bool:
+        """All-flash: one compiled pass (``replay.mech.flash.sums.segment_sums``) for the writes
+        about the cliff (:meth:`_split_at_cliff`) and, when ``grouped``, the interval sums
+        (``_FLASH_SUMS``); returns whether those were added (not when an outcome column is not
+        int64: then by Polars)."""
+        cols = [out[c] for c in ("arrival_ns", "done_ns", "flash_gc_bytes", "throttle_ns", "flash_free_bytes")]
+        c = self.cliff
         n = self.flash.interval_ns
-        w = flash_sums.windows(arrival, np.int64(n), segment.op, segment.size_bytes, gc, wait, free)
+        w, *split = flash_sums.segment_sums(*cols[:2], segment.op, segment.size_bytes, *cols[2:], np.int64(n),
+                                           c["ns"] is None)
+        self._split_at_cliff(segment, out, *split)
+        if not grouped or not all(a.dtype == np.int64 for a in cols):
+            return False
         part = {"interval_start_ns": w[:, 0] * n, "flash_host_write_bytes": w[:, 1], "flash_gc_bytes": w[:, 2],
                 "flash_gc_wait_ns": w[:, 3], "flash_gc_waits": w[:, 4], "flash_used_max": self.flash_free_full - w[:, 5]}
         self.flash.add_part(pl.DataFrame({k: part[k] for k in ("interval_start_ns", *self.flash.sums, *self.flash.maxes)}))
         return True
 
-    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray]) -> None:
+    def _split_at_cliff(self, segment: Segment, out: dict[str, np.ndarray], cut: int, bound: int, pre_w: int,
+                        pre_b: int, late: np.ndarray, post_w: int, post_b: int) -> None:
         """All-flash, over all requests (the warm-up included: the cliff may come during it): the
         writes *completed* before the cliff (the arrival of the first write that waited for GC)
         and the writes *issued* from that one on, which GC admits at its rate (the writes in
         flight at the cliff had their space already: counted in neither). Until the cliff is
         found, a write done before the latest arrival so far is surely done before it (the cliff
         comes at or after that arrival); the others wait in ``pending`` (about those in flight).
-        One compiled pass (``replay.mech.flash.sums.cliff_split``)."""
+        The segment's counts: ``segment_sums``."""
         c = self.cliff
         arrival, done = out["arrival_ns"], out["done_ns"]
         if c["first_ns"] is None:
             c["first_ns"] = int(arrival[0])
         c["last_ns"] = max(c["last_ns"], int(done.max()))
-        searching = c["ns"] is None
-        cut, bound, pre_w, pre_b, late, post_w, post_b = flash_sums.cliff_split(
-            segment.op, segment.size_bytes, arrival, done, out["throttle_ns"], searching)
-        if searching:
+        if c["ns"] is None:
             if cut < segment.n_requests:
                 c["req"] = segment.first_request + int(cut)
                 c["ns"] = int(arrival[cut])
