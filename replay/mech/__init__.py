@@ -75,7 +75,7 @@ MECHANISMS = (
     Mechanism("tiering"),
     Mechanism("snapshots"),
     Mechanism("flash", ("sums",), replaces=("dram_cache", "backend")),
-    Mechanism("cloud", ("types",), replaces=("dram_cache", "backend")),
+    Mechanism("cloud", ("types", "sums"), replaces=("dram_cache", "backend")),
     Mechanism("device", replaces=("dram_cache", "backend")),
 )
 BY_NAME = {m.name: m for m in MECHANISMS}

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from replay.intervals import IntervalAggregator
+from replay.mech.cloud.sums import ARRIVED, STARTED, segment_sums
 from replay.mech.cloud.types import GIB
 from replay.outputs import Column
 from replay.prices import monthly_cost
@@ -60,17 +61,18 @@ class Results:
             "throttle_wait_sum_ns": pl.col("throttle_ns").sum()}, ratios={})
 
     def add(self, requests: Mapping[str, np.ndarray], logs: dict[str, pl.DataFrame]) -> None:
-        """One segment's requests (``ts_ns`` = arrival, op, size_bytes and the outcome columns), by
-        compiled sums (the Polars expressions above say what each is)."""
-        op, th = requests["op"], requests["throttle_ns"]
-        data = ((op == OP_READ) | (op == OP_WRITE)).astype(np.int64)
-        credit_ios, credit_bytes = requests["cloud_credit_ios"], requests["cloud_credit_bytes"]
-        self.arrived.add_arrays(requests["ts_ns"], {"throttled_requests": (th > 0).astype(np.int64),
-                                                    "throttle_wait_sum_ns": th})
-        self.started.add_arrays(requests["cloud_start_ns"], {
-            "started": data, "ios": requests["cloud_ios"], "bytes": data * requests["size_bytes"]},
-            maxes={"credit_ios_max": credit_ios, "credit_bytes_max": credit_bytes},
-            mins={"credit_ios_min": credit_ios, "credit_bytes_min": credit_bytes})
+        """One segment's requests (``ts_ns`` = arrival, op, size_bytes and the outcome columns), in
+        one compiled pass (``sums.segment_sums``; the Polars expressions above say what each is)."""
+        n = self.started.interval_ns
+        if not len(requests["ts_ns"]):
+            return
+        a, s = segment_sums(requests["ts_ns"], requests["cloud_start_ns"], requests["op"], requests["size_bytes"],
+                            requests["throttle_ns"], requests["cloud_ios"], requests["cloud_credit_ios"],
+                            requests["cloud_credit_bytes"], np.int64(n))
+        for agg, table, names in ((self.arrived, a, ARRIVED), (self.started, s, STARTED)):
+            cols = {c: table[:, i] for i, c in enumerate(names)}
+            cols["interval_start_ns"] = cols.pop("window") * n
+            agg.add_part(pl.DataFrame({k: cols[k] for k in ("interval_start_ns", *agg.sums, *agg.maxes, *agg.mins)}))
 
     def coarsen(self, interval_ns: int) -> None:
         self.started.coarsen(interval_ns)
