@@ -252,7 +252,8 @@ def _run_sums(win, col, acc):
 
 
 @njit
-def _run_highs(win, col, acc):
+def _run_extremes(win, col, acc, lows):
+    """``acc[win[r]] = max(acc[win[r]], col[r])`` (``lows``: min) along the runs of one window."""
     cur = win[0]
     v = acc[cur]
     for r in range(win.shape[0]):
@@ -260,21 +261,23 @@ def _run_highs(win, col, acc):
             acc[cur] = v
             cur = win[r]
             v = acc[cur]
-        v = max(v, col[r])
+        v = min(v, col[r]) if lows else max(v, col[r])
     acc[cur] = v
 
 
 @njit
-def _run_lows(win, col, acc):
-    cur = win[0]
-    v = acc[cur]
-    for r in range(win.shape[0]):
-        if win[r] != cur:
-            acc[cur] = v
-            cur = win[r]
-            v = acc[cur]
-        v = min(v, col[r])
-    acc[cur] = v
+def window_runs(ts, interval_ns):
+    """How many runs of one window ``ts // interval_ns`` has (rows in time order: one per window)."""
+    k = 0
+    lo = np.int64(1)
+    hi = np.int64(0)
+    for r in range(ts.shape[0]):
+        t = ts[r]
+        if t < lo or t >= hi:
+            k += 1
+            lo = t // interval_ns * interval_ns
+            hi = lo + interval_ns
+    return k
 
 
 @njit
@@ -308,9 +311,9 @@ def _window_reduce(ts, interval_ns, w0, nw, sums, n_sums, highs, n_highs, lows, 
     for c in range(n_sums):
         _run_sums(win, sums[c], out_s[c])
     for c in range(n_highs):
-        _run_highs(win, highs[c], out_h[c])
+        _run_extremes(win, highs[c], out_h[c], False)
     for c in range(n_lows):
-        _run_lows(win, lows[c], out_l[c])
+        _run_extremes(win, lows[c], out_l[c], True)
     return counts, out_s, out_h, out_l
 
 

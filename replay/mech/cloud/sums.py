@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from replay.groupby import window_runs
 from replay.jit import njit
 from schemas.trace import OP_READ, OP_WRITE
 
@@ -17,29 +18,14 @@ STARTED = ("window", "started", "ios", "bytes", "credit_ios_min", "credit_bytes_
 
 
 @njit
-def _windows(ts, interval_ns):
-    """How many runs of one window ``ts`` has."""
-    k = 0
-    lo = np.int64(1)
-    hi = np.int64(0)
-    for r in range(ts.shape[0]):
-        t = ts[r]
-        if t < lo or t >= hi:
-            k += 1
-            lo = t // interval_ns * interval_ns
-            hi = lo + interval_ns
-    return k
-
-
-@njit
 def segment_sums(arrival, start, op, size, wait_ns, ios, credit_ios, credit_bytes, interval_ns):
     """Per run of one window of ``arrival`` (``ARRIVED``) and of ``start`` (``STARTED``), summed in
     registers until a row leaves it (a window met again gets a row of its own, which the
     aggregation merges). The runs are counted first, so the tables are never rebound in the loop
     (numba would count references on every row); nothing branches on a request's op."""
     n = arrival.shape[0]
-    a = np.empty((_windows(arrival, interval_ns), len(ARRIVED)), dtype=np.int64)
-    s = np.empty((_windows(start, interval_ns), len(STARTED)), dtype=np.int64)
+    a = np.empty((window_runs(arrival, interval_ns), len(ARRIVED)), dtype=np.int64)
+    s = np.empty((window_runs(start, interval_ns), len(STARTED)), dtype=np.int64)
     ka = -1
     ks = -1
     alo = np.int64(1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from replay.groupby import window_runs
 from replay.jit import njit
 from schemas.trace import OP_WRITE
 
@@ -38,16 +39,7 @@ def segment_sums(arrival, done, op, size, gc_bytes, wait_ns, free_bytes, interva
                 cut = r
                 break
     bound = arrival[cut] if cut < n else arrival[n - 1]
-    k = 0
-    lo = np.int64(1)
-    hi = np.int64(0)
-    for r in range(n):
-        t = arrival[r]
-        if t < lo or t >= hi:
-            k += 1
-            lo = t // interval_ns * interval_ns
-            hi = lo + interval_ns
-    out = np.empty((k, 6), dtype=np.int64)
+    out = np.empty((window_runs(arrival, interval_ns), 6), dtype=np.int64)
     late = np.empty(cut + 1, dtype=np.int64)
     n_late = 0
     pre_w = np.int64(0)
