@@ -537,15 +537,14 @@ class _Aggregates:
     def _flash_sums(self, segment: Segment, out: dict[str, np.ndarray], grouped: bool) -> bool:
         """All-flash: one compiled pass (``replay.mech.flash.sums.segment_sums``) for the writes
         about the cliff (:meth:`_split_at_cliff`) and, when ``grouped``, the interval sums
-        (``_FLASH_SUMS``); returns whether those were added (not when an outcome column is not
-        int64: then by Polars)."""
+        (``_FLASH_SUMS``); returns whether those were added (else Polars sums them)."""
         cols = [out[c] for c in ("arrival_ns", "done_ns", "flash_gc_bytes", "throttle_ns", "flash_free_bytes")]
         c = self.cliff
         n = self.flash.interval_ns
         w, *split = flash_sums.segment_sums(*cols[:2], segment.op, segment.size_bytes, *cols[2:], np.int64(n),
                                            c["ns"] is None)
         self._split_at_cliff(segment, out, *split)
-        if not grouped or not all(a.dtype == np.int64 for a in cols):
+        if not grouped:
             return False
         part = {"interval_start_ns": w[:, 0] * n, "flash_host_write_bytes": w[:, 1], "flash_gc_bytes": w[:, 2],
                 "flash_gc_wait_ns": w[:, 3], "flash_gc_waits": w[:, 4], "flash_used_max": self.flash_free_full - w[:, 5]}

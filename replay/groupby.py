@@ -321,7 +321,7 @@ def window_reduce(ts_ns: np.ndarray, interval_ns: int, sums: tuple[np.ndarray, .
                   lows: tuple[np.ndarray, ...]):
     """Per window of ``interval_ns`` that has rows (time order not needed): its number, the row
     count, each ``sums`` column's sum, each ``highs`` column's maximum and each ``lows`` column's
-    minimum (int64). One pass, no hash table: the windows are counted densely, so None when they
+    minimum (int64). No hash table: the windows are counted densely, so None when they
     span more than ``DENSE_WINDOWS_MAX`` and more windows than rows (the caller groups by hash)."""
     ts = np.ascontiguousarray(ts_ns, dtype=np.int64)
     w0, w1 = int(ts.min()) // interval_ns, int(ts.max()) // interval_ns

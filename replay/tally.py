@@ -10,7 +10,7 @@ step over columns (the tests compare it with a Polars group-by).
 The tables live in a :class:`Tally` of plain arrays that the kernel is handed; it stops before a
 request when a new row could fill the hash table past half (:func:`room`), and
 :class:`RequestTally` (the Python side) then grows the table, or, with the automatic interval,
-coarsens it when its rows span more than ``AUTO_MAX_INTERVALS`` intervals.
+coarsens it when the run so far needs a wider one (``replay.intervals.auto_interval_ns``).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ class RequestTally:
     @classmethod
     def for_model(cls, model, state) -> RequestTally | None:
         """The tally of an ``ArrayModel`` replay, or None when its RAID groups are too many for the
-        per-group map (then the request tables are summed after the kernel)."""
+        per-group map (then ``pipelines.replay`` groups the outcome columns with Polars)."""
         n_rg = max(state.dram_cache.groups.shape[0], int(model.kernel_params.backend.pool_rgs.max()) + 1)
         if n_rg > 1 << 16:
             return None
@@ -238,18 +238,16 @@ def off() -> Tally:
 def _tally_columns(t, r0, arr, done, op, size, vol, rg, cols, ssd):
     """:func:`add` for requests ``r0..`` of columns (``REQUEST_COLUMNS`` order) until the table is
     full; returns the next request."""
-    z0 = np.int64(0)
-    pages = cols[0].shape[0] > 0
+    z = np.int64(0)
+    p = cols[0].shape[0] > 0  # the page, stall, back-end and dirty columns are given
+    c = cols
     for r in range(r0, arr.shape[0]):
         if not room(t):
             return r
-        p = r if pages else 0
-        c = cols
-        add(t, r, arr[r], done[r], op[r], size[r], vol[r], rg[r], c[0][p] if pages else z0, c[1][p] if pages else z0,
-            c[2][p] if pages else z0, c[3][p] if pages else z0, c[4][p] if pages else z0, c[5][r],
-            c[6][p] if pages else z0, c[7][p] if pages else z0, c[8][p] if pages else z0,
-            c[9][p] if pages else z0, c[10][r] if ssd else z0, c[11][r] if ssd else z0,
-            c[12][r] if ssd else z0, c[13][r] if ssd else z0, c[14][r] if ssd else z0, ssd)
+        add(t, r, arr[r], done[r], op[r], size[r], vol[r], rg[r], c[0][r] if p else z, c[1][r] if p else z,
+            c[2][r] if p else z, c[3][r] if p else z, c[4][r] if p else z, c[5][r], c[6][r] if p else z,
+            c[7][r] if p else z, c[8][r] if p else z, c[9][r] if p else z, c[10][r] if ssd else z,
+            c[11][r] if ssd else z, c[12][r] if ssd else z, c[13][r] if ssd else z, c[14][r] if ssd else z, ssd)
     return arr.shape[0]
 
 
